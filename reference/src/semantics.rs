@@ -1,0 +1,148 @@
+//! Spec 15: what a decoder computes from a valid matrix: dequant, row gather and the matvec in
+//! the canonical accumulation order.
+
+use crate::element::fp8_to_bf16;
+use crate::error::ParamError;
+use crate::geometry::{Geometry, BLOCK_COLS};
+use crate::matrix::{DecodedMatrix, Elements};
+use crate::mode::Layout;
+
+impl DecodedMatrix {
+    /// Spec 15.2: the value every pad column K..K16-1 of dequant output holds: the filler code
+    /// (rank 0, sign 0) with a zero raw part.
+    pub fn filler_word(&self) -> u16 {
+        u16::from(self.exp_of_rank[0]) << 8
+    }
+
+    /// The weight at (row, col) as a BF16 word (FP8: exact and unscaled, spec 15.2).
+    pub fn bf16_word(&self, row: u64, col: u64) -> u16 {
+        let i = (row * self.shape.cols + col) as usize;
+        match &self.elements {
+            Elements::Bf16(w) => w[i],
+            Elements::Fp8(b) => fp8_to_bf16(b[i]),
+        }
+    }
+
+    /// Row stride of dequant and gather output: K rounded up to 16 (spec 15.2).
+    pub fn row_stride(&self) -> u64 {
+        self.shape.cols.div_ceil(16) * 16
+    }
+
+    fn push_row(&self, row: u64, out: &mut Vec<u16>) {
+        out.extend((0..self.shape.cols).map(|col| self.bf16_word(row, col)));
+        out.extend((self.shape.cols..self.row_stride()).map(|_| self.filler_word()));
+    }
+
+    /// Spec 15.2: the whole matrix as BF16, M rows of stride K16.
+    pub fn dequant(&self) -> Vec<u16> {
+        let mut out = Vec::with_capacity((self.shape.rows * self.row_stride()) as usize);
+        for row in 0..self.shape.rows {
+            self.push_row(row, &mut out);
+        }
+        out
+    }
+
+    /// Spec 15.3: the given rows (in the given order, repeats allowed) as dequant rows.
+    pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, ParamError> {
+        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
+            return Err(ParamError::RowIndex { index, rows: self.shape.rows });
+        }
+        let mut out = Vec::with_capacity(rows.len() * self.row_stride() as usize);
+        for &row in rows {
+            self.push_row(row, &mut out);
+        }
+        Ok(out)
+    }
+
+    /// Spec 15.4: y = scale * (W x) + bias in the canonical accumulation order, f32 output.
+    /// `x` holds `batch` activation vectors of K values each, one after the other; the result
+    /// holds `batch` vectors of M values. `bias` has M values.
+    pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, ParamError> {
+        let (m, k) = (self.shape.rows as usize, self.shape.cols as usize);
+        if batch == 0 {
+            return Err(ParamError::EmptyBatch);
+        }
+        let check = |what, got: usize, expected: usize| {
+            if got == expected {
+                Ok(())
+            } else {
+                Err(ParamError::Length { what, got: got as u64, expected: expected as u64 })
+            }
+        };
+        check("activations", x.len(), batch * k)?;
+        if let Some(b) = bias {
+            check("bias", b.len(), m)?;
+        }
+        let weights: Vec<f32> = (0..m as u64)
+            .flat_map(|r| (0..k as u64).map(move |c| (r, c)))
+            .map(|(r, c)| f32::from_bits(u32::from(self.bf16_word(r, c)) << 16))
+            .collect();
+        let g = Geometry::new(self.mode, self.shape).expect("a decoded matrix has a valid shape");
+        let mut y = Vec::with_capacity(batch * m);
+        for xs in x.chunks_exact(k) {
+            for row in 0..m {
+                let w = &weights[row * k..(row + 1) * k];
+                // Spec 15.4.4: block partials summed over column blocks in ascending order from +0.
+                let mut sum = 0.0f32;
+                for cb in 0..g.col_blocks {
+                    sum += block_partial(&g, cb, w, xs);
+                }
+                // Spec 15.4.5: scale (FP8) as one multiply, then the bias as a separate add.
+                let mut t = sum;
+                if let Some(scale) = &self.scale {
+                    t *= scale[row];
+                }
+                if let Some(b) = bias {
+                    t += b[row];
+                }
+                y.push(t);
+            }
+        }
+        Ok(y)
+    }
+
+    /// Spec 15.4.5: the matvec rounded to BF16 (round to nearest, ties to even).
+    pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, ParamError> {
+        Ok(self.matvec(x, batch, bias)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect())
+    }
+}
+
+/// Spec 15.4.2: one lane's partial for one row: fused multiply-adds over the lane's columns of
+/// that row in stream order, from +0. Columns past K are fillers and contribute nothing.
+fn lane_partial(cols: impl Iterator<Item = u64>, w: &[f32], x: &[f32]) -> f32 {
+    let k = w.len() as u64;
+    cols.filter(|&c| c < k).fold(0.0f32, |acc, c| w[c as usize].mul_add(x[c as usize], acc))
+}
+
+/// Spec 15.4.3: the halving tree over the lanes that own a row: v[i] += v[i + s] for s = n/2, ..., 1.
+fn halving_tree(mut v: Vec<f32>) -> f32 {
+    let mut n = v.len();
+    while n > 1 {
+        n /= 2;
+        for i in 0..n {
+            v[i] += v[i + n];
+        }
+    }
+    v[0]
+}
+
+/// Spec 15.4.2-15.4.3: the partial of block (row's block, cb) for one row.
+fn block_partial(g: &Geometry, cb: u64, w: &[f32], x: &[f32]) -> f32 {
+    let lanes: Vec<f32> = match g.mode.layout {
+        // Layout 0: all 32 lanes own the row, 16 columns each.
+        Layout::Rows8 => (0..32u64)
+            .map(|lane| {
+                let first = BLOCK_COLS * cb + 16 * lane;
+                lane_partial(first..first + 16, w, x)
+            })
+            .collect(),
+        // Layout 1: the 4 lanes q = 0..3 of the row's r8 own it, 8 columns per super-chunk.
+        Layout::Fragment16 => (0..4u64)
+            .map(|q| {
+                let chunks = 16 * cb..16 * cb + g.chunks_in_block(cb);
+                lane_partial(chunks.flat_map(|s| (32 * s + 8 * q)..(32 * s + 8 * q + 8)), w, x)
+            })
+            .collect(),
+    };
+    halving_tree(lanes)
+}

@@ -1,0 +1,130 @@
+//! Spec 7 and 8: which weight each code of a lane stands for, and where its raw part lives.
+
+use crate::geometry::Geometry;
+use crate::mode::{ElemType, Layout};
+
+/// Where the raw part of one position lives in the raw plane (spec 7.3, 7.4, 8.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RawSlot {
+    /// BF16: one byte.
+    Byte(usize),
+    /// FP8: one nibble of a byte.
+    Nibble { byte: usize, high: bool },
+}
+
+/// One code of a lane stream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position {
+    pub row: u64,
+    pub col: u64,
+    /// Inside the M x K matrix; otherwise the code is a filler (spec 6.3).
+    pub real: bool,
+    /// The raw-plane slot of this position, if the plane has one for it.
+    pub raw: Option<RawSlot>,
+}
+
+/// Spec 7.4: where nibble `t` (0..15) of a group of 16 goes inside that group's 8 bytes:
+/// byte (t & 3) + 4 * (t >> 3), the high nibble when bit 2 of t is set.
+pub fn nibble_slot(group_start: usize, t: usize) -> RawSlot {
+    RawSlot::Nibble { byte: group_start + (t & 3) + 4 * (t >> 3), high: t & 4 != 0 }
+}
+
+/// Spec 7.2 / 8.2: the positions of the codes of lane `lane` in block `block`, in stream order.
+pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
+    let (rb, cb) = (block / g.col_blocks, block % g.col_blocks);
+    let mut out = Vec::with_capacity(g.codes_per_lane(block));
+    match g.mode.layout {
+        Layout::Rows8 => {
+            // Spec 7.2: lane L holds columns 512cb + 16L .. +15 of the block's 8 rows, row by row.
+            for i in 0..128u64 {
+                let row = 8 * rb + (i >> 4);
+                let col = 512 * cb + 16 * lane as u64 + (i & 15);
+                out.push(Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: raw_slot_l0(g, row, col) });
+            }
+        }
+        Layout::Fragment16 => {
+            // Spec 8.2: lane L = 4 r8 + q holds, per super-chunk s, columns 32s + 8q .. +7 of rows
+            // r8 and r8 + 8, in mma.m16n8k16 A-fragment order.
+            let (r8, q) = ((lane >> 2) as u64, (lane & 3) as u64);
+            for s in 16 * cb..16 * cb + g.chunks_in_block(cb) {
+                for t in 0..16u64 {
+                    let j = 2 * (t >> 2) + (t & 1);
+                    let h = (t >> 1) & 1;
+                    let row = 16 * rb + r8 + 8 * h;
+                    let col = 32 * s + 8 * q + j;
+                    let lane_start = ((rb * g.super_chunks + s) * 32 + lane as u64) as usize;
+                    let raw = match g.mode.elem {
+                        ElemType::Bf16 => RawSlot::Byte(lane_start * 16 + t as usize),
+                        ElemType::Fp8E4m3 => nibble_slot(lane_start * 8, t as usize),
+                    };
+                    out.push(Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: Some(raw) });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Spec 7.3 / 7.4: layout 0 keeps the raw plane row-major with row stride K16 (bytes) or K16/2
+/// (nibble pairs); rows past M and columns past K16 have no slot.
+fn raw_slot_l0(g: &Geometry, row: u64, col: u64) -> Option<RawSlot> {
+    if row >= g.shape.rows || col >= g.k16 {
+        return None;
+    }
+    Some(match g.mode.elem {
+        ElemType::Bf16 => RawSlot::Byte((row * g.k16 + col) as usize),
+        ElemType::Fp8E4m3 => nibble_slot((row * g.k16 / 2 + 8 * (col / 16)) as usize, (col % 16) as usize),
+    })
+}
+
+/// Reads the raw part at `slot`.
+pub fn read_raw(low: &[u8], slot: RawSlot) -> u8 {
+    match slot {
+        RawSlot::Byte(i) => low[i],
+        RawSlot::Nibble { byte, high } => {
+            if high {
+                low[byte] >> 4
+            } else {
+                low[byte] & 0xF
+            }
+        }
+    }
+}
+
+/// Writes the raw part at `slot` (the slot starts out zero).
+pub fn write_raw(low: &mut [u8], slot: RawSlot, value: u8) {
+    match slot {
+        RawSlot::Byte(i) => low[i] = value,
+        RawSlot::Nibble { byte, high } => low[byte] |= if high { value << 4 } else { value & 0xF },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Shape;
+    use crate::mode::Mode;
+
+    #[test]
+    fn every_raw_slot_is_used_exactly_once() {
+        for mode in Mode::ALL {
+            for (m, k) in [(1, 1), (13, 40), (17, 530), (3, 1100)] {
+                let g = Geometry::new(mode, Shape::new(m, k)).unwrap();
+                let mut seen = vec![0u8; g.n_low as usize];
+                for b in 0..g.blocks {
+                    for lane in 0..32 {
+                        for p in lane_positions(&g, b, lane) {
+                            match p.raw {
+                                Some(RawSlot::Byte(i)) => seen[i] += 1,
+                                Some(RawSlot::Nibble { byte, high }) => seen[byte] += if high { 16 } else { 1 },
+                                None => {}
+                            }
+                        }
+                    }
+                }
+                let full = if mode.elem == ElemType::Bf16 { 1 } else { 17 };
+                assert!(seen.iter().all(|&c| c == full), "{mode} {m}x{k}");
+            }
+        }
+    }
+}
