@@ -59,7 +59,7 @@ pub enum Read {
 pub enum ReadFailure {
     /// The stream ended inside the code (rule 13.11 lane-truncated).
     Truncated,
-    /// More leading zeros than any code has (rule 13.15 fp8-rank / 13.20 escape-marker).
+    /// More leading zeros than any code has (rule 13.15 fp8-rank / 13.20 bf16-escape).
     TooManyZeros { zeros: usize },
 }
 

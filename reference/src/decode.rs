@@ -173,7 +173,7 @@ fn decode_lanes(
                 let read = reader.read(rank_limit, has_escape).map_err(|failure| match failure {
                     ReadFailure::Truncated => FormatError::LaneTruncated { block, lane, code, codes, offset },
                     ReadFailure::TooManyZeros { zeros } if has_escape => {
-                        FormatError::EscapeMarker { block, lane, code, zeros, offset }
+                        FormatError::Bf16Escape { block, lane, code, zeros, offset }
                     }
                     ReadFailure::TooManyZeros { zeros } => FormatError::Fp8Rank { block, lane, code, zeros, offset },
                 })?;

@@ -77,8 +77,8 @@ pub enum FormatError {
     RawPadding { offset: u64, what: &'static str },
     #[error("scale-value (spec 13.19): scale[{row}] = {value} is not a positive finite number")]
     ScaleValue { row: u64, value: String },
-    #[error("escape-marker (spec 13.20): block {block} lane {lane} code {code} has {zeros} leading zeros, a BF16 escape has exactly 15 (data offset {offset})")]
-    EscapeMarker { block: u64, lane: usize, code: usize, zeros: usize, offset: u64 },
+    #[error("bf16-escape (spec 13.20): block {block} lane {lane} code {code} has {zeros} leading zeros, a BF16 escape has exactly 15 (data offset {offset})")]
+    Bf16Escape { block: u64, lane: usize, code: usize, zeros: usize, offset: u64 },
 }
 
 impl FormatError {
@@ -114,7 +114,7 @@ impl FormatError {
             Fp8Nan { .. } => ("fp8-nan", "13.17"),
             RawPadding { .. } => ("raw-padding", "13.18"),
             ScaleValue { .. } => ("scale-value", "13.19"),
-            EscapeMarker { .. } => ("escape-marker", "13.20"),
+            Bf16Escape { .. } => ("bf16-escape", "13.20"),
         }
     }
 
@@ -139,7 +139,7 @@ impl FormatError {
         ("fp8-nan", "13.17"),
         ("raw-padding", "13.18"),
         ("scale-value", "13.19"),
-        ("escape-marker", "13.20"),
+        ("bf16-escape", "13.20"),
     ];
 }
 

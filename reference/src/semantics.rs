@@ -82,12 +82,12 @@ impl DecodedMatrix {
         for xs in x.chunks_exact(k) {
             for row in 0..m {
                 let w = &weights[row * k..(row + 1) * k];
-                // Spec 15.4.4: block partials summed over column blocks in ascending order from +0.
+                // Spec 15.4.5: block partials summed over column blocks in ascending order from +0.
                 let mut sum = 0.0f32;
                 for cb in 0..g.col_blocks {
                     sum += block_partial(&g, cb, w, xs);
                 }
-                // Spec 15.4.5: scale (FP8) as one multiply, then the bias as a separate add.
+                // Spec 15.4.6: scale (FP8) as one multiply, then the bias as a separate add.
                 let mut t = sum;
                 if let Some(scale) = &self.scale {
                     t *= scale[row];
@@ -101,20 +101,20 @@ impl DecodedMatrix {
         Ok(y)
     }
 
-    /// Spec 15.4.5: the matvec rounded to BF16 (round to nearest, ties to even).
+    /// Spec 15.4.6: the matvec rounded to BF16 (round to nearest, ties to even).
     pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, ParamError> {
         Ok(self.matvec(x, batch, bias)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect())
     }
 }
 
-/// Spec 15.4.2: one lane's partial for one row: fused multiply-adds over the lane's columns of
+/// Spec 15.4.3: one lane's partial for one row: fused multiply-adds over the lane's columns of
 /// that row in stream order, from +0. Columns past K are fillers and contribute nothing.
 fn lane_partial(cols: impl Iterator<Item = u64>, w: &[f32], x: &[f32]) -> f32 {
     let k = w.len() as u64;
     cols.filter(|&c| c < k).fold(0.0f32, |acc, c| w[c as usize].mul_add(x[c as usize], acc))
 }
 
-/// Spec 15.4.3: the halving tree over the lanes that own a row: v[i] += v[i + s] for s = n/2, ..., 1.
+/// Spec 15.4.4: the halving tree over the lanes that own a row: v[i] += v[i + s] for s = n/2, ..., 1.
 fn halving_tree(mut v: Vec<f32>) -> f32 {
     let mut n = v.len();
     while n > 1 {
@@ -126,7 +126,7 @@ fn halving_tree(mut v: Vec<f32>) -> f32 {
     v[0]
 }
 
-/// Spec 15.4.2-15.4.3: the partial of block (row's block, cb) for one row.
+/// Spec 15.4.3-15.4.4: the partial of block (row's block, cb) for one row.
 fn block_partial(g: &Geometry, cb: u64, w: &[f32], x: &[f32]) -> f32 {
     let lanes: Vec<f32> = match g.mode.layout {
         // Layout 0: all 32 lanes own the row, 16 columns each.
