@@ -94,7 +94,7 @@ impl<'a> LaneReader<'a> {
         Ok(v)
     }
 
-    /// Reads one code. `rank_limit` is R of spec 10.1: 15 for BF16 (rank 15 means escape), 10 for
+    /// Reads one code. `rank_limit` is R of spec 10.2: 15 for BF16 (rank 15 means escape), 10 for
     /// FP8 (which has no escape).
     pub fn read(&mut self, rank_limit: usize, has_escape: bool) -> Result<Read, ReadFailure> {
         let rest = &self.bits[self.pos..];

@@ -4,7 +4,7 @@
 use crate::code::{LaneReader, Read, ReadFailure};
 use crate::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
 use crate::error::{DecodeError, Field, FormatError};
-use crate::geometry::{Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
+use crate::geometry::{hard, Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
 use crate::lut::{build_lut, recover_exp_of_rank, widen};
 use crate::matrix::{DecodedMatrix, Elements, EncodedMatrix};
 use crate::mode::ElemType;
@@ -25,27 +25,44 @@ pub fn decode(m: &EncodedMatrix) -> Result<DecodedMatrix, DecodeError> {
 }
 
 /// Validates and decodes. Cheap structural rules come first, so a hostile header is rejected
-/// before any allocation sized by the shape (spec 16).
+/// before any allocation sized by the shape (spec 3.3).
 pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedMatrix, DecodeError> {
     let g = Geometry::new(m.mode, m.shape)?; // 13.2
     limits.check_shape(m.shape)?;
     let out_bytes = m.shape.weights() * m.mode.elem.input_bytes() as u64;
     limits.check_alloc("decoded weights", out_bytes)?;
     check_field_sizes(m, &g)?; // 13.3
-    let lane_starts = check_offsets(m, &g)?; // 13.4 - 13.8
+    check_offsets(m, &g)?; // 13.2 (data length), 13.4 - 13.8
     let exp_of_rank = check_table(m)?; // 13.9, 13.10
     if let Some(scale) = &m.scale {
         check_scales(scale)?; // 13.19
     }
-    let elements = decode_lanes(m, &g, &exp_of_rank, &lane_starts)?; // 13.11 - 13.18, 13.20
+    let elements = decode_lanes(m, &g, &exp_of_rank)?; // 13.11 - 13.18, 13.20
     Ok(DecodedMatrix { mode: m.mode, shape: m.shape, exp_of_rank, elements, scale: m.scale.clone() })
+}
+
+/// The cheap rules only (13.2 - 13.10, 13.19: shape, limits, field sizes, offsets, table, scales),
+/// without reading any lane stream. Returns the recovered exp_of_rank. For other decoders (the
+/// fast one in `nwc-fast`) that check the per-lane rules themselves: after this passes, every lane
+/// stream lies inside `data` at the offsets `bases`/`hdr` give.
+pub fn check_structure(m: &EncodedMatrix, limits: &Limits) -> Result<[u8; 15], DecodeError> {
+    let g = Geometry::new(m.mode, m.shape)?;
+    limits.check_shape(m.shape)?;
+    limits.check_alloc("decoded weights", m.shape.weights() * m.mode.elem.input_bytes() as u64)?;
+    check_field_sizes(m, &g)?;
+    check_offsets(m, &g)?;
+    let exp_of_rank = check_table(m)?;
+    if let Some(scale) = &m.scale {
+        check_scales(scale)?;
+    }
+    Ok(exp_of_rank)
 }
 
 fn size_error(field: Field, got: usize, expected: String) -> FormatError {
     FormatError::FieldSize { field, got: got as u64, expected }
 }
 
-/// Rule 13.3 field-size (spec 12).
+/// Rule 13.3 field-size (spec 12.1).
 fn check_field_sizes(m: &EncodedMatrix, g: &Geometry) -> Result<(), FormatError> {
     let nb = g.blocks;
     if m.bases.len() as u64 != nb {
@@ -70,8 +87,9 @@ fn check_field_sizes(m: &EncodedMatrix, g: &Geometry) -> Result<(), FormatError>
     }
 }
 
-/// Rules 13.4 - 13.8 (spec 9.1 - 9.3). Returns the data offset of every lane stream.
-fn check_offsets(m: &EncodedMatrix, g: &Geometry) -> Result<Vec<u64>, FormatError> {
+/// Rules 13.4 - 13.8 (spec 6.6, 9.1 - 9.4) and the data-length part of 13.2. Keeps no per-lane state:
+/// an allocation sized by `hdr` would be up to 128 times the decoded output (spec 3.3).
+fn check_offsets(m: &EncodedMatrix, g: &Geometry) -> Result<(), FormatError> {
     let max = g.max_lane_words();
     for (i, &words) in m.hdr.iter().enumerate() {
         if words == 0 || words > max {
@@ -82,7 +100,6 @@ fn check_offsets(m: &EncodedMatrix, g: &Geometry) -> Result<Vec<u64>, FormatErro
     if m.bases[0] != 0 {
         return Err(FormatError::OffsetFirstNonZero { got: m.bases[0] });
     }
-    let mut lane_starts = Vec::with_capacity(m.hdr.len());
     let mut end = 0u64;
     for (block, &base) in m.bases.iter().enumerate() {
         let block = block as u64;
@@ -93,20 +110,21 @@ fn check_offsets(m: &EncodedMatrix, g: &Geometry) -> Result<Vec<u64>, FormatErro
         if u64::from(base) != expected {
             return Err(FormatError::OffsetMismatch { block, got: base, expected });
         }
-        end = u64::from(base);
-        for &words in &m.hdr[block as usize * LANES..(block as usize + 1) * LANES] {
-            lane_starts.push(end);
-            end += 4 * u64::from(words);
-        }
+        let lanes = &m.hdr[block as usize * LANES..(block as usize + 1) * LANES];
+        end = u64::from(base) + lanes.iter().map(|&w| 4 * u64::from(w)).sum::<u64>();
     }
     let needed = align8(end) + TAIL_SLACK;
+    // Spec 3.2, rule 13.2: the last block may start below 2^32 and still end past it.
+    if needed > hard::MAX_DATA_LEN {
+        return Err(FormatError::DataLength { needed });
+    }
     if (m.data.len() as u64) < needed {
         return Err(FormatError::DataTooShort { got: m.data.len() as u64, needed });
     }
-    Ok(lane_starts)
+    Ok(())
 }
 
-/// Rules 13.9 rank-table and 13.10 lut-mismatch (spec 10).
+/// Rules 13.9 rank-table and 13.10 lut-mismatch (spec 10.6).
 fn check_table(m: &EncodedMatrix) -> Result<[u8; 15], FormatError> {
     let ranks = recover_exp_of_rank(&m.lut);
     match m.mode.elem {
@@ -136,7 +154,7 @@ fn check_table(m: &EncodedMatrix) -> Result<[u8; 15], FormatError> {
     Ok(ranks)
 }
 
-/// Rule 13.19 scale-value (spec 11.1).
+/// Rule 13.19 scale-value (spec 11.4).
 fn check_scales(scale: &[f32]) -> Result<(), FormatError> {
     match scale.iter().position(|s| !(s.is_finite() && *s > 0.0)) {
         Some(row) => Err(FormatError::ScaleValue { row: row as u64, value: format!("{}", scale[row]) }),
@@ -149,7 +167,6 @@ fn decode_lanes(
     m: &EncodedMatrix,
     g: &Geometry,
     exp_of_rank: &[u8; 15],
-    lane_starts: &[u64],
 ) -> Result<Elements, FormatError> {
     let n = m.shape.weights() as usize;
     let mut elements = match m.mode.elem {
@@ -158,9 +175,12 @@ fn decode_lanes(
     };
     let (rank_limit, has_escape) = (m.mode.elem.rank_limit(), m.mode.elem == ElemType::Bf16);
     for block in 0..g.blocks {
+        // check_offsets established that the lanes of a block follow each other from bases[block].
+        let mut next_start = u64::from(m.bases[block as usize]);
         for lane in 0..LANES {
             let i = block as usize * LANES + lane;
-            let start = lane_starts[i];
+            let start = next_start;
+            next_start += 4 * u64::from(m.hdr[i]);
             let words: Vec<u32> = m.data[start as usize..start as usize + 4 * usize::from(m.hdr[i])]
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
@@ -187,7 +207,7 @@ fn decode_lanes(
                     }
                     continue;
                 }
-                let slot = pos.raw.expect("real weights always have a raw slot (spec 7.3, 8.3)");
+                let slot = pos.raw.expect("real weights always have a raw slot (spec 7.5, 7.6, 8.5, 8.6)");
                 let raw = read_raw(&m.low, slot);
                 let index = (pos.row * m.shape.cols + pos.col) as usize;
                 match (&mut elements, read) {
@@ -233,7 +253,7 @@ fn check_pad_slot(low: &[u8], slot: RawSlot) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// Spec 4.2, rules 13.16 fp8-nibble and 13.17 fp8-nan: one fp8 weight from its symbol byte,
+/// Spec 4.7, 4.8, rules 13.16 fp8-nibble and 13.17 fp8-nan: one fp8 weight from its symbol byte,
 /// sign and nibble.
 fn fp8_weight(symbol_byte: u8, sign: u8, nibble: u8, row: u64, col: u64, slot: RawSlot) -> Result<u8, FormatError> {
     let symbol = FP8_SYMBOL_BYTE.iter().position(|&b| b == symbol_byte).expect("rank-table checked") as u8;
@@ -242,5 +262,47 @@ fn fp8_weight(symbol_byte: u8, sign: u8, nibble: u8, row: u64, col: u64, slot: R
         Some(byte) => Ok(byte),
         None if symbol == 7 && nibble == 15 => Err(FormatError::Fp8Nan { row, col, offset }),
         None => Err(FormatError::Fp8Nibble { row, col, symbol_byte, nibble, offset }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::geometry::Shape;
+    use crate::mode::Mode;
+
+    /// Rule 13.2, data-length part: every block offset fits in a u32 but the last block ends past
+    /// 2^32 - 1. Calls `check_offsets` directly: through `decode` the matching `low` field alone
+    /// would take 1.4 GB. (Found by review for issue 5; the decoder used to accept such a matrix
+    /// if `data` was long enough.)
+    #[test]
+    fn data_length_past_u32_is_shape_range() {
+        let blocks = 174_763u64; // 174763 blocks of 32 lanes x 192 words end at 4_294_975_488
+        let shape = Shape::new(16, 512 * blocks);
+        let g = Geometry::new(Mode::BF16_L1, shape).unwrap();
+        assert_eq!(g.blocks, blocks);
+        let block_bytes = 32 * 4 * 192u64;
+        let m = EncodedMatrix {
+            mode: Mode::BF16_L1,
+            shape,
+            data: Vec::new(),
+            bases: (0..blocks).map(|b| u32::try_from(b * block_bytes).unwrap()).collect(),
+            hdr: vec![192; 32 * blocks as usize],
+            lut: Vec::new(),
+            low: Vec::new(),
+            scale: None,
+        };
+        let err = check_offsets(&m, &g).unwrap_err();
+        assert_eq!(err, FormatError::DataLength { needed: blocks * block_bytes + TAIL_SLACK });
+        assert_eq!(err.rule(), "shape-range");
+        // One block fewer fits, and then the empty `data` is what is wrong.
+        let shorter = EncodedMatrix {
+            shape: Shape::new(16, 512 * (blocks - 1)),
+            bases: m.bases[..blocks as usize - 1].to_vec(),
+            hdr: m.hdr[..32 * (blocks as usize - 1)].to_vec(),
+            ..m
+        };
+        let g = Geometry::new(Mode::BF16_L1, shorter.shape).unwrap();
+        assert_eq!(check_offsets(&shorter, &g).unwrap_err().rule(), "data-too-short");
     }
 }

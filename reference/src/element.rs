@@ -15,14 +15,14 @@ pub fn bf16_symbol(word: u16) -> u8 {
     bf16_hi(word) & 0x7F
 }
 
-/// Number of FP8 symbols (spec 4.2).
+/// Number of FP8 symbols (spec 4.5).
 pub const FP8_SYMBOLS: usize = 10;
 
-/// Spec 4.2: the lookup-table byte of each FP8 symbol (the fp32 exponent field shifted right by one;
+/// Spec 4.5: the lookup-table byte of each FP8 symbol (the fp32 exponent field shifted right by one;
 /// 0 for zero). Symbols 0..7 are normal exponent pairs, 8 the small subnormals, 9 zero.
 pub const FP8_SYMBOL_BYTE: [u8; FP8_SYMBOLS] = [60, 61, 62, 63, 64, 65, 66, 67, 59, 0];
 
-/// Spec 4.2: an fp8 e4m3fn byte split into sign, symbol and raw nibble.
+/// Spec 4.4, 4.5: an fp8 e4m3fn byte split into sign, symbol and raw nibble.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Fp8Parts {
     pub sign: u8,
@@ -30,12 +30,12 @@ pub struct Fp8Parts {
     pub nibble: u8,
 }
 
-/// True for the two NaN encodings of e4m3fn, which format 10 cannot carry (spec 4.3).
+/// True for the two NaN encodings of e4m3fn, which format 10 cannot carry (spec 4.6).
 pub fn fp8_is_nan(byte: u8) -> bool {
     byte & 0x7F == 0x7F
 }
 
-/// Spec 4.2: split a non-NaN fp8 byte. The nibble is the fp32 exponent's low bit followed by the
+/// Spec 4.5: split a non-NaN fp8 byte. The nibble is the fp32 exponent's low bit followed by the
 /// top three fp32 mantissa bits of the same value, so that `symbol byte << 8 | nibble << 4` is the
 /// value as BF16.
 pub fn fp8_split(byte: u8) -> Fp8Parts {
@@ -53,7 +53,7 @@ pub fn fp8_split(byte: u8) -> Fp8Parts {
     Fp8Parts { sign, symbol, nibble }
 }
 
-/// Spec 4.2 (rules 13.16 fp8-nibble, 13.17 fp8-nan): rebuild the fp8 byte from its parts, or `None`
+/// Spec 4.7, 4.8 (rules 13.16 fp8-nibble, 13.17 fp8-nan): rebuild the fp8 byte from its parts, or `None`
 /// if the nibble cannot occur with that symbol or the result would be NaN.
 pub fn fp8_join(parts: Fp8Parts) -> Option<u8> {
     let Fp8Parts { sign, symbol, nibble } = parts;
@@ -85,12 +85,12 @@ pub fn fp8_join(parts: Fp8Parts) -> Option<u8> {
     Some(byte)
 }
 
-/// Spec 4.2 / 15.2: the exact value of an fp8 weight as a BF16 word, from its coded byte and nibble.
+/// Spec 4.9 / 15.2: the exact value of an fp8 weight as a BF16 word, from its coded byte and nibble.
 pub fn fp8_as_bf16(sign: u8, symbol_byte: u8, nibble: u8) -> u16 {
     (u16::from(sign) << 15) | (u16::from(symbol_byte) << 8) | (u16::from(nibble) << 4)
 }
 
-/// The BF16 word of an fp8 byte (exact; unscaled).
+/// Spec 4.9: the BF16 word of an fp8 byte (exact; unscaled).
 pub fn fp8_to_bf16(byte: u8) -> u16 {
     let p = fp8_split(byte);
     fp8_as_bf16(p.sign, FP8_SYMBOL_BYTE[p.symbol as usize], p.nibble)

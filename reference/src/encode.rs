@@ -73,13 +73,13 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
             elem: mode.elem.name(),
         });
     }
-    // Spec 4.3: format 10 has no code for fp8 NaN; refuse before producing anything.
+    // Spec 4.6: format 10 has no code for fp8 NaN; refuse before producing anything.
     if let Weights::Fp8(bytes) = weights {
         if let Some(index) = bytes.iter().position(|&b| fp8_is_nan(b)) {
             return Err(EncodeError::Fp8Nan { index: index as u64, byte: bytes[index] });
         }
     }
-    // Spec 5: the ranking counts real weights only.
+    // Spec 5.1: the ranking counts real weights only.
     let ranking = match weights {
         Weights::Bf16(words) => Ranking::bf16(words),
         Weights::Fp8(bytes) => Ranking::fp8(bytes),
@@ -88,10 +88,11 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
     let mut data = Vec::new();
     let mut bases = Vec::with_capacity(geometry.blocks as usize);
     let mut hdr = Vec::with_capacity(geometry.blocks as usize * LANES);
-    let mut low = vec![0u8; geometry.n_low as usize]; // spec 7.3/8.3: pad slots stay zero
+    let mut low = vec![0u8; geometry.n_low as usize]; // spec 7.5, 7.6, 8.5, 8.6: pad slots stay zero
     let mut escapes = 0u64;
     for block in 0..geometry.blocks {
-        // Spec 9.2: each block starts at the next multiple of 8; the gap bytes are written as 0.
+        // Spec 9.3: each block starts at the next multiple of 8; the gap bytes (unspecified,
+        // spec 9.7) are written as 0.
         data.resize(align8(data.len()), 0);
         bases.push(data.len() as u64);
         for lane in 0..LANES {
@@ -120,17 +121,17 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
                     }
                 };
                 writer.push(code);
-                let slot = pos.raw.expect("real weights always have a raw slot (spec 7.3, 8.3)");
+                let slot = pos.raw.expect("real weights always have a raw slot (spec 7.5, 7.6, 8.5, 8.6)");
                 write_raw(&mut low, slot, raw);
             }
-            // Spec 6.5 / 9.1: the header byte is the stream length in words (at most 192).
+            // Spec 6.5 / 9.1: the header byte is the stream length in words (at most 192, spec 6.6).
             let words = writer.into_words();
             hdr.push(words.len() as u8);
             data.extend(words.iter().flat_map(|w| w.to_le_bytes()));
         }
     }
     let stream_end = data.len() as u64;
-    // Spec 9.3: the data field ends 64 bytes after the 8-aligned stream end.
+    // Spec 9.4, 9.5: the data field ends 64 bytes (read-ahead slack) after the 8-aligned stream end.
     let data_len = align8(data.len()) as u64 + TAIL_SLACK;
     if data_len > hard::MAX_DATA_LEN {
         return Err(EncodeError::StreamTooLarge { bytes: data_len });

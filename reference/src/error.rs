@@ -43,6 +43,8 @@ pub enum FormatError {
     ModeCode { got: u32 },
     #[error("shape-range (spec 13.2): shape {rows}x{cols} is outside the format's limits")]
     ShapeRange { rows: u64, cols: u64 },
+    #[error("shape-range (spec 13.2): the lane streams in `hdr` need a data field of {needed} bytes, more than 2^32 - 1")]
+    DataLength { needed: u64 },
     #[error("field-size (spec 13.3): field `{field}` has {got} bytes, expected {expected}")]
     FieldSize { field: Field, got: u64, expected: String },
     #[error("data-too-short (spec 13.4): field `data` has {got} bytes, the streams and their 64-byte slack need {needed}")]
@@ -96,7 +98,7 @@ impl FormatError {
         use FormatError::*;
         match self {
             ModeCode { .. } => ("mode-code", "13.1"),
-            ShapeRange { .. } => ("shape-range", "13.2"),
+            ShapeRange { .. } | DataLength { .. } => ("shape-range", "13.2"),
             FieldSize { .. } => ("field-size", "13.3"),
             DataTooShort { .. } => ("data-too-short", "13.4"),
             OffsetFirstNonZero { .. } => ("offset-first-nonzero", "13.5"),
@@ -143,7 +145,7 @@ impl FormatError {
     ];
 }
 
-/// A resource limit of this process was exceeded (spec 3.2 allows lower limits than the format's).
+/// A resource limit of this process was exceeded (spec 3.3 allows lower limits than the format's).
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum LimitError {
@@ -183,7 +185,7 @@ pub enum EncodeError {
     Limit(#[from] LimitError),
 }
 
-/// fp8 quantization was given unusable input (spec 11.2).
+/// fp8 quantization was given unusable input (spec 11.3).
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum QuantizeError {

@@ -15,15 +15,15 @@ pub mod hard {
     pub const MAX_DATA_LEN: u64 = u32::MAX as u64;
 }
 
-/// Columns per column block (spec 3.3).
+/// Columns per column block (spec 3.4, 3.5).
 pub const BLOCK_COLS: u64 = 512;
 /// Lanes per block, one header byte each (spec 7.2, 8.2, 9.1).
 pub const LANES: usize = 32;
-/// Bytes of read-ahead slack after the stream end (spec 9.3).
+/// Bytes of read-ahead slack after the 8-aligned stream end (spec 9.4, 9.5).
 pub const TAIL_SLACK: u64 = 64;
-/// Bytes of raw-plane slack a stored `low` field may carry (spec 9.4).
+/// Bytes of raw-plane slack a stored `low` field may carry (spec 9.6).
 pub const RAW_SLACK: u64 = 512;
-/// Entries of the lookup table (spec 10).
+/// Entries of the lookup table (spec 10.1).
 pub const LUT_ENTRIES: usize = 4096;
 
 /// Rows and columns of a row-major weight matrix (spec 3.1).
@@ -50,7 +50,7 @@ impl std::fmt::Display for Shape {
     }
 }
 
-/// Resource limits an implementation imposes on top of the hard limits (spec 3.2, 16).
+/// Resource limits an implementation imposes on top of the hard limits (spec 3.3).
 /// Exceeding them is a [`LimitError`], never a format error: the file may be fine, this
 /// process just refuses to spend that much.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,7 +109,7 @@ fn round_up(x: u64, to: u64) -> u64 {
     x.div_ceil(to) * to
 }
 
-/// Spec 3.3: every size derived from a shape and a mode.
+/// Spec 3.4 - 3.6: every size derived from a shape and a mode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
     pub mode: Mode,
@@ -135,7 +135,7 @@ pub struct Geometry {
 }
 
 impl Geometry {
-    /// Spec 3.2 (rule 13.2 shape-range) and 3.3.
+    /// Spec 3.2 (rule 13.2 shape-range) and 3.4 - 3.6.
     pub fn new(mode: Mode, shape: Shape) -> Result<Geometry, FormatError> {
         let Shape { rows, cols } = shape;
         let out_of_range = rows == 0
@@ -176,7 +176,7 @@ impl Geometry {
         })
     }
 
-    /// Codes in each lane of block `b` (spec 7.2: 128; spec 8.2: 16 per super-chunk of the block).
+    /// Codes in each lane of block `b` (spec 7.3: 128; spec 8.3: 16 per super-chunk of the block).
     pub fn codes_per_lane(&self, block: u64) -> usize {
         match self.mode.layout {
             Layout::Rows8 => 128,
@@ -189,7 +189,7 @@ impl Geometry {
         (self.super_chunks - 16 * cb).min(16)
     }
 
-    /// Spec 6.5: the most 32-bit words a lane stream of this mode can need.
+    /// Spec 6.6: the most 32-bit words a lane stream of this mode can need.
     pub fn max_lane_words(&self) -> u8 {
         match (self.mode.elem, self.mode.layout) {
             (ElemType::Bf16, Layout::Rows8) => 96,

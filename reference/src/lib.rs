@@ -30,7 +30,7 @@ pub mod ranking; // spec 5
 pub mod semantics; // spec 15
 pub mod tiling; // spec 7, 8
 
-pub use decode::{decode, decode_with_limits, validate};
+pub use decode::{check_structure, decode, decode_with_limits, validate};
 pub use encode::{encode, encode_le_bytes, Weights};
 pub use error::{DecodeError, EncodeError, Field, FormatError, LimitError, ParamError, QuantizeError};
 pub use geometry::{Geometry, Limits, Shape};

@@ -4,21 +4,21 @@ use crate::geometry::LUT_ENTRIES;
 use crate::mode::ElemType;
 
 const WINDOW: usize = 12;
-/// Spec 10.1: the flag of an entry that holds fewer than two complete codes.
+/// Spec 10.3: the flag of an entry that holds fewer than two complete codes.
 pub const PARTIAL: u32 = 1 << 30;
 
-/// Spec 10.1: the byte a complete code stands for: its sign bit, then its 7-bit symbol.
+/// Spec 10.2: the byte a complete code stands for: its sign bit, then its 7-bit symbol.
 fn code_byte(sign: u32, exp_of_rank: &[u8; 16], rank: usize) -> u32 {
     (sign << 7) | u32::from(exp_of_rank[rank] & 0x7F)
 }
 
-/// Spec 10.1: builds the table from exp_of_rank (only ranks 0..14 are used).
+/// Spec 10.1-10.4: builds the table from exp_of_rank (only ranks 0..14 are used).
 pub fn build_lut(elem: ElemType, exp_of_rank: &[u8; 16]) -> Vec<u32> {
     let rank_limit = elem.rank_limit();
     let mut lut = vec![0u32; LUT_ENTRIES];
     for (pattern, entry) in lut.iter_mut().enumerate() {
         let bit = |i: usize| ((pattern >> (WINDOW - 1 - i)) & 1) as u32;
-        // Parse up to two complete codes greedily from the start of the 12-bit window.
+        // Spec 10.2: parse up to two complete codes greedily from the start of the 12-bit window.
         let mut codes: Vec<(u32, u32)> = Vec::with_capacity(2); // (length, byte)
         let mut pos = 0;
         while codes.len() < 2 {
@@ -32,19 +32,20 @@ pub fn build_lut(elem: ElemType, exp_of_rank: &[u8; 16]) -> Vec<u32> {
             pos += zeros + 2;
         }
         *entry = match codes[..] {
+            // Spec 10.3.
             [(len0, byte0), (len1, byte1)] => (len0 + len1) | (byte0 << 8) | (byte1 << 16),
             [(len0, byte0)] => PARTIAL | (1 << 24) | len0 | (byte0 << 8),
             _ => PARTIAL,
         };
     }
-    // Spec 10.1: entries 0 and 1 can never start with a complete code, so they carry ranks 11..14.
+    // Spec 10.4: entries 0 and 1 can never start with a complete code, so they carry ranks 11..14.
     let e = |r: usize| u32::from(exp_of_rank[r] & 0x7F);
     lut[0] = PARTIAL | (e(11) << 8) | (e(12) << 16);
     lut[1] = PARTIAL | (e(13) << 8) | (e(14) << 16);
     lut
 }
 
-/// Spec 10.2: exp_of_rank for ranks 0..14, read back from a table. Rank r <= 10 is byte 1 of entry
+/// Spec 10.6: exp_of_rank for ranks 0..14, read back from a table. Rank r <= 10 is byte 1 of entry
 /// 1 << (11 - r) (the pattern "r zeros, a one, sign 0"); ranks 11..14 are bytes 1 and 2 of
 /// entries 0 and 1. Rank 15 is not recoverable and never needed (it is always escaped).
 pub fn recover_exp_of_rank(lut: &[u32]) -> [u8; 15] {

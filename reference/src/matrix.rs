@@ -4,20 +4,20 @@ use crate::geometry::Shape;
 use crate::mode::Mode;
 
 /// The stored fields of one encoded matrix (spec 12), plus its metadata (mode and shape).
-/// `exp_of_rank` is not stored: decoders read it back from `lut` (spec 10.2).
+/// `exp_of_rank` is not stored: decoders read it back from `lut` (spec 10.6).
 #[derive(Clone, Debug, PartialEq)]
 pub struct EncodedMatrix {
     pub mode: Mode,
     pub shape: Shape,
-    /// Lane streams of all blocks, at least align8(end) + 64 bytes (spec 9.3).
+    /// Lane streams of all blocks, at least align8(end) + 64 bytes (spec 9.4).
     pub data: Vec<u8>,
-    /// Byte offset of each block in `data` (spec 9.2).
+    /// Byte offset of each block in `data` (spec 9.3).
     pub bases: Vec<u32>,
     /// Words of each lane stream, 32 per block (spec 9.1).
     pub hdr: Vec<u8>,
     /// The 4096-entry decoder table (spec 10).
     pub lut: Vec<u32>,
-    /// The raw plane: n_low bytes, optionally followed by the 512-byte slack (spec 9.4).
+    /// The raw plane: n_low bytes, optionally followed by the 512-byte slack (spec 3.6, 9.6).
     pub low: Vec<u8>,
     /// FP8 only: per-row scales (spec 11). Absent means the stored fp8 values are used unscaled.
     pub scale: Option<Vec<f32>>,
@@ -27,9 +27,9 @@ pub struct EncodedMatrix {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Encoding {
     pub matrix: EncodedMatrix,
-    /// Spec 5.3/5.4: the 16-entry rank table (`exp_of_rank.bin`; rank 15 is never stored).
+    /// Spec 5.3: the 16-entry rank table (`exp_of_rank.bin`; rank 15 is never stored).
     pub exp_of_rank: [u8; 16],
-    /// Spec 9.3: end of the last block's streams in `data`.
+    /// Spec 9.4: end of the last block's streams in `data` (the stream end).
     pub stream_end: u64,
     /// Spec 6.2: number of escaped weights (always 0 for FP8).
     pub escapes: u64,
@@ -49,7 +49,7 @@ pub enum Elements {
 pub struct DecodedMatrix {
     pub mode: Mode,
     pub shape: Shape,
-    /// Spec 10.2: ranks 0..14 as recovered from the table.
+    /// Spec 10.6: ranks 0..14 as recovered from the table.
     pub exp_of_rank: [u8; 15],
     pub elements: Elements,
     pub scale: Option<Vec<f32>>,

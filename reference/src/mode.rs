@@ -7,7 +7,7 @@ use crate::error::FormatError;
 pub enum ElemType {
     /// bfloat16: 16-bit words, high byte entropy-coded, low byte raw (spec 4.1).
     Bf16,
-    /// fp8 e4m3fn bytes: a 10-symbol code plus a raw nibble (spec 4.2).
+    /// fp8 e4m3fn bytes: a 10-symbol code plus a raw nibble (spec 4.5).
     Fp8E4m3,
 }
 
@@ -28,7 +28,7 @@ impl ElemType {
         }
     }
 
-    /// Number of rank codes before the escape (spec 10.1: R = 15 for BF16, 10 for FP8).
+    /// Number of rank codes before the escape (spec 2.4, 10.2: R = 15 for BF16, 10 for FP8).
     pub(crate) fn rank_limit(self) -> usize {
         match self {
             ElemType::Bf16 => 15,
@@ -37,7 +37,7 @@ impl ElemType {
     }
 }
 
-/// Spec 2.2: how weights are grouped into blocks and lanes.
+/// Spec 2.1: how weights are grouped into blocks and lanes (the layout field of the mode code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Layout {
     /// Layout 0: blocks of 8 rows x 512 columns, lanes of 16 columns (spec 7).
@@ -55,7 +55,7 @@ impl Layout {
         }
     }
 
-    /// Rows per block (spec 7.1, 8.1).
+    /// Rows per block H (spec 3.5, 7.1, 8.1).
     pub fn block_rows(self) -> u64 {
         match self {
             Layout::Rows8 => 8,
@@ -79,7 +79,7 @@ impl Mode {
     /// The four modes of format 10, in mode-code order.
     pub const ALL: [Mode; 4] = [Mode::BF16_L0, Mode::FP8_L0, Mode::BF16_L1, Mode::FP8_L1];
 
-    /// Spec 2.3: the mode code (0, 1, 16 or 17).
+    /// Spec 2.1, 2.2: the mode code (0, 1, 16 or 17).
     pub fn code(self) -> u32 {
         let elem = match self.elem {
             ElemType::Bf16 => 0,

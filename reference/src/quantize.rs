@@ -5,7 +5,7 @@ use crate::geometry::Shape;
 
 /// Largest finite e4m3fn magnitude.
 pub const FP8_MAX: f32 = 448.0;
-/// Floor of a row's absolute maximum, so an all-zero row gets a usable scale.
+/// Floor of a row's absolute maximum, so an all-zero row gets a usable scale (EPS of spec 11.1).
 pub const ABSMAX_FLOOR: f32 = 1e-12;
 
 /// Spec 11.2: f32 to e4m3fn, round to nearest, ties to even. `v` must be finite with |v| <= 448
@@ -33,9 +33,9 @@ pub fn f32_to_fp8_rne(v: f32) -> u8 {
     sign | magnitude
 }
 
-/// Spec 11.2: per row, scale = max(absmax(row), 1e-12) / 448 in f32, and each weight becomes
+/// Spec 11.1, 11.2: per row, scale = max(absmax(row), 1e-12) / 448 in f32, and each weight becomes
 /// e4m3fn(clamp(w / scale, -448, 448)) (a true division, rounded to nearest even).
-/// Returns the fp8 matrix and the M scales. NaN or infinite weights are refused.
+/// Returns the fp8 matrix and the M scales. NaN or infinite weights are refused (spec 11.3).
 pub fn quantize_fp8(words: &[u16], shape: Shape) -> Result<(Vec<u8>, Vec<f32>), QuantizeError> {
     let (rows, cols) = (shape.rows, shape.cols);
     let expected = rows.saturating_mul(cols);

@@ -2,7 +2,7 @@
 
 use crate::element::{bf16_symbol, fp8_split, FP8_SYMBOLS, FP8_SYMBOL_BYTE};
 
-/// Ranks that get a short code; rank 15 and beyond are escaped (spec 6.2).
+/// Ranks that get a short code; rank 15 and beyond are escaped (spec 5.4, 6.2).
 pub const CODED_RANKS: usize = 15;
 
 /// Spec 5.1: counts of the 7-bit exponent over the real BF16 weights (sign ignored, fillers absent).
@@ -42,10 +42,10 @@ pub fn exchange_order(hist: &[u64]) -> Vec<usize> {
 /// Spec 5.3: the ranking of one matrix: which symbol each rank stands for and back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ranking {
-    /// exp_of_rank[r]: BF16: the 7-bit exponent of rank r; FP8: the symbol byte of rank r (spec 5.4),
+    /// exp_of_rank[r]: BF16: the 7-bit exponent of rank r; FP8: the symbol byte of rank r (spec 5.3),
     /// 0 for r >= 10.
     pub exp_of_rank: [u8; 16],
-    /// rank of each symbol (BF16: index = 7-bit exponent; FP8: index = symbol 0..9).
+    /// Spec 5.4: rank of each symbol (BF16: index = 7-bit exponent; FP8: index = symbol 0..9).
     pub rank_of_symbol: Vec<u8>,
 }
 
@@ -62,12 +62,12 @@ impl Ranking {
         Ranking { exp_of_rank, rank_of_symbol }
     }
 
-    /// Spec 5.3: ranking of BF16 weights.
+    /// Spec 5.1-5.3: ranking of BF16 weights.
     pub fn bf16(words: &[u16]) -> Ranking {
         Ranking::from_order(&exchange_order(&bf16_histogram(words)), |s| s as u8)
     }
 
-    /// Spec 5.4: ranking of FP8 weights; ranks are stored as symbol bytes.
+    /// Spec 5.1-5.3: ranking of FP8 weights; exp_of_rank holds symbol bytes (SYMB of spec 4.5).
     pub fn fp8(bytes: &[u8]) -> Ranking {
         Ranking::from_order(&exchange_order(&fp8_histogram(bytes)), |s| FP8_SYMBOL_BYTE[s])
     }

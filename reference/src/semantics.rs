@@ -73,12 +73,14 @@ impl DecodedMatrix {
         if let Some(b) = bias {
             check("bias", b.len(), m)?;
         }
+        // Spec 15.4.2: every weight widened exactly to f32 (FP8 unscaled).
         let weights: Vec<f32> = (0..m as u64)
             .flat_map(|r| (0..k as u64).map(move |c| (r, c)))
             .map(|(r, c)| f32::from_bits(u32::from(self.bf16_word(r, c)) << 16))
             .collect();
         let g = Geometry::new(self.mode, self.shape).expect("a decoded matrix has a valid shape");
         let mut y = Vec::with_capacity(batch * m);
+        // Spec 15.4.7: each activation vector of the batch on its own.
         for xs in x.chunks_exact(k) {
             for row in 0..m {
                 let w = &weights[row * k..(row + 1) * k];

@@ -3,7 +3,7 @@
 use crate::geometry::Geometry;
 use crate::mode::{ElemType, Layout};
 
-/// Where the raw part of one position lives in the raw plane (spec 7.3, 7.4, 8.3).
+/// Where the raw part of one position lives in the raw plane (spec 7.5, 7.6, 8.5, 8.6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RawSlot {
     /// BF16: one byte.
@@ -17,25 +17,25 @@ pub enum RawSlot {
 pub struct Position {
     pub row: u64,
     pub col: u64,
-    /// Inside the M x K matrix; otherwise the code is a filler (spec 6.3).
+    /// Inside the M x K matrix; otherwise the code is a filler (spec 6.3, 7.4, 8.4).
     pub real: bool,
     /// The raw-plane slot of this position, if the plane has one for it.
     pub raw: Option<RawSlot>,
 }
 
-/// Spec 7.4: where nibble `t` (0..15) of a group of 16 goes inside that group's 8 bytes:
+/// Spec 7.6: where nibble `t` (0..15) of a group of 16 goes inside that group's 8 bytes:
 /// byte (t & 3) + 4 * (t >> 3), the high nibble when bit 2 of t is set.
 pub fn nibble_slot(group_start: usize, t: usize) -> RawSlot {
     RawSlot::Nibble { byte: group_start + (t & 3) + 4 * (t >> 3), high: t & 4 != 0 }
 }
 
-/// Spec 7.2 / 8.2: the positions of the codes of lane `lane` in block `block`, in stream order.
+/// Spec 7.3 / 8.3: the positions of the codes of lane `lane` in block `block`, in stream order.
 pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
     let (rb, cb) = (block / g.col_blocks, block % g.col_blocks);
     let mut out = Vec::with_capacity(g.codes_per_lane(block));
     match g.mode.layout {
         Layout::Rows8 => {
-            // Spec 7.2: lane L holds columns 512cb + 16L .. +15 of the block's 8 rows, row by row.
+            // Spec 7.2, 7.3: lane L holds columns 512cb + 16L .. +15 of the block's 8 rows, row by row.
             for i in 0..128u64 {
                 let row = 8 * rb + (i >> 4);
                 let col = 512 * cb + 16 * lane as u64 + (i & 15);
@@ -43,7 +43,7 @@ pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
             }
         }
         Layout::Fragment16 => {
-            // Spec 8.2: lane L = 4 r8 + q holds, per super-chunk s, columns 32s + 8q .. +7 of rows
+            // Spec 8.2, 8.3: lane L = 4 r8 + q holds, per super-chunk s, columns 32s + 8q .. +7 of rows
             // r8 and r8 + 8, in mma.m16n8k16 A-fragment order.
             let (r8, q) = ((lane >> 2) as u64, (lane & 3) as u64);
             for s in 16 * cb..16 * cb + g.chunks_in_block(cb) {
@@ -52,6 +52,7 @@ pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
                     let h = (t >> 1) & 1;
                     let row = 16 * rb + r8 + 8 * h;
                     let col = 32 * s + 8 * q + j;
+                    // Spec 8.5 / 8.6: raw parts grouped by row block, super-chunk and lane.
                     let lane_start = ((rb * g.super_chunks + s) * 32 + lane as u64) as usize;
                     let raw = match g.mode.elem {
                         ElemType::Bf16 => RawSlot::Byte(lane_start * 16 + t as usize),
@@ -65,7 +66,7 @@ pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
     out
 }
 
-/// Spec 7.3 / 7.4: layout 0 keeps the raw plane row-major with row stride K16 (bytes) or K16/2
+/// Spec 7.5 / 7.6: layout 0 keeps the raw plane row-major with row stride K16 (bytes) or K16/2
 /// (nibble pairs); rows past M and columns past K16 have no slot.
 fn raw_slot_l0(g: &Geometry, row: u64, col: u64) -> Option<RawSlot> {
     if row >= g.shape.rows || col >= g.k16 {

@@ -23,7 +23,7 @@ pub enum Dist {
     Ties,
     /// Uniformly random 16-bit patterns (NaN, Inf, subnormals, -0 included).
     RandomBits,
-    /// fp8: quantized from a Gaussian with per-row scales (spec 11.2).
+    /// fp8: quantized from a Gaussian with per-row scales (spec 11.1, 11.2).
     Fp8Quantized,
     /// fp8: uniformly random non-NaN bytes.
     Fp8RandomBytes,

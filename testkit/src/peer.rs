@@ -43,14 +43,14 @@ pub struct PeerLib {
     pub path: PathBuf,
 }
 
-fn workspace_target() -> PathBuf {
+pub(crate) fn workspace_target() -> PathBuf {
     if let Ok(dir) = std::env::var("CARGO_TARGET_DIR") {
         return PathBuf::from(dir);
     }
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../target")
 }
 
-fn sha256_file(path: &Path) -> Result<String, String> {
+pub(crate) fn sha256_file(path: &Path) -> Result<String, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }

@@ -1,0 +1,127 @@
+//! `nwc`: encode, decode, inspect and demo NWC format 10 weight matrices with the reference codec.
+//!
+//! Exit status: 0 ok, 1 the output could not be written, 2 usage error, 3 invalid input (bad
+//! sizes, truncated or missing files, shapes over the limits, NaN in fp8 input, any validity rule
+//! of spec 13). Errors go to stderr and name the broken rule and the file.
+
+mod cmd_decode;
+mod cmd_demo;
+mod cmd_encode;
+mod cmd_info;
+mod error;
+mod store;
+
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use nwc_reference::{ElemType, Layout, Mode, Shape};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "nwc",
+    version,
+    about = "NWC format 10 (Neural Weight Compression): encode, decode, inspect, demo"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Encode a raw little-endian BF16 or fp8 e4m3 matrix into a directory of stored fields.
+    Encode(EncodeCli),
+    /// Validate the matrix in DIR (every rule of spec 13) and write its weights, bit-exact, to OUT.
+    Decode {
+        /// Directory written by `nwc encode` or peer_encode.py.
+        dir: PathBuf,
+        /// Output file: raw little-endian BF16 (2 bytes per weight) or fp8 bytes (1 per weight).
+        out: PathBuf,
+    },
+    /// Show shape, mode, field sizes, ratio, exp_of_rank, escapes, stream end and validity of DIR.
+    Info {
+        /// Directory written by `nwc encode` or peer_encode.py.
+        dir: PathBuf,
+    },
+    /// Encode and decode the bundled real weight matrix in all four modes; print sizes and speed.
+    Demo {
+        /// Timed runs per step; the fastest is reported.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+        reps: u32,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ElemArg {
+    Bf16,
+    Fp8,
+}
+
+#[derive(Args)]
+struct EncodeCli {
+    /// Element type of the stored matrix.
+    #[arg(long, value_enum)]
+    elem: ElemArg,
+    /// Layout: 0 (8-row blocks, spec 7) or 1 (16-row mma fragment blocks, spec 8).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    layout: u8,
+    /// Rows M of the row-major matrix.
+    #[arg(long)]
+    rows: u64,
+    /// Columns K of the row-major matrix.
+    #[arg(long)]
+    cols: u64,
+    /// fp8 only: the input is BF16; quantize it with per-row scales (spec 11.2) and write scale.bin.
+    #[arg(long)]
+    quantize_from_bf16: bool,
+    /// Raw input: 2*M*K bytes of little-endian BF16, or M*K fp8 e4m3 bytes.
+    input: PathBuf,
+    /// Output directory (created if missing); existing files of the same names are replaced.
+    outdir: PathBuf,
+}
+
+impl EncodeCli {
+    fn into_args(self) -> cmd_encode::EncodeArgs {
+        let elem = match self.elem {
+            ElemArg::Bf16 => ElemType::Bf16,
+            ElemArg::Fp8 => ElemType::Fp8E4m3,
+        };
+        let layout = if self.layout == 0 {
+            Layout::Rows8
+        } else {
+            Layout::Fragment16
+        };
+        if self.quantize_from_bf16 && elem != ElemType::Fp8E4m3 {
+            Cli::command()
+                .error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    "--quantize-from-bf16 needs --elem fp8",
+                )
+                .exit(); // exit status 2, like every other usage error
+        }
+        cmd_encode::EncodeArgs {
+            mode: Mode { elem, layout },
+            shape: Shape::new(self.rows, self.cols),
+            quantize_from_bf16: self.quantize_from_bf16,
+            input: self.input,
+            outdir: self.outdir,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse(); // usage errors exit here with status 2
+    let result = match cli.command {
+        Command::Encode(e) => cmd_encode::run(&e.into_args()),
+        Command::Decode { dir, out } => cmd_decode::run(&dir, &out),
+        Command::Info { dir } => cmd_info::run(&dir),
+        Command::Demo { reps } => cmd_demo::run(reps as usize),
+    };
+    match result {
+        Ok(()) => ExitCode::from(error::EXIT_OK),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit)
+        }
+    }
+}

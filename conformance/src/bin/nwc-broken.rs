@@ -1,0 +1,142 @@
+//! `nwc-broken MODE ARGS...`: deliberately faulty encoders and decoders that speak the
+//! nwc-conform protocol, so the suite can show it catches them. Built on the reference codec;
+//! each mode breaks exactly one thing.
+//!
+//! Encoder modes (`nwc-broken MODE --elem E --layout L --rows M --cols K INPUT OUTDIR`):
+//!   encode-ok          the reference encoder (control)
+//!   encode-noisy-slack fills every unspecified byte (spec 9.7) with 0xA5: still canonical
+//!   encode-flip-bit    flips one bit of data.bin
+//!   encode-raw-padding writes a non-zero raw-plane pad slot (breaks rule 13.18)
+//!   encode-wrong-ranks swaps ranks 0 and 1 in exp_of_rank.bin only
+//!   encode-reranked    swaps ranks 0 and 1 and re-codes consistently: valid, not canonical
+//!   encode-silent      exits 0 and writes nothing
+//!   encode-hang        never finishes
+//! Decoder modes (`nwc-broken MODE DIR OUT.raw`):
+//!   decode-ok            the reference decoder (control)
+//!   decode-no-validation writes zeros instead of rejecting an invalid encoding
+//!   decode-partial       rejects invalid encodings but leaves a partial OUT.raw
+
+use nwc_conformance::fields::{file_name, parse, read_dir, to_raw, RawFields, SUMMARY};
+use nwc_reference::tiling::{lane_positions, write_raw};
+use nwc_reference::{decode, encode_le_bytes, Encoding, Geometry, Mode, Shape};
+use std::path::Path;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some(mode) if mode.starts_with("encode-") => encoder(mode, &args[1..]),
+        Some(mode) if mode.starts_with("decode-") => decoder(mode, &args[1..]),
+        _ => Err("usage: nwc-broken MODE ARGS... (see the source for the modes)".into()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nwc-broken: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> Result<&'a str, String> {
+    let i = args.iter().position(|a| a == name).ok_or(format!("missing {name}"))?;
+    args.get(i + 1).map(String::as_str).ok_or(format!("{name} needs a value"))
+}
+
+fn number(args: &[String], name: &str) -> Result<u64, String> {
+    flag(args, name)?.parse().map_err(|e| format!("{name}: {e}"))
+}
+
+fn encoder(mode: &str, args: &[String]) -> Result<(), String> {
+    if mode == "encode-hang" {
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(3600));
+        }
+    }
+    let [.., input, out] = args else { return Err("missing INPUT OUTDIR".into()) };
+    let elem = match flag(args, "--elem")? {
+        "bf16" => 0,
+        "fp8" => 1,
+        other => return Err(format!("--elem {other}")),
+    };
+    let code = elem | (number(args, "--layout")? as u32) << 4;
+    let m = Mode::from_code(code).map_err(|e| e.to_string())?;
+    let shape = Shape::new(number(args, "--rows")?, number(args, "--cols")?);
+    let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
+    let mut enc = encode_le_bytes(m, shape, &bytes).map_err(|e| e.to_string())?;
+    match mode {
+        "encode-ok" => {}
+        "encode-silent" => return Ok(()),
+        "encode-noisy-slack" => noisy_slack(&mut enc),
+        "encode-flip-bit" => enc.matrix.data[0] ^= 0x10,
+        "encode-raw-padding" => raw_padding(&mut enc),
+        "encode-wrong-ranks" => enc.exp_of_rank.swap(0, 1),
+        "encode-reranked" => {
+            enc.exp_of_rank.swap(0, 1);
+            enc.matrix = nwc_testkit::corrupt::recode(&enc.matrix, &enc.exp_of_rank, &|_| false);
+        }
+        _ => return Err(format!("unknown mode {mode}")),
+    }
+    let mut raw = to_raw(&enc.matrix);
+    raw.insert("exp_of_rank".into(), enc.exp_of_rank.to_vec());
+    let dir = Path::new(out);
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    for (name, blob) in &raw {
+        std::fs::write(dir.join(file_name(name)), blob).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Spec 9.7: gaps between blocks, data from the stream end on, and 512 bytes of raw slack.
+fn noisy_slack(enc: &mut Encoding) {
+    let m = &mut enc.matrix;
+    let mut end = 0usize;
+    for (b, &base) in m.bases.iter().enumerate() {
+        m.data[end..base as usize].fill(0xA5);
+        end = base as usize + 4 * m.hdr[32 * b..32 * b + 32].iter().map(|&w| usize::from(w)).sum::<usize>();
+    }
+    m.data[end..].fill(0xA5);
+    m.data.extend([0xA5; 64]);
+    m.low.extend([0xA5; 512]);
+}
+
+/// Puts 1 into the first raw-plane pad slot (a filler position's raw part), if the shape has one.
+fn raw_padding(enc: &mut Encoding) {
+    let m = &mut enc.matrix;
+    let g = Geometry::new(m.mode, m.shape).expect("encoded, so the shape is valid");
+    for block in 0..g.blocks {
+        for lane in 0..32 {
+            if let Some(slot) = lane_positions(&g, block, lane).into_iter().find(|p| !p.real).and_then(|p| p.raw) {
+                write_raw(&mut m.low, slot, 1);
+                return;
+            }
+        }
+    }
+}
+
+fn decoder(mode: &str, args: &[String]) -> Result<(), String> {
+    let [dir, out] = args else { return Err("usage: nwc-broken MODE DIR OUT.raw".into()) };
+    let dir = Path::new(dir);
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?,
+    )
+    .map_err(|e| format!("{SUMMARY}: {e}"))?;
+    let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
+    let (code, rows, cols) = (get("elem")? as u32, get("M")?, get("K")?);
+    let raw: RawFields = read_dir(dir)?;
+    let decoded = parse(code, rows, cols, &raw).map_err(Into::into).and_then(|m| decode(&m));
+    match (decoded, mode) {
+        (Ok(d), _) => std::fs::write(out, d.to_le_bytes()).map_err(|e| e.to_string()),
+        (Err(_), "decode-no-validation") => {
+            // Any plausible-looking output will do; capped so a hostile shape cannot exhaust memory.
+            let size = if code & 15 == 1 { 1 } else { 2 };
+            let len = rows.saturating_mul(cols).saturating_mul(size).min(1 << 24);
+            std::fs::write(out, vec![0u8; len as usize]).map_err(|e| e.to_string())
+        }
+        (Err(e), "decode-partial") => {
+            std::fs::write(out, b"partial").map_err(|e| e.to_string())?;
+            Err(e.to_string())
+        }
+        (Err(e), _) => Err(e.to_string()),
+    }
+}

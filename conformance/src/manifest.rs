@@ -1,0 +1,106 @@
+//! The corpus manifest (`vectors/manifest.json`): one entry per vector, every file listed with its
+//! SHA-256 so any language can check it has the corpus intact. Paths are relative to `vectors/`.
+//! All binary files are raw little-endian arrays: u8 (data, hdr, low, exp_of_rank, fp8 input),
+//! u16 (BF16 input, dequant, gather output, BF16 matvec output), u32 (bases, lut), f32 (scale,
+//! activations, bias, f32 matvec output).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the corpus layout; bump it when the meaning of any manifest field changes.
+pub const CORPUS_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Manifest {
+    /// NWC format version the vectors belong to (10).
+    pub format_version: u32,
+    pub corpus_version: u32,
+    /// The command that regenerates the corpus, and its seed.
+    pub generator: String,
+    pub seed: u64,
+    pub vectors: Vec<Vector>,
+}
+
+/// What a vector asserts.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// The stored fields are THE canonical encoding of the input (spec 14.2): an encoder must
+    /// reproduce them (unspecified bytes excepted) and a decoder must decode them to the input.
+    Canonical,
+    /// A valid, non-canonical encoding of the input (spec 14.3): a decoder must decode it to the
+    /// input; encoders are not compared against it.
+    Valid,
+    /// Parses, but breaks the validity rule `expected_error` (spec 13): a decoder must reject it.
+    Invalid,
+    /// Cannot even be parsed (wrong mode code, shape, field sizes, missing bytes): a decoder must
+    /// reject it; `expected_error` names the rule.
+    Malformed,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Vector {
+    /// Unique, stable, file-system safe id, e.g. `canonical-bf16-l0-gauss-13x40`.
+    pub id: String,
+    pub kind: Kind,
+    /// Spec clauses the vector exercises, e.g. ["6.1", "7.3"].
+    pub clauses: Vec<String>,
+    /// One line saying what the vector is about.
+    pub description: String,
+    /// The mode code as stored (0, 1, 16, 17; other values only in `malformed` vectors).
+    pub mode_code: u32,
+    /// "bf16" or "fp8" (derived from mode_code bits 0..3; informative).
+    pub elem: String,
+    /// 0 or 1 (derived from mode_code bits 4..7; informative).
+    pub layout: u32,
+    pub rows: u64,
+    pub cols: u64,
+    /// The uncompressed matrix (canonical and valid vectors): LE BF16 or fp8 bytes, M*K elements.
+    pub input: Option<String>,
+    /// Stored fields by name: "data", "bases", "hdr", "lut", "low", "scale" (FP8 with scales),
+    /// plus "exp_of_rank" (canonical vectors: the encoder's 16-byte rank table, not a stored field).
+    pub fields: BTreeMap<String, String>,
+    /// Canonical vectors: end of the streams in `data`; bytes from here on are unspecified, as are
+    /// the alignment gaps between blocks.
+    pub stream_end: Option<u64>,
+    /// Invalid and malformed vectors: the rule name of spec 13 a decoder must report.
+    pub expected_error: Option<String>,
+    /// Invalid vectors whose corruption unavoidably breaks further rules (a misaligned offset is
+    /// always a mismatched one too): a decoder MAY report any of these instead (spec 13.21).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_broken: Vec<String>,
+    /// FP8 vectors quantized from BF16 (spec 11.2): the BF16 source, u16 LE, M*K words. A
+    /// quantizing encoder must turn it into `input` and the `scale` field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quantized_from: Option<String>,
+    /// Expected dequant output (spec 15.2): u16 LE, M x K16.
+    pub dequant: Option<String>,
+    /// Expected gather outputs (spec 15.3).
+    pub gathers: Vec<GatherCase>,
+    /// Expected matvec outputs in the canonical accumulation order (spec 15.4).
+    pub matvecs: Vec<MatvecCase>,
+    /// SHA-256 (hex) of every file this vector names, by path.
+    pub sha256: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GatherCase {
+    pub rows: Vec<u64>,
+    /// u16 LE, rows.len() x K16.
+    pub output: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MatvecCase {
+    pub batch: u64,
+    /// f32 LE, batch x K.
+    pub activations: String,
+    /// f32 LE, M values, or none.
+    pub bias: Option<String>,
+    /// f32 LE, batch x M: the exact f32 result. NaN results are stored as 0x7FC00000; any NaN
+    /// matches them (spec 15.4.6).
+    pub output_f32: String,
+    /// u16 LE, batch x M: the result rounded to BF16 (nearest even). NaN results are stored as
+    /// 0x7FC0; any NaN matches them.
+    pub output_bf16: String,
+}

@@ -1,0 +1,107 @@
+//! The three runners (`reference`, `encoder`, `decoder`) and what they share: reading a vector's
+//! files and turning each judgement into a [`VectorResult`].
+
+pub mod decoder;
+pub mod encoder;
+pub mod reference;
+
+use crate::corpus::{Corpus, Entry};
+use crate::fields::{RawFields, EXP_OF_RANK};
+use crate::manifest::Vector;
+use crate::report::{Verdict, VectorResult};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A judgement: the verdict and an optional explanation.
+pub type Judgement = (Verdict, Option<String>);
+
+pub fn fail(detail: impl Into<String>) -> Judgement {
+    (Verdict::Fail, Some(detail.into()))
+}
+
+/// The command under test and how to run it.
+#[derive(Clone, Debug)]
+pub struct Tool {
+    pub program: String,
+    pub args: Vec<String>,
+    pub timeout: Duration,
+    /// Where per-vector inputs and outputs go; kept afterwards only if `keep_work`.
+    pub work_dir: PathBuf,
+    pub keep_work: bool,
+}
+
+impl Tool {
+    pub fn command_line(&self) -> Vec<String> {
+        std::iter::once(self.program.clone()).chain(self.args.iter().cloned()).collect()
+    }
+
+    /// A fresh, empty directory for one vector.
+    fn vector_dir(&self, index: usize, id: &str) -> Result<PathBuf, String> {
+        let safe: String = id.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' }).collect();
+        let dir = self.work_dir.join(format!("{index:04}-{safe}"));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("clearing {}: {e}", dir.display()))?;
+        }
+        std::fs::create_dir_all(&dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+        Ok(dir)
+    }
+
+    fn done_with(&self, dir: &std::path::Path) {
+        if !self.keep_work {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// The vector's stored fields (checked against their SHA-256), without the rank table.
+pub fn stored_fields(corpus: &Corpus, v: &Vector) -> Result<RawFields, String> {
+    v.fields
+        .iter()
+        .filter(|(name, _)| name.as_str() != EXP_OF_RANK)
+        .map(|(name, path)| Ok((name.clone(), corpus.read(v, path)?)))
+        .collect()
+}
+
+/// The vector's input matrix bytes; every caller needs one.
+pub fn input(corpus: &Corpus, v: &Vector) -> Result<Vec<u8>, String> {
+    let path = v.input.as_ref().ok_or_else(|| format!("{:?} vector without an input", v.kind))?;
+    corpus.read(v, path)
+}
+
+/// Offset of the first byte where a decoded matrix differs from the input, if any.
+pub fn first_byte_difference(expected: &[u8], got: &[u8]) -> Option<String> {
+    if let Some(i) = expected.iter().zip(got).position(|(a, b)| a != b) {
+        return Some(format!("byte {i}: expected {:#04x}, got {:#04x}", expected[i], got[i]));
+    }
+    (expected.len() != got.len()).then(|| format!("{} bytes, expected {}", got.len(), expected.len()))
+}
+
+/// Judges every entry; an unreadable entry is a failure.
+pub fn judge_all(corpus: &Corpus, mut judge: impl FnMut(usize, &Vector) -> Judgement) -> Vec<VectorResult> {
+    corpus
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| match entry {
+            Entry::Usable(v) => {
+                let (verdict, detail) = judge(i, v);
+                VectorResult { id: v.id.clone(), kind: Some(v.kind), verdict, detail }
+            }
+            Entry::Unusable { id, reason } => {
+                VectorResult { id: id.clone(), kind: None, verdict: Verdict::Fail, detail: Some(reason.clone()) }
+            }
+        })
+        .collect()
+}
+
+/// Parses and fully validates raw fields with the reference decoder (spec 13, 15.1).
+pub fn decode_raw(
+    mode_code: u32,
+    rows: u64,
+    cols: u64,
+    raw: &RawFields,
+) -> Result<(nwc_reference::EncodedMatrix, nwc_reference::DecodedMatrix), nwc_reference::DecodeError> {
+    let m = crate::fields::parse(mode_code, rows, cols, raw)?;
+    let decoded = nwc_reference::decode(&m)?;
+    Ok((m, decoded))
+}

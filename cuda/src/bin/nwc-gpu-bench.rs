@@ -1,0 +1,264 @@
+//! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernel, same shapes,
+//! one run, plus dequant throughput. Usage: nwc-gpu-bench [--real model.safetensors] [--quick]
+//! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
+//! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
+
+use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::CudaSlice;
+use nwc_cuda::{Gpu, GpuMatrix};
+use nwc_reference::{encode, Mode, Shape, Weights};
+use std::sync::Arc;
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+const SHAPES: [(&str, u64, u64); 8] = [
+    ("qwen3-8b qkv", 6144, 4096),
+    ("qwen3-8b o", 4096, 4096),
+    ("qwen3-8b gate_up", 24576, 4096),
+    ("qwen3-8b down", 4096, 12288),
+    ("qwen3-4b gate_up", 19456, 2560),
+    ("qwen3-4b down", 2560, 9728),
+    ("odd 1000x3000", 1000, 3000),
+    ("qwen3 lm_head", 151936, 4096),
+];
+const L2_BYTES: u64 = 60 << 20;
+const LAUNCHES_PER_GRAPH: usize = 20;
+
+/// Median microseconds per launch of `launch(i)` (i rotates copies), from CUDA-graph replays.
+fn time_us(gpu: &Arc<Gpu>, launch: &mut dyn FnMut(usize) -> Res<()>) -> Res<f64> {
+    let s = &gpu.stream;
+    for i in 0..3 {
+        launch(i)?; // warm-up: module load, cuBLAS heuristics, caches
+    }
+    s.synchronize()?;
+    s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
+    for i in 0..LAUNCHES_PER_GRAPH {
+        launch(i)?;
+    }
+    let graph = s.end_capture(CUgraphInstantiate_flags(0))?.ok_or("empty graph")?;
+    graph.launch()?;
+    s.synchronize()?;
+    let (a, b) = (gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?, gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?);
+    let mut times = Vec::new();
+    for _ in 0..25 {
+        a.record(s)?;
+        graph.launch()?;
+        b.record(s)?;
+        b.synchronize()?;
+        times.push(f64::from(a.elapsed_ms(&b)?) * 1e3 / LAUNCHES_PER_GRAPH as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    Ok(times[times.len() / 2])
+}
+
+fn gaussian_bf16(n: usize, seed: u64) -> Vec<u16> {
+    // Box-Muller on a xorshift stream: N(0, 0.02) rounded to BF16, deterministic.
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    };
+    (0..n)
+        .map(|_| {
+            let (u, v) = (next(), next());
+            let g = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
+            half::bf16::from_f32((0.02 * g) as f32).to_bits()
+        })
+        .collect()
+}
+
+/// Real weights: a raw little-endian BF16 file (.bf16, made by cuda/real-weights.py from
+/// MiniLM's safetensors) or every 2-D F32 tensor of a .safetensors file rounded to BF16.
+fn real_pool(path: &str) -> Res<Vec<u16>> {
+    let bytes = std::fs::read(path)?;
+    if !path.ends_with(".safetensors") {
+        return Ok(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect());
+    }
+    let n = u64::from_le_bytes(bytes[..8].try_into()?) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n])?;
+    let body = &bytes[8 + n..];
+    let mut pool = Vec::new();
+    for (name, t) in header.as_object().ok_or("bad header")? {
+        if name == "__metadata__" || t["dtype"] != "F32" || t["shape"].as_array().map_or(0, |s| s.len()) != 2 {
+            continue;
+        }
+        let off = t["data_offsets"].as_array().ok_or("offsets")?;
+        let (a, b) = (off[0].as_u64().ok_or("offset")? as usize, off[1].as_u64().ok_or("offset")? as usize);
+        pool.extend(body[a..b].chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()));
+    }
+    Ok(pool)
+}
+
+fn tile(pool: &[u16], n: usize) -> Vec<u16> {
+    pool.iter().copied().cycle().take(n).collect()
+}
+
+struct Row {
+    label: String,
+    cublas_us: f64,
+    ours_us: f64,
+    stored: u64,
+    dequant_us: f64,
+    m: u64,
+    k: u64,
+}
+
+/// Host work done in parallel before any timing: encode, validate, reference output, upload.
+struct Prepared {
+    label: String,
+    m: u64,
+    k: u64,
+    words: Vec<u16>,
+    gm: GpuMatrix,
+    expected: Vec<u16>,
+    x: Vec<u16>,
+}
+
+fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: bool) -> Res<Prepared> {
+    let shape = Shape::new(m, k);
+    let t0 = std::time::Instant::now();
+    let mut enc = if fp8 {
+        let (q, scales) = nwc_reference::quantize_fp8(&words, shape)?;
+        let mut e = encode(Mode::FP8_L0, shape, Weights::Fp8(&q))?.matrix;
+        e.scale = Some(scales);
+        e
+    } else {
+        encode(Mode::BF16_L0, shape, Weights::Bf16(&words))?.matrix
+    };
+    let t_enc = t0.elapsed().as_secs_f64();
+    let (gm, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
+    enc.data = Vec::new();
+    let x: Vec<u16> = gaussian_bf16(k as usize, 7).iter().map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits()).collect();
+    let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+    let expected = dec.matvec_bf16(&xf, 1, None)?;
+    eprintln!("  prepared {label}: encode {t_enc:.1} s, total {:.1} s", t0.elapsed().as_secs_f64());
+    Ok(Prepared { label, m, k, words, gm, expected, x })
+}
+
+fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
+    let s = &gpu.stream;
+    let (m, k) = (p.m, p.k);
+    let dense_bytes = m * k * 2;
+    let copies = (3 * L2_BYTES / dense_bytes + 1).clamp(1, 8) as usize;
+    // cuBLAS: y (M) = W (M x K, row-major = K x M column-major, transposed) x.
+    let w_dev: Vec<CudaSlice<half::bf16>> = (0..copies)
+        .map(|_| s.clone_htod(&p.words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>()))
+        .collect::<Result<_, _>>()?;
+    let x_dev: CudaSlice<half::bf16> = s.clone_htod(&p.x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
+    let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_T,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: m as i32,
+        n: 1,
+        k: k as i32,
+        alpha: half::bf16::ONE,
+        lda: k as i32,
+        ldb: k as i32,
+        beta: half::bf16::ZERO,
+        ldc: m as i32,
+    };
+    let cublas_us = time_us(gpu, &mut |i| {
+        // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
+        unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
+        Ok(())
+    })?;
+    drop(w_dev);
+    let stored = p.gm.stored_bytes;
+    let copies = (3 * L2_BYTES / stored + 1).clamp(1, 8) as usize;
+    let mut mats = vec![p.gm];
+    for _ in 1..copies {
+        mats.push(mats[0].try_clone()?);
+    }
+    let xd = mats[0].activations_bf16(&p.x, 1)?;
+    let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
+    let ours_us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
+    let got = s.clone_dtoh(&y16)?;
+    let bad = (0..m as usize).filter(|&r| got[r] != p.expected[r]).count();
+    if bad > 0 {
+        return Err(format!("{}: {bad} rows differ from the reference", p.label).into());
+    }
+    let mut deq: CudaSlice<u16> = s.alloc_zeros((m * k.div_ceil(16) * 16) as usize)?;
+    let dequant_us = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(&mut deq)?))?;
+    Ok(Row { label: p.label, cublas_us, ours_us, stored, dequant_us, m, k })
+}
+
+fn main() -> Res<()> {
+    let mut real: Option<String> = None;
+    let mut quick = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--real" => real = args.next(),
+            "--quick" => quick = true,
+            other => return Err(format!("unknown argument {other}").into()),
+        }
+    }
+    if let Err(why) = Gpu::probe() {
+        eprintln!("{why}");
+        println!("{}", nwc_cuda::SKIP_NO_DEVICE);
+        return Ok(());
+    }
+    let gpu = Gpu::get(0)?;
+    let blas = CudaBlas::new(gpu.stream.clone())?;
+    println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
+    let mut sources: Vec<(&str, Option<Vec<u16>>)> = vec![("synthetic N(0,0.02)", None)];
+    if let Some(p) = &real {
+        sources.push(("real MiniLM-L6 tiled", Some(real_pool(p)?)));
+    }
+    // Jobs: every shape x (synthetic BF16, synthetic FP8, real BF16); host work in parallel.
+    let mut jobs: Vec<(String, u64, u64, Vec<u16>, bool)> = Vec::new();
+    for (i, &(name, m, k)) in SHAPES.iter().enumerate() {
+        if quick && m * k > 60_000_000 {
+            continue;
+        }
+        let n = (m * k) as usize;
+        for (_, pool) in &sources {
+            let words = match pool {
+                None => gaussian_bf16(n, i as u64 + 1),
+                Some(p) => tile(p, n),
+            };
+            if pool.is_none() {
+                jobs.push((format!("{:<10} {name:<17} {m:>6}x{k:<5} fp8 ", "synthetic"), m, k, words.clone(), true));
+            }
+            let src = if pool.is_none() { "synthetic" } else { "real" };
+            jobs.push((format!("{src:<10} {name:<17} {m:>6}x{k:<5} bf16"), m, k, words, false));
+        }
+    }
+    let t0 = std::time::Instant::now();
+    let prepared: Vec<Prepared> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs.into_iter().map(|(l, m, k, w, f)| { let g = gpu.clone(); scope.spawn(move || prepare(&g, l, m, k, w, f).map_err(|e| e.to_string())) }).collect();
+        handles.into_iter().map(|h| h.join().expect("prepare thread panicked")).collect::<Result<Vec<_>, String>>()
+    })?;
+    println!("host preparation (encode, validate, reference matvec, upload) took {:.1} s", t0.elapsed().as_secs_f64());
+    let mut rows = Vec::new();
+    println!("{:<48} | {:>9} {:>7} | {:>9} {:>7} {:>6} | {:>8} | {:>6}", "matrix", "cuBLAS us", "GB/s", "ours us", "GB/s", "vs cB", "deq GB/s", "ratio");
+    for p in prepared {
+        let r = bench(&gpu, &blas, p)?;
+        println!(
+            "{:<48} | {:9.2} {:7.0} | {:9.2} {:7.0} {:5.2}x | {:8.0} | {:.4}",
+            r.label,
+            r.cublas_us,
+            (r.m * r.k * 2) as f64 / r.cublas_us / 1e3,
+            r.ours_us,
+            r.stored as f64 / r.ours_us / 1e3,
+            r.cublas_us / r.ours_us,
+            (r.m * r.k.div_ceil(16) * 16 * 2) as f64 / r.dequant_us / 1e3,
+            r.stored as f64 / (r.m * r.k * 2) as f64,
+        );
+        rows.push(r);
+    }
+    for kind in ["synthetic", "real"] {
+        for elem in ["bf16", "fp8 "] {
+            let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind) && r.label.ends_with(elem)).collect();
+            if !sel.is_empty() {
+                let g = (sel.iter().map(|r| (r.cublas_us / r.ours_us).ln()).sum::<f64>() / sel.len() as f64).exp();
+                println!("geomean ours/cuBLAS speed, {kind} {elem}: {g:.3}x over {} shapes", sel.len());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,80 @@
+//! One CUDA device: its context, the stream all our work runs on, and the compiled kernels.
+//! Compiled modules are cached per process and device ([`Gpu::get`]).
+
+use crate::kernels::{self, KERNELS};
+use crate::GpuError;
+use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    /// The one stream every operation of this crate is issued on (so ordering is program order).
+    pub stream: Arc<CudaStream>,
+    pub name: String,
+    pub arch: &'static str,
+    pub sm_count: u32,
+    _module: Arc<CudaModule>,
+    functions: HashMap<&'static str, CudaFunction>,
+}
+
+static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
+
+impl Gpu {
+    /// True when a driver library and at least one device are present.
+    pub fn present() -> bool {
+        Gpu::probe().is_ok()
+    }
+
+    /// The number of devices, or why there is none.
+    pub fn probe() -> Result<usize, String> {
+        // SAFETY: only probes whether libcuda can be opened; calls nothing in it.
+        if !unsafe { cudarc::driver::sys::is_culib_present() } {
+            return Err("libcuda could not be loaded".into());
+        }
+        match CudaContext::device_count() {
+            Ok(n) if n > 0 => Ok(n as usize),
+            Ok(_) => Err("the driver reports no devices".into()),
+            Err(e) => Err(format!("cuInit/cuDeviceGetCount failed: {e}")),
+        }
+    }
+
+    /// The device `ordinal`, its kernels compiled by NVRTC for its architecture on first use.
+    pub fn get(ordinal: usize) -> Result<Arc<Gpu>, GpuError> {
+        let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(gpu) = cache.get(&ordinal) {
+            return Ok(gpu.clone());
+        }
+        let gpu = Arc::new(Gpu::open(ordinal)?);
+        cache.insert(ordinal, gpu.clone());
+        Ok(gpu)
+    }
+
+    fn open(ordinal: usize) -> Result<Gpu, GpuError> {
+        if !Gpu::present() {
+            return Err(GpuError::NoDevice("no driver library or no device".into()));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| GpuError::NoDevice(e.to_string()))?;
+        // SAFETY: every buffer of this crate is allocated, used and freed on the single `stream`
+        // below, so the per-buffer events cudarc would record are not needed for ordering.
+        unsafe { ctx.disable_event_tracking() };
+        // A created stream, not the legacy default one: graph capture (benchmarks) needs it.
+        let stream = ctx.new_stream()?;
+        let (major, minor) = ctx.compute_capability()?;
+        let arch = kernels::arch_name(major, minor);
+        let ptx = kernels::compile(arch)?;
+        let module = ctx.load_module(ptx)?;
+        let mut functions = HashMap::new();
+        for name in KERNELS {
+            functions.insert(name, module.load_function(name)?);
+        }
+        let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
+        Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions })
+    }
+
+    pub(crate) fn function(&self, name: &str) -> &CudaFunction {
+        self.functions.get(name).expect("every name in KERNELS is loaded in Gpu::open")
+    }
+}

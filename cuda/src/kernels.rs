@@ -1,0 +1,77 @@
+//! The kernel source and how NVRTC compiles it (spec 15.4 demands exact IEEE f32: no contraction,
+//! no flush-to-zero, IEEE division and square root).
+
+use crate::GpuError;
+use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+
+/// `kernels/nwc.cu`, compiled at run time.
+pub const SOURCE: &str = include_str!("../kernels/nwc.cu");
+
+/// Every entry point of [`SOURCE`] the crate launches.
+pub const KERNELS: [&str; 12] = [
+    "nwc_matvec_bf16_l0_xf32",
+    "nwc_matvec_bf16_l0_xbf16",
+    "nwc_matvec_fp8_l0_xf32",
+    "nwc_matvec_fp8_l0_xbf16",
+    "nwc_matvec_bf16_l1_xf32",
+    "nwc_matvec_bf16_l1_xbf16",
+    "nwc_matvec_fp8_l1_xf32",
+    "nwc_matvec_fp8_l1_xbf16",
+    "nwc_expand_bf16_l0",
+    "nwc_expand_fp8_l0",
+    "nwc_expand_bf16_l1",
+    "nwc_expand_fp8_l1",
+];
+
+/// Threads per CTA of every kernel (`NWC_THREADS` in the source).
+pub const THREADS: u32 = 256;
+/// Warps per CTA (`NWC_WARPS`).
+pub const WARPS: u32 = THREADS / 32;
+
+/// True when the NVRTC library can be loaded (CI fetches it from PyPI: `cuda/ci-nvrtc.sh`).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only probes whether the shared library can be opened; calls nothing in it.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// The NVRTC options: `--fmad=false` so no multiply and add is contracted (every fma in the source
+/// is an explicit `__fmaf_rn`), no flush-to-zero, IEEE division and square root.
+pub fn options(arch: &'static str) -> CompileOptions {
+    let mut include_paths = Vec::new();
+    if std::path::Path::new("/usr/local/cuda/include").is_dir() {
+        include_paths.push("/usr/local/cuda/include".to_owned());
+    }
+    CompileOptions {
+        ftz: Some(false),
+        prec_sqrt: Some(true),
+        prec_div: Some(true),
+        fmad: Some(false),
+        use_fast_math: Some(false),
+        arch: Some(arch),
+        include_paths,
+        options: vec!["--std=c++17".to_owned()],
+        ..Default::default()
+    }
+}
+
+/// Compiles [`SOURCE`] to PTX for `arch` (e.g. "sm_90"); no device is needed.
+pub fn compile(arch: &'static str) -> Result<Ptx, GpuError> {
+    if !nvrtc_available() {
+        return Err(GpuError::Compile("libnvrtc not found (run cuda/ci-nvrtc.sh and set LD_LIBRARY_PATH)".into()));
+    }
+    compile_ptx_with_opts(SOURCE, options(arch)).map_err(|e| GpuError::Compile(format!("{e:?}")))
+}
+
+/// The `sm_XY` name of a compute capability (a leaked string for the rare unknown one: at most
+/// one per device kind per process).
+pub fn arch_name(major: i32, minor: i32) -> &'static str {
+    match (major, minor) {
+        (8, 0) => "sm_80",
+        (8, 6) => "sm_86",
+        (8, 9) => "sm_89",
+        (9, 0) => "sm_90",
+        (10, 0) => "sm_100",
+        (12, 0) => "sm_120",
+        _ => Box::leak(format!("sm_{major}{minor}").into_boxed_str()),
+    }
+}

@@ -1,0 +1,39 @@
+//! # nwc-cuda
+//!
+//! NWC format 10 on CUDA GPUs through `cudarc`: upload an encoded matrix (validated on the host by
+//! the reference decoder first, so no malformed stream reaches a kernel), dequant to BF16
+//! (spec 15.2), gather rows (spec 15.3) and the fused matvec `y = scale * (W x) + bias` in the
+//! canonical accumulation order (spec 15.4), bit-exact with `nwc-reference`.
+//!
+//! Kernels live in `kernels/nwc.cu` and are compiled by NVRTC at run time for the device's
+//! architecture, once per process and device ([`Gpu::get`]).
+
+pub mod conform;
+pub mod gpu;
+pub mod kernels;
+pub mod matrix;
+
+pub use gpu::Gpu;
+pub use matrix::{DeviceActivations, GpuMatrix, OutputKind};
+
+/// Everything that can go wrong on the GPU path.
+#[derive(Debug, thiserror::Error)]
+pub enum GpuError {
+    /// No driver library, no device, or the driver refused to initialise.
+    #[error("no CUDA device: {0}")]
+    NoDevice(String),
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// NVRTC is missing or rejected `kernels/nwc.cu` (the log is included).
+    #[error("NVRTC could not compile kernels/nwc.cu: {0}")]
+    Compile(String),
+    /// The host-side validation (spec 13) rejected the matrix; it never reached the device.
+    #[error("matrix rejected before upload: {0}")]
+    Invalid(#[from] nwc_reference::DecodeError),
+    /// A bad argument (row index, activation length, empty batch).
+    #[error(transparent)]
+    Param(#[from] nwc_reference::ParamError),
+}
+
+/// The exact line a test that needs a device prints when there is none (it then counts as skipped).
+pub const SKIP_NO_DEVICE: &str = "skipped: no CUDA device";

@@ -1,0 +1,395 @@
+//! An encoded matrix on the device, and the three operations of spec 15 on it.
+
+use crate::gpu::Gpu;
+use crate::kernels::{THREADS, WARPS};
+use crate::GpuError;
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
+use nwc_reference::{decode, ElemType, EncodedMatrix, Geometry, Layout, Mode, ParamError, Shape};
+use std::sync::Arc;
+
+/// Sizes the kernels need; the same field order as `struct Geo` in kernels/nwc.cu.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Geo {
+    rows: u64,
+    cols: u64,
+    k16: u64,
+    kp: u64,
+    col_blocks: u64,
+    row_blocks: u64,
+    super_chunks: u64,
+}
+
+// SAFETY: plain-old-data of seven u64, laid out exactly like the kernels' `struct Geo`.
+unsafe impl DeviceRepr for Geo {}
+
+/// What the matvec writes: f32, or f32 rounded to BF16 (nearest even, spec 15.4.6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputKind {
+    F32,
+    Bf16,
+}
+
+/// Activations on the device, `batch` vectors each padded with zeros from K to Kp (a multiple of
+/// 512), so every lane can load its columns with aligned vector loads (spec 15.4.2: pad columns
+/// meet weight 0).
+pub enum DeviceActivations {
+    F32 { buf: CudaSlice<f32>, batch: usize, kp: usize },
+    Bf16 { buf: CudaSlice<u16>, batch: usize, kp: usize },
+}
+
+impl DeviceActivations {
+    pub fn batch(&self) -> usize {
+        match self {
+            DeviceActivations::F32 { batch, .. } | DeviceActivations::Bf16 { batch, .. } => *batch,
+        }
+    }
+}
+
+/// A validated encoded matrix resident on one GPU.
+pub struct GpuMatrix {
+    gpu: Arc<Gpu>,
+    pub mode: Mode,
+    pub shape: Shape,
+    geo: Geo,
+    data: CudaSlice<u8>,
+    bases: CudaSlice<u32>,
+    hdr: CudaSlice<u8>,
+    lut: CudaSlice<u32>,
+    low: CudaSlice<u8>,
+    scale: Option<CudaSlice<f32>>,
+    /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
+    /// scale): the numerator of "compressed bytes per second".
+    pub stored_bytes: u64,
+}
+
+fn pad_to(mut v: Vec<u8>, len: usize) -> Vec<u8> {
+    if v.len() < len {
+        v.resize(len, 0);
+    }
+    v
+}
+
+impl GpuMatrix {
+    /// Validates `m` with every rule of spec 13 (the reference decoder) and uploads it. Nothing
+    /// reaches the device unless the matrix is valid.
+    pub fn upload(gpu: &Arc<Gpu>, m: &EncodedMatrix) -> Result<GpuMatrix, GpuError> {
+        decode(m)?;
+        Self::upload_validated(gpu, m)
+    }
+
+    /// Like [`GpuMatrix::upload`], also returning the host decode the validation produced (saves
+    /// a second decode when the caller wants reference results too).
+    pub fn upload_and_decode(gpu: &Arc<Gpu>, m: &EncodedMatrix) -> Result<(GpuMatrix, nwc_reference::DecodedMatrix), GpuError> {
+        let decoded = decode(m)?;
+        Ok((Self::upload_validated(gpu, m)?, decoded))
+    }
+
+    /// Uploads a matrix the caller has just validated with `nwc_reference::decode` (the bench uses
+    /// this to avoid decoding a 600-million-weight matrix twice). Private to the crate so no
+    /// outside caller can skip validation.
+    pub(crate) fn upload_validated(gpu: &Arc<Gpu>, m: &EncodedMatrix) -> Result<GpuMatrix, GpuError> {
+        let g = Geometry::new(m.mode, m.shape).map_err(|e| GpuError::Invalid(e.into()))?;
+        let s = &gpu.stream;
+        let stream_end: u64 = u64::from(*m.bases.last().expect("validated: at least one block"))
+            + m.hdr[m.hdr.len() - 32..].iter().map(|&w| 4 * u64::from(w)).sum::<u64>();
+        // Spec 9.3/9.4 slacks, so over-reads documented in kernels/nwc.cu stay in bounds.
+        let data_len = (stream_end.div_ceil(8) * 8 + TAIL_SLACK) as usize;
+        let data = s.clone_htod(&pad_to(m.data[..data_len.min(m.data.len())].to_vec(), data_len))?;
+        let low = s.clone_htod(&pad_to(m.low[..(g.n_low as usize).min(m.low.len())].to_vec(), (g.n_low + RAW_SLACK) as usize))?;
+        let scale = match &m.scale {
+            Some(v) => Some(s.clone_htod(v)?),
+            None => None,
+        };
+        let stored_bytes = stream_end
+            + 4 * m.bases.len() as u64
+            + m.hdr.len() as u64
+            + g.n_low
+            + 4 * m.scale.as_ref().map_or(0, |v| v.len() as u64);
+        Ok(GpuMatrix {
+            gpu: gpu.clone(),
+            mode: m.mode,
+            shape: m.shape,
+            geo: Geo {
+                rows: g.shape.rows,
+                cols: g.shape.cols,
+                k16: g.k16,
+                kp: g.kp,
+                col_blocks: g.col_blocks,
+                row_blocks: g.row_blocks,
+                super_chunks: g.super_chunks,
+            },
+            data,
+            bases: s.clone_htod(&m.bases)?,
+            hdr: s.clone_htod(&m.hdr)?,
+            lut: s.clone_htod(&m.lut)?,
+            low,
+            scale,
+            stored_bytes,
+        })
+    }
+
+    /// A second device copy of the same matrix (benchmarks rotate copies past the L2 cache).
+    pub fn try_clone(&self) -> Result<GpuMatrix, GpuError> {
+        let s = &self.gpu.stream;
+        Ok(GpuMatrix {
+            gpu: self.gpu.clone(),
+            mode: self.mode,
+            shape: self.shape,
+            geo: self.geo,
+            data: s.clone_dtod(&self.data)?,
+            bases: s.clone_dtod(&self.bases)?,
+            hdr: s.clone_dtod(&self.hdr)?,
+            lut: s.clone_dtod(&self.lut)?,
+            low: s.clone_dtod(&self.low)?,
+            scale: match &self.scale {
+                Some(v) => Some(s.clone_dtod(v)?),
+                None => None,
+            },
+            stored_bytes: self.stored_bytes,
+        })
+    }
+
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Row stride of dequant and gather output: K rounded up to 16 (spec 15.2).
+    pub fn row_stride(&self) -> usize {
+        self.geo.k16 as usize
+    }
+
+    fn suffix(&self) -> &'static str {
+        match (self.mode.elem, self.mode.layout) {
+            (ElemType::Bf16, Layout::Rows8) => "bf16_l0",
+            (ElemType::Fp8E4m3, Layout::Rows8) => "fp8_l0",
+            (ElemType::Bf16, Layout::Fragment16) => "bf16_l1",
+            (ElemType::Fp8E4m3, Layout::Fragment16) => "fp8_l1",
+        }
+    }
+
+    fn grid(&self, ctas: u64) -> u32 {
+        // A grid-stride loop covers the rest; 8 CTAs of 256 threads fill one SM.
+        ctas.clamp(1, u64::from(self.gpu.sm_count) * 8) as u32
+    }
+
+    /// Spec 15.2 (sel = None) or 15.3: writes rows of stride K16 into `out`.
+    fn expand(&self, sel: Option<&CudaSlice<u64>>, out_rows: usize, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        let needed = out_rows * self.row_stride();
+        assert!(out.len() >= needed, "output buffer too small: {} < {needed}", out.len());
+        let s = &self.gpu.stream;
+        let tasks: u64 = match sel {
+            None => self.geo.row_blocks * self.geo.col_blocks,
+            Some(_) => out_rows as u64 * self.geo.col_blocks,
+        };
+        if tasks == 0 {
+            return Ok(());
+        }
+        let f = self.gpu.function(match self.suffix() {
+            "bf16_l0" => "nwc_expand_bf16_l0",
+            "fp8_l0" => "nwc_expand_fp8_l0",
+            "bf16_l1" => "nwc_expand_bf16_l1",
+            _ => "nwc_expand_fp8_l1",
+        });
+        let (data, _g1) = self.data.device_ptr(s);
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (lut, _g4) = self.lut.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let sel_ptr = match sel {
+            Some(v) => v.device_ptr(s).0,
+            None => 0u64,
+        };
+        let (out_ptr, _g6) = out.device_ptr(s);
+        let geo = self.geo;
+        let cfg = LaunchConfig { grid_dim: (self.grid(tasks.div_ceil(u64::from(WARPS))), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let mut b = s.launch_builder(f);
+        b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&sel_ptr).arg(&tasks).arg(&out_ptr).arg(&geo);
+        // SAFETY: the argument list matches NWC_EXPAND in kernels/nwc.cu; every pointer is a live
+        // allocation of this matrix (data and low padded by the spec 9.3/9.4 slacks), `sel` holds
+        // out_rows indices each < M (checked by the caller) and `out` holds out_rows * K16 words
+        // (asserted above); the matrix passed the reference's validity rules before upload.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Spec 15.2 into a device buffer of at least M x K16 words.
+    pub fn dequant_into(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        self.expand(None, self.shape.rows as usize, out)
+    }
+
+    /// Spec 15.2: the whole matrix as BF16 words, M rows of stride K16.
+    pub fn dequant(&self) -> Result<Vec<u16>, GpuError> {
+        let s = &self.gpu.stream;
+        let mut out = s.alloc_zeros::<u16>((self.shape.rows as usize) * self.row_stride())?;
+        self.dequant_into(&mut out)?;
+        Ok(s.clone_dtoh(&out)?)
+    }
+
+    /// Spec 15.3: the given rows (any order, repeats allowed) as dequant rows.
+    pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, GpuError> {
+        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
+            return Err(ParamError::RowIndex { index, rows: self.shape.rows }.into());
+        }
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let s = &self.gpu.stream;
+        let sel = s.clone_htod(rows)?;
+        let mut out = s.alloc_zeros::<u16>(rows.len() * self.row_stride())?;
+        self.expand(Some(&sel), rows.len(), &mut out)?;
+        Ok(s.clone_dtoh(&out)?)
+    }
+
+    fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), GpuError> {
+        if got != expected {
+            return Err(ParamError::Length { what, got: got as u64, expected: expected as u64 }.into());
+        }
+        Ok(())
+    }
+
+    /// Uploads `batch` f32 activation vectors of K values each, zero-padded to Kp.
+    pub fn activations_f32(&self, x: &[f32], batch: usize) -> Result<DeviceActivations, GpuError> {
+        let (k, kp) = (self.geo.cols as usize, self.geo.kp as usize);
+        if batch == 0 {
+            return Err(ParamError::EmptyBatch.into());
+        }
+        Self::check_len("activations", x.len(), batch * k)?;
+        let mut padded = vec![0f32; batch * kp];
+        for (dst, src) in padded.chunks_exact_mut(kp).zip(x.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+        }
+        Ok(DeviceActivations::F32 { buf: self.gpu.stream.clone_htod(&padded)?, batch, kp })
+    }
+
+    /// Uploads `batch` BF16 activation vectors (raw words), zero-padded to Kp.
+    pub fn activations_bf16(&self, x: &[u16], batch: usize) -> Result<DeviceActivations, GpuError> {
+        let (k, kp) = (self.geo.cols as usize, self.geo.kp as usize);
+        if batch == 0 {
+            return Err(ParamError::EmptyBatch.into());
+        }
+        Self::check_len("activations", x.len(), batch * k)?;
+        let mut padded = vec![0u16; batch * kp];
+        for (dst, src) in padded.chunks_exact_mut(kp).zip(x.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+        }
+        Ok(DeviceActivations::Bf16 { buf: self.gpu.stream.clone_htod(&padded)?, batch, kp })
+    }
+
+    /// Spec 15.4: y = scale * (W x) + bias for every vector of `x`, written to `y` (batch x M
+    /// elements of `kind`: f32 or BF16 words). Batch > 1 launches once per vector for now; each
+    /// launch is the batch-1 canonical order, so the result is exact.
+    fn matvec_raw(
+        &self,
+        x: &DeviceActivations,
+        bias: Option<&CudaSlice<f32>>,
+        kind: OutputKind,
+        y: u64,
+    ) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let m = self.geo.rows;
+        if let Some(b) = bias {
+            Self::check_len("bias", b.len(), m as usize)?;
+        }
+        let (x_base, x_elem, kp, batch, xname) = match x {
+            DeviceActivations::F32 { buf, batch, kp } => (buf.device_ptr(s).0, 4u64, *kp, *batch, "xf32"),
+            DeviceActivations::Bf16 { buf, batch, kp } => (buf.device_ptr(s).0, 2u64, *kp, *batch, "xbf16"),
+        };
+        Self::check_len("padded activations", kp, self.geo.kp as usize)?;
+        let name = format!("nwc_matvec_{}_{xname}", self.suffix());
+        let f = self.gpu.function(&name);
+        let (data, _g1) = self.data.device_ptr(s);
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (lut, _g4) = self.lut.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let scale = self.scale.as_ref().map_or(0u64, |v| v.device_ptr(s).0);
+        let bias_ptr = bias.map_or(0u64, |v| v.device_ptr(s).0);
+        let out_bf16: i32 = i32::from(kind == OutputKind::Bf16);
+        let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
+        let geo = self.geo;
+        let cfg = LaunchConfig { grid_dim: (self.grid(self.geo.row_blocks), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        for col in 0..batch as u64 {
+            let x_ptr = x_base + col * kp as u64 * x_elem;
+            let y_ptr = y + col * m * y_elem;
+            let mut b = s.launch_builder(f);
+            b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16).arg(&geo);
+            // SAFETY: the argument list matches NWC_MATVEC in kernels/nwc.cu; matrix pointers are
+            // live allocations padded by the spec 9.3/9.4 slacks; x_ptr points at Kp activations
+            // (vector `col` of a batch x Kp buffer, length checked above); bias has M values or is
+            // null; the caller of matvec_raw guarantees `y` holds batch x M outputs of `kind`
+            // (the safe wrappers below allocate exactly that); the matrix passed the validity rules.
+            unsafe { b.launch(cfg) }?;
+        }
+        Ok(())
+    }
+
+    /// Spec 15.4 into a caller's f32 buffer of batch x M values (no allocation: for timing).
+    pub fn matvec_into_f32(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>, y: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+        Self::check_len("output", y.len(), x.batch() * self.geo.rows as usize)?;
+        let s = &self.gpu.stream;
+        self.matvec_raw(x, bias, OutputKind::F32, y.device_ptr(s).0)
+    }
+
+    /// Spec 15.4 into a caller's BF16 buffer of batch x M words.
+    pub fn matvec_into_bf16(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>, y: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        Self::check_len("output", y.len(), x.batch() * self.geo.rows as usize)?;
+        let s = &self.gpu.stream;
+        self.matvec_raw(x, bias, OutputKind::Bf16, y.device_ptr(s).0)
+    }
+
+    /// Allocates the output and runs [`GpuMatrix::matvec_raw`] (f32 output).
+    pub fn matvec_device(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>) -> Result<CudaSlice<f32>, GpuError> {
+        let s = &self.gpu.stream;
+        let y = s.alloc_zeros::<f32>(x.batch() * self.geo.rows as usize)?;
+        self.matvec_raw(x, bias, OutputKind::F32, y.device_ptr(s).0)?;
+        Ok(y)
+    }
+
+    /// Allocates the output and runs [`GpuMatrix::matvec_raw`] (BF16 output).
+    pub fn matvec_device_bf16(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>) -> Result<CudaSlice<u16>, GpuError> {
+        let s = &self.gpu.stream;
+        let y = s.alloc_zeros::<u16>(x.batch() * self.geo.rows as usize)?;
+        self.matvec_raw(x, bias, OutputKind::Bf16, y.device_ptr(s).0)?;
+        Ok(y)
+    }
+
+    fn upload_bias(&self, bias: Option<&[f32]>) -> Result<Option<CudaSlice<f32>>, GpuError> {
+        match bias {
+            Some(b) => {
+                Self::check_len("bias", b.len(), self.geo.rows as usize)?;
+                Ok(Some(self.gpu.stream.clone_htod(b)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Host convenience: f32 activations in, f32 outputs out (same contract as
+    /// `DecodedMatrix::matvec`).
+    pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, GpuError> {
+        let xd = self.activations_f32(x, batch)?;
+        let b = self.upload_bias(bias)?;
+        let y = self.matvec_device(&xd, b.as_ref())?;
+        Ok(self.gpu.stream.clone_dtoh(&y)?)
+    }
+
+    /// Host convenience: f32 activations in, BF16 outputs out (`DecodedMatrix::matvec_bf16`).
+    pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, GpuError> {
+        let xd = self.activations_f32(x, batch)?;
+        let b = self.upload_bias(bias)?;
+        let y = self.matvec_device_bf16(&xd, b.as_ref())?;
+        Ok(self.gpu.stream.clone_dtoh(&y)?)
+    }
+
+    /// Host convenience: BF16 activations (raw words) in, f32 or BF16 outputs (as f32 bits or
+    /// BF16 words widened into u32) out.
+    pub fn matvec_xbf16(&self, x: &[u16], batch: usize, bias: Option<&[f32]>, kind: OutputKind) -> Result<Vec<u32>, GpuError> {
+        let xd = self.activations_bf16(x, batch)?;
+        let b = self.upload_bias(bias)?;
+        Ok(match kind {
+            OutputKind::F32 => self.gpu.stream.clone_dtoh(&self.matvec_device(&xd, b.as_ref())?)?.into_iter().map(f32::to_bits).collect(),
+            OutputKind::Bf16 => self.gpu.stream.clone_dtoh(&self.matvec_device_bf16(&xd, b.as_ref())?)?.into_iter().map(u32::from).collect(),
+        })
+    }
+}

@@ -1,0 +1,27 @@
+//! CI without a GPU: every kernel must compile with NVRTC for sm_90 (the H200) before any device
+//! time is spent. CI puts the PyPI NVRTC on LD_LIBRARY_PATH (cuda/ci-nvrtc.sh) and sets
+//! NWC_REQUIRE_NVRTC=1, so a missing library fails there instead of skipping.
+
+use nwc_cuda::kernels::{compile, nvrtc_available, KERNELS};
+
+#[test]
+fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
+    if !nvrtc_available() {
+        assert!(std::env::var("NWC_REQUIRE_NVRTC").is_err(), "NWC_REQUIRE_NVRTC is set but libnvrtc was not found");
+        println!("skipped: no NVRTC library (run cuda/ci-nvrtc.sh)");
+        return;
+    }
+    let ptx = compile("sm_90").unwrap_or_else(|e| panic!("{e}")).to_src();
+    assert!(ptx.contains(".target sm_90"), "PTX is not for sm_90");
+    for name in KERNELS {
+        assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+    }
+    // --fmad=false: the only fused multiply-adds are our explicit __fmaf_rn (fma.rn.f32), and
+    // no flush-to-zero variant appears anywhere.
+    assert!(ptx.contains("fma.rn.f32"), "explicit fmas missing");
+    assert!(!ptx.contains(".ftz"), "flush-to-zero instruction in the PTX");
+    // And the options really reach NVRTC: with contraction on, a*b+c would become an fma.
+    let src = "extern \"C\" __global__ void k(float* p) { p[0] = p[1] * p[2] + p[3]; }";
+    let plain = cudarc::nvrtc::compile_ptx_with_opts(src, nwc_cuda::kernels::options("sm_90")).unwrap().to_src();
+    assert!(!plain.contains("fma."), "--fmad=false did not take effect");
+}

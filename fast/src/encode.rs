@@ -1,0 +1,288 @@
+//! The fast encoder: the same canonical output as `nwc_reference::encode` (spec 14), computed
+//! row block by row block in parallel.
+
+use crate::bits::{pack, BitWriter, Packed, FILLER};
+use nwc_reference::element::{bf16_symbol, fp8_is_nan, fp8_split, FP8_SYMBOLS, FP8_SYMBOL_BYTE};
+use nwc_reference::geometry::{hard, LANES, TAIL_SLACK};
+use nwc_reference::ranking::{exchange_order, CODED_RANKS};
+use nwc_reference::{build_lut, ElemType, EncodeError, EncodedMatrix, Encoding, Geometry, Layout, Mode, Shape, Weights};
+use rayon::prelude::*;
+
+fn align8(x: usize) -> usize {
+    x.div_ceil(8) * 8
+}
+
+/// Encodes little-endian input bytes (2 per BF16 weight, 1 per fp8 weight), like
+/// `nwc_reference::encode_le_bytes`.
+pub fn encode_le_bytes(mode: Mode, shape: Shape, input: &[u8]) -> Result<Encoding, EncodeError> {
+    let expected = shape.rows.saturating_mul(shape.cols).saturating_mul(mode.elem.input_bytes() as u64);
+    if input.len() as u64 != expected {
+        let (rows, cols, elem) = (shape.rows, shape.cols, mode.elem.name());
+        return Err(EncodeError::InputLength { got: input.len() as u64, expected, rows, cols, elem });
+    }
+    match mode.elem {
+        ElemType::Bf16 => {
+            let words: Vec<u16> = input.par_chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+            encode(mode, shape, Weights::Bf16(&words))
+        }
+        ElemType::Fp8E4m3 => encode(mode, shape, Weights::Fp8(input)),
+    }
+}
+
+/// Per-input-byte code words and raw parts for one matrix (spec 5.4, 6.1, 6.2).
+struct Codebook {
+    /// BF16: indexed by the high byte. FP8: indexed by the fp8 byte.
+    code: [Packed; 256],
+    /// FP8 only: the raw nibble of each fp8 byte (spec 4.5).
+    nibble: [u8; 256],
+}
+
+/// Spec 5.1 - 5.3: histogram (in parallel), exchange-sort ranking, exp_of_rank, codebook, escapes.
+fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
+    const CHUNK: usize = 1 << 16;
+    let mut code = [0; 256];
+    let mut nibble = [0u8; 256];
+    let mut exp_of_rank = [0u8; 16];
+    let mut escapes = 0;
+    match weights {
+        Weights::Bf16(words) => {
+            let hist = words
+                .par_chunks(CHUNK)
+                .map(|c| {
+                    let mut h = [0u64; 128];
+                    for &w in c {
+                        h[bf16_symbol(w) as usize] += 1;
+                    }
+                    h
+                })
+                .reduce(|| [0u64; 128], |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                });
+            let order = exchange_order(&hist);
+            let mut rank_of = [0u32; 128];
+            for (rank, &sym) in order.iter().enumerate() {
+                rank_of[sym] = rank as u32;
+                if rank < 16 {
+                    exp_of_rank[rank] = sym as u8;
+                }
+                if rank >= CODED_RANKS {
+                    escapes += hist[sym];
+                }
+            }
+            for hi in 0..256u32 {
+                let rank = rank_of[(hi & 0x7F) as usize];
+                code[hi as usize] = if (rank as usize) < CODED_RANKS {
+                    pack(0b10 | (hi >> 7), rank + 2) // spec 6.1
+                } else {
+                    pack(0x100 | hi, 24) // spec 6.2
+                };
+            }
+        }
+        Weights::Fp8(bytes) => {
+            let byte_hist = bytes
+                .par_chunks(CHUNK)
+                .map(|c| {
+                    let mut h = [0u64; 256];
+                    for &b in c {
+                        h[b as usize] += 1;
+                    }
+                    h
+                })
+                .reduce(|| [0u64; 256], |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                    a
+                });
+            // Spec 5.1: fold byte counts into symbol counts.
+            let mut hist = [0u64; FP8_SYMBOLS];
+            for (b, &count) in byte_hist.iter().enumerate() {
+                hist[fp8_split(b as u8).symbol as usize] += count;
+            }
+            let order = exchange_order(&hist);
+            let mut rank_of = [0u32; FP8_SYMBOLS];
+            for (rank, &sym) in order.iter().enumerate() {
+                rank_of[sym] = rank as u32;
+                exp_of_rank[rank] = FP8_SYMBOL_BYTE[sym];
+            }
+            for b in 0..=255u8 {
+                let p = fp8_split(b);
+                code[b as usize] = pack(0b10 | u32::from(p.sign), rank_of[p.symbol as usize] + 2);
+                nibble[b as usize] = p.nibble;
+            }
+        }
+    }
+    (exp_of_rank, Codebook { code, nibble }, escapes)
+}
+
+/// The streams of one row block: its column blocks back to back, each starting at an offset that
+/// is 8-aligned relative to the row block's start (spec 9.3). Row blocks start 8-aligned too, so
+/// relative alignment equals absolute alignment.
+struct RowBlockStreams {
+    data: Vec<u8>,
+    bases: Vec<usize>,
+    hdr: Vec<u8>,
+}
+
+/// Encodes a matrix; the result equals `nwc_reference::encode` byte for byte.
+pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding, EncodeError> {
+    let g = Geometry::new(mode, shape).map_err(|_| EncodeError::Shape { rows: shape.rows, cols: shape.cols })?;
+    let n = shape.weights();
+    let (elem, len) = match weights {
+        Weights::Bf16(w) => (ElemType::Bf16, w.len()),
+        Weights::Fp8(b) => (ElemType::Fp8E4m3, b.len()),
+    };
+    if elem != mode.elem || len as u64 != n {
+        return Err(EncodeError::InputLength {
+            got: len as u64 * elem.input_bytes() as u64,
+            expected: n * mode.elem.input_bytes() as u64,
+            rows: shape.rows,
+            cols: shape.cols,
+            elem: mode.elem.name(),
+        });
+    }
+    if let Weights::Fp8(bytes) = weights {
+        // Spec 4.6: no code for fp8 NaN.
+        if let Some(index) = bytes.par_iter().position_first(|&b| fp8_is_nan(b)) {
+            return Err(EncodeError::Fp8Nan { index: index as u64, byte: bytes[index] });
+        }
+    }
+    let (exp_of_rank, book, escapes) = rank_and_codebook(weights);
+
+    // Each row block owns a contiguous run of the raw plane (spec 7.5, 7.6, 8.5, 8.6).
+    let height = mode.layout.block_rows() as usize;
+    let plane_row = match mode.layout {
+        Layout::Rows8 => g.k16,
+        Layout::Fragment16 => g.k32,
+    } as usize
+        / if mode.elem == ElemType::Fp8E4m3 { 2 } else { 1 };
+    let mut low = vec![0u8; g.n_low as usize];
+    let parts: Vec<RowBlockStreams> = low
+        .par_chunks_mut(height * plane_row)
+        .enumerate()
+        .map(|(rb, low_rows)| encode_row_block(&g, weights, &book, rb, low_rows))
+        .collect();
+
+    // Spec 9.3: prefix sum of the row blocks' lengths, each started at the next multiple of 8.
+    let mut starts = Vec::with_capacity(parts.len());
+    let mut end = 0usize;
+    for p in &parts {
+        let start = align8(end);
+        starts.push(start);
+        end = start + p.data.len();
+    }
+    let data_len = align8(end) as u64 + TAIL_SLACK;
+    if data_len > hard::MAX_DATA_LEN {
+        return Err(EncodeError::StreamTooLarge { bytes: data_len });
+    }
+    let mut data = vec![0u8; data_len as usize];
+    let mut bases = Vec::with_capacity(g.blocks as usize);
+    let mut hdr = Vec::with_capacity(g.blocks as usize * LANES);
+    for (p, &start) in parts.iter().zip(&starts) {
+        data[start..start + p.data.len()].copy_from_slice(&p.data);
+        bases.extend(p.bases.iter().map(|&b| (start + b) as u32));
+        hdr.extend_from_slice(&p.hdr);
+    }
+    let lut = build_lut(mode.elem, &exp_of_rank);
+    let matrix = EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale: None };
+    Ok(Encoding { matrix, exp_of_rank, stream_end: end as u64, escapes })
+}
+
+fn encode_row_block(g: &Geometry, weights: Weights<'_>, book: &Codebook, rb: usize, low_rows: &mut [u8]) -> RowBlockStreams {
+    let cb_count = g.col_blocks as usize;
+    // A block of 4096 weights codes to about 1.5 KB at 3 bits per weight.
+    let mut out = RowBlockStreams {
+        data: Vec::with_capacity(cb_count * 1600),
+        bases: Vec::with_capacity(cb_count),
+        hdr: Vec::with_capacity(cb_count * LANES),
+    };
+    for cb in 0..cb_count {
+        out.data.resize(align8(out.data.len()), 0);
+        out.bases.push(out.data.len());
+        for lane in 0..LANES {
+            let mut w = BitWriter::new(&mut out.data);
+            match (g.mode.layout, weights) {
+                (Layout::Rows8, Weights::Bf16(x)) => lane_l0(g, rb, cb, lane, &mut w, |i, row, col, j| {
+                    let v = x[row * g.shape.cols as usize + col];
+                    low_rows[i * g.k16 as usize + col] = v as u8; // spec 7.5
+                    let _ = j;
+                    book.code[usize::from(v >> 8)]
+                }),
+                (Layout::Rows8, Weights::Fp8(x)) => lane_l0(g, rb, cb, lane, &mut w, |i, row, col, j| {
+                    let v = x[row * g.shape.cols as usize + col] as usize;
+                    // Spec 7.6: nibble j of a 16-column group.
+                    let group = i * (g.k16 as usize / 2) + (col - j) / 2;
+                    put_nibble(low_rows, group, j, book.nibble[v]);
+                    book.code[v]
+                }),
+                (Layout::Fragment16, Weights::Bf16(x)) => lane_l1(g, rb, cb, lane, &mut w, |row, col, slot, t| {
+                    let v = x[row * g.shape.cols as usize + col];
+                    low_rows[slot * 16 + t] = v as u8; // spec 8.5
+                    book.code[usize::from(v >> 8)]
+                }),
+                (Layout::Fragment16, Weights::Fp8(x)) => lane_l1(g, rb, cb, lane, &mut w, |row, col, slot, t| {
+                    let v = x[row * g.shape.cols as usize + col] as usize;
+                    put_nibble(low_rows, slot * 8, t, book.nibble[v]); // spec 8.6
+                    book.code[v]
+                }),
+            }
+            out.hdr.push(w.finish() as u8);
+        }
+    }
+    out
+}
+
+/// Spec 7.6: nibble `t` of a group of 16 goes to byte (t & 3) + 4 (t >> 3), high half if t & 4.
+#[inline(always)]
+fn put_nibble(low: &mut [u8], group: usize, t: usize, nibble: u8) {
+    let byte = group + (t & 3) + 4 * (t >> 3);
+    low[byte] |= if t & 4 != 0 { nibble << 4 } else { nibble };
+}
+
+/// Spec 7.2, 7.3: lane L of block (rb, cb) in layout 0: 8 rows of 16 columns, row by row.
+/// `code(i, row, col, j)` codes the real weight at row `row` (block row i), column `col` (lane
+/// column j) and stores its raw part.
+#[inline(always)]
+fn lane_l0(g: &Geometry, rb: usize, cb: usize, lane: usize, w: &mut BitWriter, mut code: impl FnMut(usize, usize, usize, usize) -> Packed) {
+    let (m, k) = (g.shape.rows as usize, g.shape.cols as usize);
+    let col0 = 512 * cb + 16 * lane;
+    let real_cols = k.saturating_sub(col0).min(16);
+    for i in 0..8 {
+        let row = 8 * rb + i;
+        if row >= m || real_cols == 0 {
+            w.push_sixteen_fillers(); // spec 6.3
+            continue;
+        }
+        for j in 0..real_cols {
+            w.push(code(i, row, col0 + j, j));
+        }
+        for _ in real_cols..16 {
+            w.push(FILLER);
+        }
+    }
+}
+
+/// Spec 8.2, 8.3: lane L = 4 r8 + q of block (rg, cb) in layout 1: per super-chunk, 16 weights in
+/// mma A-fragment order. `code(row, col, slot, t)`: `slot` is the lane's raw slot index relative to
+/// the row block (super-chunk * 32 + lane), `t` the position inside the super-chunk.
+#[inline(always)]
+fn lane_l1(g: &Geometry, rg: usize, cb: usize, lane: usize, w: &mut BitWriter, mut code: impl FnMut(usize, usize, usize, usize) -> Packed) {
+    let (m, k) = (g.shape.rows as usize, g.shape.cols as usize);
+    let (r8, q) = (lane >> 2, lane & 3);
+    let row_top = 16 * rg + r8;
+    let first = 16 * cb;
+    for s in first..first + g.chunks_in_block(cb as u64) as usize {
+        let c0 = 32 * s + 8 * q;
+        let slot = s * 32 + lane;
+        let all_real = row_top + 8 < m && c0 + 8 <= k;
+        for t in 0..16 {
+            let j = 2 * (t >> 2) + (t & 1);
+            let row = row_top + 8 * ((t >> 1) & 1);
+            let col = c0 + j;
+            if all_real || (row < m && col < k) {
+                w.push(code(row, col, slot, t));
+            } else {
+                w.push(FILLER);
+            }
+        }
+    }
+}
