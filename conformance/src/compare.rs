@@ -61,6 +61,7 @@ fn stream_spans(expected: &RawFields, g: &Geometry) -> Result<Vec<Range<usize>>,
 
 /// Compares `fields` of `got` with `expected` on the specified bytes (spec 14.1). Err means the
 /// expected encoding itself is unusable.
+#[allow(clippy::single_range_in_vec_init)] // lists of spans that happen to hold one span
 pub fn first_difference(
     g: &Geometry,
     expected: &RawFields,

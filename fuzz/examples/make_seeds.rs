@@ -53,7 +53,9 @@ fn main() {
         write("decode_mutated", &format!("{name}-clean"), &framed);
         // decode_arbitrary: the encoding as a record.
         let m = encode_spec(&read_spec(&mut Input::new(spec))).matrix;
-        write("decode_arbitrary", name, &record::write(&m));
+        let rec = record::write(&m);
+        assert_eq!(record::read(&rec).matrix.as_ref(), Some(&m), "record format must round-trip");
+        write("decode_arbitrary", name, &rec);
     }
     // Invalid records: bad mode code, huge declared shape with empty fields.
     write("decode_arbitrary", "bad-mode", &[2, 0, 1, 0, 1, 0]);

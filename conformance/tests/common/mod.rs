@@ -106,7 +106,10 @@ impl Writer {
 }
 
 /// Input bytes for a mode: BF16 words, or fp8 bytes quantized from them (with their scales).
-fn input_for(mode: Mode, shape: Shape, rng: &mut Lcg) -> (Vec<u8>, Option<(Vec<f32>, Vec<u8>)>) {
+/// FP8 only: the row scales and the BF16 source bytes the input was quantized from.
+type Quantized = (Vec<f32>, Vec<u8>);
+
+fn input_for(mode: Mode, shape: Shape, rng: &mut Lcg) -> (Vec<u8>, Option<Quantized>) {
     let words: Vec<u16> = (0..shape.weights()).map(|_| rng.weight()).collect();
     if mode.code() & 15 == 1 {
         let (bytes, scales) = quantize_fp8(&words, shape).unwrap();

@@ -1,0 +1,202 @@
+//! Spec 17.1, 17.4 - 17.7: the checkpoint folder and the stored fields of one matrix as
+//! safetensors tensors `nwc/<id>/data|bases|hdr|lut|low|scale`.
+
+use crate::config::{NwcConfig, WeightEntry, CONFIG_FILE, READABLE_VERSIONS};
+use crate::error::{ContainerError, Result};
+use crate::model::{list_dir, read_safetensors, Tensor, INDEX_FILE};
+use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
+use nwc_reference::{ElemType, EncodedMatrix, Geometry, Layout, Mode, Shape};
+use safetensors::Dtype;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Spec 17.1: the safetensors metadata of a checkpoint file.
+pub fn checkpoint_metadata() -> std::collections::BTreeMap<String, String> {
+    [("format".to_string(), "pt".to_string()), ("nwc".to_string(), "1".to_string())].into_iter().collect()
+}
+
+/// Spec 17.4: the mode of a weights entry (missing elem/layout: BF16 layout 0, as in version 9).
+pub fn entry_mode(e: &WeightEntry) -> Option<Mode> {
+    let elem = match e.elem.as_str() {
+        "bf16" => ElemType::Bf16,
+        "fp8" => ElemType::Fp8E4m3,
+        _ => return None,
+    };
+    let layout = match e.layout {
+        0 => Layout::Rows8,
+        1 => Layout::Fragment16,
+        _ => return None,
+    };
+    Some(Mode { elem, layout })
+}
+
+/// Spec 17.4: the `bytes` a weights entry reports: dl + 4 nb + 32 nb + 16384 + n_low (+ 4 M).
+pub fn accounted_bytes(m: &EncodedMatrix) -> u64 {
+    let g = Geometry::new(m.mode, m.shape).expect("a valid matrix");
+    let dl = m.data.len() as u64; // our encoders produce data of exactly align8(end) + 64 = dl
+    dl + 36 * g.blocks + 16384 + g.n_low + m.scale.as_ref().map_or(0, |s| 4 * s.len() as u64)
+}
+
+/// Spec 17.7: the tensors of one matrix as our writer stores them: `data` with 64 more zero bytes
+/// (dl + 64, like the 0.10.1 library) and `low` with its 512-byte slack.
+pub fn matrix_tensors(id: u64, m: &EncodedMatrix) -> Vec<Tensor> {
+    let g = Geometry::new(m.mode, m.shape).expect("a valid matrix");
+    let mut data = m.data.clone();
+    data.resize(data.len() + TAIL_SLACK as usize, 0);
+    let mut low = m.low.clone();
+    low.resize(g.n_low as usize + RAW_SLACK as usize, 0);
+    let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let t = |field: &str, dtype, len: usize, data| Tensor { name: format!("nwc/{id}/{field}"), dtype, shape: vec![len], data };
+    let mut out = vec![
+        t("data", Dtype::U8, data.len(), data),
+        t("bases", Dtype::I32, m.bases.len(), u32s(&m.bases)),
+        t("hdr", Dtype::U8, m.hdr.len(), m.hdr.clone()),
+        t("lut", Dtype::I32, m.lut.len(), u32s(&m.lut)),
+        t("low", Dtype::U8, low.len(), low),
+    ];
+    if let Some(scale) = &m.scale {
+        out.push(t("scale", Dtype::F32, scale.len(), scale.iter().flat_map(|x| x.to_le_bytes()).collect()));
+    }
+    out
+}
+
+/// A checkpoint opened for reading: its config and all its tensors by name.
+pub struct Checkpoint {
+    pub dir: PathBuf,
+    pub config: NwcConfig,
+    /// Tensor name -> (file it came from, tensor).
+    pub tensors: HashMap<String, (PathBuf, Tensor)>,
+    /// Order of tensors as stored (file order, then offset order).
+    pub order: Vec<String>,
+    /// Files other than safetensors, the config and the index.
+    pub other_files: Vec<String>,
+}
+
+impl Checkpoint {
+    /// Spec 17.1: reads `nwc_config.json` and `model.safetensors` (or the shards an index lists).
+    pub fn open(dir: &Path) -> Result<Checkpoint> {
+        let cfg_path = dir.join(CONFIG_FILE);
+        if !cfg_path.is_file() {
+            return Err(ContainerError::Usage(format!("{}: not an NWC checkpoint (no {CONFIG_FILE})", dir.display())));
+        }
+        let text = std::fs::read_to_string(&cfg_path).map_err(ContainerError::io(&cfg_path))?;
+        let config: NwcConfig = serde_json::from_str(&text)
+            .map_err(|e| ContainerError::Config { file: cfg_path.clone(), msg: format!("not a valid nwc_config.json: {e}") })?;
+        if !READABLE_VERSIONS.contains(&config.library_version) {
+            return Err(ContainerError::Unsupported { file: cfg_path, msg: format!("library_version {} (readable: 9, 10)", config.library_version) });
+        }
+        let index_path = dir.join(INDEX_FILE);
+        let files: Vec<String> = if index_path.is_file() {
+            let text = std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
+            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
+            let mut names: Vec<String> = v["weight_map"]
+                .as_object()
+                .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "no `weight_map` object".into() })?
+                .values()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect();
+            names.sort();
+            names.dedup();
+            if names.iter().any(|n| n.contains('/') || n.contains('\\') || n.starts_with('.')) {
+                return Err(ContainerError::Config { file: index_path, msg: "shard names must be plain file names".into() });
+            }
+            names
+        } else {
+            vec!["model.safetensors".into()]
+        };
+        let mut tensors = HashMap::new();
+        let mut order = Vec::new();
+        for f in &files {
+            let path = dir.join(f);
+            for t in read_safetensors(&path)?.tensors {
+                order.push(t.name.clone());
+                if let Some((first, _)) = tensors.insert(t.name.clone(), (path.clone(), t)) {
+                    return Err(ContainerError::Tensor { file: path, tensor: order.pop().unwrap(), msg: format!("also stored in {}", first.display()) });
+                }
+            }
+        }
+        let other_files = list_dir(dir)?
+            .into_iter()
+            .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE)
+            .collect();
+        Ok(Checkpoint { dir: dir.to_path_buf(), config, tensors, order, other_files })
+    }
+
+    fn cfg_path(&self) -> PathBuf {
+        self.dir.join(CONFIG_FILE)
+    }
+
+    /// The names of the tensors that use matrix `id` (for error messages).
+    pub fn names_of(&self, id: u64) -> String {
+        let mut names: Vec<String> = match &self.config.nwc_rs {
+            Some(x) => x.tensors.iter().filter(|t| t.matrix == Some(id)).map(|t| t.name.clone()).collect(),
+            None => self.config.modules.iter().filter(|m| m.weight == id).map(|m| m.path.clone()).collect(),
+        };
+        if names.is_empty() {
+            names.push("unused".into());
+        }
+        names.join(", ")
+    }
+
+    fn field(&self, id: u64, field: &str, dtypes: &[Dtype], width: usize) -> Result<(&PathBuf, &Tensor)> {
+        let name = format!("nwc/{id}/{field}");
+        let (file, t) = self.tensors.get(&name).ok_or_else(|| ContainerError::Tensor {
+            file: self.dir.join("model.safetensors"),
+            tensor: name.clone(),
+            msg: "missing".into(),
+        })?;
+        if !dtypes.contains(&t.dtype) || t.shape.len() != 1 || t.data.len() != t.shape[0] * width {
+            return Err(ContainerError::Tensor {
+                file: file.clone(),
+                tensor: name,
+                msg: format!("dtype {:?} shape {:?}: expected a 1-D tensor of {:?}", t.dtype, t.shape, dtypes),
+            });
+        }
+        Ok((file, t))
+    }
+
+    /// Spec 17.7: the stored fields of matrix `id`, exactly as stored (slacks and all); the
+    /// decoder's validation (spec 13) decides whether they are a valid matrix.
+    pub fn matrix(&self, entry: &WeightEntry) -> Result<EncodedMatrix> {
+        let id = entry.id;
+        let mode = entry_mode(entry).ok_or_else(|| ContainerError::Unsupported {
+            file: self.cfg_path(),
+            msg: format!("weights entry {id}: elem `{}` layout {}", entry.elem, entry.layout),
+        })?;
+        if entry.block != 4096 {
+            return Err(ContainerError::Unsupported { file: self.cfg_path(), msg: format!("weights entry {id}: block {}", entry.block) });
+        }
+        let shape = Shape::new(entry.out, entry.inp);
+        let u32s = |t: &Tensor| t.data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+        let bytes = [Dtype::U8, Dtype::I8];
+        let words = [Dtype::I32, Dtype::U32];
+        let data = self.field(id, "data", &bytes, 1)?.1.data.clone();
+        let bases = u32s(self.field(id, "bases", &words, 4)?.1);
+        let hdr = self.field(id, "hdr", &bytes, 1)?.1.data.clone();
+        let lut = u32s(self.field(id, "lut", &words, 4)?.1);
+        let low = self.field(id, "low", &bytes, 1)?.1.data.clone();
+        let scale = match mode.elem {
+            ElemType::Fp8E4m3 if self.tensors.contains_key(&format!("nwc/{id}/scale")) => Some(
+                self.field(id, "scale", &[Dtype::F32], 4)?
+                    .1
+                    .data
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Ok(EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale })
+    }
+
+    /// Checks that every weights entry has its tensors and ids are unique; returns the entries.
+    pub fn entries(&self) -> Result<&[WeightEntry]> {
+        let mut seen = std::collections::HashSet::new();
+        for e in &self.config.weights {
+            if !seen.insert(e.id) {
+                return Err(ContainerError::Config { file: self.cfg_path(), msg: format!("weights id {} appears twice", e.id) });
+            }
+        }
+        Ok(&self.config.weights)
+    }
+}

@@ -1,0 +1,205 @@
+//! Original models (spec 17.2): one `.safetensors` file, or a folder holding one or several
+//! safetensors files (with `model.safetensors.index.json` when sharded) plus other files
+//! (config.json, tokenizer, ...) that travel unchanged. Also the safetensors writer used for
+//! both checkpoints and decompressed models.
+
+use crate::error::{ContainerError, Result};
+use safetensors::{Dtype, SafeTensors, View};
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+pub const INDEX_FILE: &str = "model.safetensors.index.json";
+
+/// One tensor with its bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    pub name: String,
+    pub dtype: Dtype,
+    pub shape: Vec<usize>,
+    pub data: Vec<u8>,
+}
+
+impl View for &Tensor {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// One safetensors file, read whole.
+pub struct SafetensorsFile {
+    pub name: String,
+    pub metadata: Option<BTreeMap<String, String>>,
+    /// Tensors in the order of their data offsets.
+    pub tensors: Vec<Tensor>,
+}
+
+pub fn read_safetensors(path: &Path) -> Result<SafetensorsFile> {
+    let bytes = std::fs::read(path).map_err(ContainerError::io(path))?;
+    let bad = |e: safetensors::SafeTensorError| ContainerError::Safetensors { file: path.to_path_buf(), msg: e.to_string() };
+    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(bad)?;
+    let st = SafeTensors::deserialize(&bytes).map_err(bad)?;
+    let mut tensors: Vec<(usize, Tensor)> = meta
+        .tensors()
+        .into_iter()
+        .map(|(name, info)| {
+            let view = st.tensor(&name).map_err(bad)?;
+            let t = Tensor { name, dtype: view.dtype(), shape: view.shape().to_vec(), data: view.data().to_vec() };
+            Ok((info.data_offsets.0, t))
+        })
+        .collect::<Result<_>>()?;
+    tensors.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let metadata = meta.metadata().as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    Ok(SafetensorsFile { name, metadata, tensors: tensors.into_iter().map(|(_, t)| t).collect() })
+}
+
+/// Writes tensors as one safetensors file (to `path`, which the caller keeps inside a temporary
+/// folder until everything is complete).
+pub fn write_safetensors(path: &Path, tensors: &[&Tensor], metadata: Option<&BTreeMap<String, String>>) -> Result<()> {
+    let info: Option<HashMap<String, String>> = metadata.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+    safetensors::serialize_to_file(tensors.iter().map(|t| (t.name.clone(), *t)), info, path)
+        .map_err(|e| ContainerError::Safetensors { file: path.to_path_buf(), msg: e.to_string() })
+}
+
+/// An original model as read from disk.
+pub struct Model {
+    pub files: Vec<SafetensorsFile>,
+    /// The index file, verbatim, if the model is sharded.
+    pub index: Option<serde_json::Value>,
+    /// Other files of the folder (copied unchanged), relative names.
+    pub other_files: Vec<PathBuf>,
+    /// The folder (or the file's parent) the other files are relative to.
+    pub root: PathBuf,
+}
+
+impl Model {
+    pub fn tensors(&self) -> impl Iterator<Item = (&SafetensorsFile, &Tensor)> {
+        self.files.iter().flat_map(|f| f.tensors.iter().map(move |t| (f, t)))
+    }
+}
+
+fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).map_err(ContainerError::io(path))?;
+    serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: path.to_path_buf(), msg: format!("invalid JSON: {e}") })
+}
+
+/// Spec 17.2: reads an original model from a `.safetensors` file or a folder.
+pub fn read_model(input: &Path) -> Result<Model> {
+    if input.is_file() {
+        let file = read_safetensors(input)?;
+        return Ok(Model { files: vec![file], index: None, other_files: Vec::new(), root: PathBuf::new() });
+    }
+    if !input.is_dir() {
+        return Err(ContainerError::Usage(format!("{} is neither a .safetensors file nor a folder", input.display())));
+    }
+    let index_path = input.join(INDEX_FILE);
+    let (index, shard_names) = if index_path.is_file() {
+        let index = read_json(&index_path)?;
+        let map = index.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| ContainerError::Config {
+            file: index_path.clone(),
+            msg: "no `weight_map` object".into(),
+        })?;
+        let mut names: Vec<String> = Vec::new();
+        for v in map.values() {
+            let s = v.as_str().ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "weight_map values must be file names".into() })?;
+            if !names.iter().any(|n| n == s) {
+                names.push(s.to_string());
+            }
+        }
+        names.sort();
+        (Some(index), names)
+    } else {
+        (None, list_dir(input)?.into_iter().filter(|n| n.ends_with(".safetensors")).collect())
+    };
+    if shard_names.is_empty() {
+        return Err(ContainerError::Usage(format!("{}: no .safetensors files", input.display())));
+    }
+    for n in &shard_names {
+        if n.contains('/') || n.contains('\\') || n.starts_with('.') {
+            return Err(ContainerError::Config { file: index_path.clone(), msg: format!("shard name `{n}` is not a plain file name") });
+        }
+    }
+    let files = shard_names.iter().map(|n| read_safetensors(&input.join(n))).collect::<Result<Vec<_>>>()?;
+    if let Some(index) = &index {
+        // Every tensor the index names must be in the file it names.
+        for (tensor, file) in index["weight_map"].as_object().expect("checked").iter() {
+            let f = files.iter().find(|f| Some(f.name.as_str()) == file.as_str()).expect("read above");
+            if !f.tensors.iter().any(|t| &t.name == tensor) {
+                return Err(ContainerError::Tensor { file: input.join(&f.name), tensor: tensor.clone(), msg: "listed in the index but missing".into() });
+            }
+        }
+    }
+    let other_files = list_dir(input)?
+        .into_iter()
+        .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE)
+        .map(PathBuf::from)
+        .collect();
+    Ok(Model { files, index, other_files, root: input.to_path_buf() })
+}
+
+/// Plain files of a folder, sorted (sub-folders are not part of a model).
+pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(ContainerError::io(dir))? {
+        let entry = entry.map_err(ContainerError::io(dir))?;
+        if entry.file_type().map_err(ContainerError::io(entry.path()))?.is_file() {
+            out.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A folder written under a temporary name and renamed into place only when complete, so a
+/// crash never leaves a half-written output under the final name (and an existing path is never
+/// overwritten).
+pub struct StagedDir {
+    pub tmp: PathBuf,
+    target: PathBuf,
+}
+
+impl StagedDir {
+    pub fn new(target: &Path, inputs: &[&Path]) -> Result<StagedDir> {
+        if target.exists() {
+            return Err(ContainerError::Usage(format!("{} exists; refusing to overwrite it", target.display())));
+        }
+        let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        for input in inputs {
+            if abs(input) == abs(target) {
+                return Err(ContainerError::Usage(format!("output {} is an input", target.display())));
+            }
+        }
+        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+        let tmp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).map_err(ContainerError::io(&tmp))?;
+        Ok(StagedDir { tmp, target: target.to_path_buf() })
+    }
+
+    pub fn commit(self) -> Result<()> {
+        std::fs::rename(&self.tmp, &self.target).map_err(ContainerError::io(&self.target))?;
+        std::mem::forget(self);
+        Ok(())
+    }
+}
+
+impl Drop for StagedDir {
+    fn drop(&mut self) {
+        // Not committed: remove the partial output (only the folder this process created).
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}

@@ -1,0 +1,13 @@
+//! The model-level operations: compress, decompress, verify, inspect.
+
+mod compress;
+mod convert;
+mod export;
+mod inspect;
+
+pub use compress::{compress, CompressOptions, CompressSummary};
+pub use export::{decompress, verify, VerifyReport};
+pub use inspect::{inspect, Inspection, MatrixStats};
+
+/// Called with a number of input bytes each time a piece of work completes (for progress bars).
+pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
