@@ -33,7 +33,10 @@ pub fn entry_mode(e: &WeightEntry) -> Option<Mode> {
 /// Spec 17.4: the `bytes` a weights entry reports: dl + 4 nb + 32 nb + 16384 + n_low (+ 4 M).
 pub fn accounted_bytes(m: &EncodedMatrix) -> u64 {
     let g = Geometry::new(m.mode, m.shape).expect("a valid matrix");
-    let dl = m.data.len() as u64; // our encoders produce data of exactly align8(end) + 64 = dl
+    // dl = align8(end) + 64 from the offsets (spec 9.4), whatever length the stored field has.
+    let last = m.bases.len().saturating_sub(1);
+    let end = m.bases.get(last).map_or(0, |&b| u64::from(b)) + m.hdr[32 * last..].iter().map(|&w| 4 * u64::from(w)).sum::<u64>();
+    let dl = end.div_ceil(8) * 8 + TAIL_SLACK;
     dl + 36 * g.blocks + 16384 + g.n_low + m.scale.as_ref().map_or(0, |s| 4 * s.len() as u64)
 }
 

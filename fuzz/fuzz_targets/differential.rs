@@ -1,8 +1,8 @@
 //! The reference decoder against every other decoding path in the repository
 //! (`nwc_fuzz::oracle::check_decoders_agree` lists them and is where new ones go), on valid
 //! matrices with garbage in their unspecified bytes (spec 9.7), plus the matvec properties that
-//! need no second implementation: batch columns are independent (spec 15.4.6) and a bias is a
-//! separate final add (spec 15.4.5).
+//! need no second implementation: batch columns are independent (spec 15.4.7) and a bias is a
+//! separate final add (spec 15.4.6).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -1,6 +1,6 @@
 //! Spec 17.3 - 17.7: original model -> NWC checkpoint.
 
-use super::convert::{expected_output, from_bf16_words, fp8_to_bf16_scaled, to_bf16_words};
+use super::convert::{from_bf16_words, fp8_to_bf16_scaled, to_bf16_words};
 use super::Progress;
 use crate::checkpoint::{accounted_bytes, checkpoint_metadata, matrix_tensors};
 use crate::config::{Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, WeightEntry, CONFIG_FILE};

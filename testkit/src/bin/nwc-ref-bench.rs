@@ -321,17 +321,23 @@ fn main() {
                 );
                 let peer_wall = row.peer.map_or("n/a".into(), |(_, wall)| format!("{wall:.1}"));
                 wall_rows.push(format!(
-                    "| {} | {} | {:.1} | {:.1} | {} |",
-                    case.label, row.mode, row.encode.1, row.decode.1, peer_wall
+                    "| {} | {} | {} | {:.1} | {:.1} | {} |",
+                    case.label,
+                    case.shapes(),
+                    row.mode,
+                    row.encode.1,
+                    row.decode.1,
+                    peer_wall
                 ));
             }
         }
     }
     println!();
-    println!("Wall-clock MB/s of the same repetitions (inflated by other load on a shared machine):");
+    println!("Wall-clock MB/s of the same repetitions (lowered by whatever else runs on a shared machine;");
+    println!("a peer figure above its CPU-time figure would mean it used more than one thread):");
     println!();
-    println!("| input | mode | ref encode | ref validate+decode | peer encode |");
-    println!("|---|---|---:|---:|---:|");
+    println!("| input | shape | mode | ref encode | ref validate+decode | peer encode |");
+    println!("|---|---|---|---:|---:|---:|");
     for line in wall_rows {
         println!("{line}");
     }
