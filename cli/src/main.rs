@@ -9,6 +9,7 @@ mod cmd_demo;
 mod cmd_encode;
 mod cmd_info;
 mod error;
+mod model_cmds;
 mod store;
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
@@ -49,6 +50,8 @@ enum Command {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
     },
+    #[command(flatten)]
+    Model(model_cmds::ModelCommand),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -116,6 +119,7 @@ fn main() -> ExitCode {
         Command::Decode { dir, out } => cmd_decode::run(&dir, &out),
         Command::Info { dir } => cmd_info::run(&dir),
         Command::Demo { reps } => cmd_demo::run(reps as usize),
+        Command::Model(m) => model_cmds::run(m),
     };
     match result {
         Ok(()) => ExitCode::from(error::EXIT_OK),

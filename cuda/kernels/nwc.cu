@@ -6,8 +6,9 @@
 // Every kernel trusts that the host ran the reference decoder's validity rules (spec 13) on the
 // matrix first (nwc_cuda::GpuMatrix::upload does): offsets, header bytes, codes and the LUT are
 // consistent. Reads that run past a lane's last code stay inside the buffers because:
-//  - data: a lane reads at most one 32-bit word past the word holding its last bit, and the
-//    device copy of `data` is at least align8(stream end) + 64 bytes (spec 9.3 tail slack);
+//  - data: a lane reads at most one (version 1) or two (version 2) 32-bit words past the word
+//    holding its last bit, and the device copy of `data` is at least align8(stream end) + 64
+//    bytes (spec 9.3 tail slack);
 //  - low (layout 0): a lane whose 16 columns lie past K16 still loads its 16 (BF16) or 8 (FP8)
 //    bytes at row*stride + column; for row < M the farthest such byte is below n_low + 512, and the
 //    device copy of `low` is n_low + 512 bytes (spec 9.4 raw slack). Rows >= M load nothing.
@@ -176,6 +177,7 @@ __device__ __forceinline__ u16 bf16_rne(float f) {
 
 struct Geo {
     u64 rows, cols, k16, kp, col_blocks, row_blocks, super_chunks;
+    u64 flags; // bit 0: version 2 reads streams straight from global memory (no staging; timing only)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -414,3 +416,449 @@ NWC_EXPAND(nwc_expand_bf16_l0, 0, false)
 NWC_EXPAND(nwc_expand_fp8_l0, 0, true)
 NWC_EXPAND(nwc_expand_bf16_l1, 1, false)
 NWC_EXPAND(nwc_expand_fp8_l1, 1, true)
+
+// =============================================================================================
+// Version 2 (issue 7): layout 0 matvec and dequant, same results bit for bit, fewer instructions
+// and more loads in flight. Differences from version 1 (docs/gpu.md has the reasons and numbers):
+//  - a 1024-entry pair table for a 10-bit window, built in shared memory from exp_of_rank (spec
+//    10.6 recovery; spec 13 guarantees the stored LUT is exactly what exp_of_rank builds), so no
+//    CTA copies the 16 KB stored table; pairs longer than 10 bits take the clz path;
+//  - each block's stream is copied into shared memory with coalesced 16-byte loads, the raw row
+//    for row i + 1 is loaded while row i decodes;
+//  - a weight's f32 bits come from one byte permute of the table entry and the raw word;
+//  - filler positions are not masked: a filler code with a zero raw part decodes to a finite value
+//    (its exponent byte is at most 0xFE, spec 4.1/4.4) and meets x = 0 (activations are padded
+//    with zeros), so fma(w, 0, a) == a exactly (a is never -0, spec 15.4.2). Lanes whose columns
+//    lie past K16 and rows past M skip the raw load and use raw 0 for the same reason.
+
+#define V2_WINDOW 10
+#define V2_ENTRIES (1u << V2_WINDOW)
+#define V2_STAGE 2048 // bytes of staged stream per warp (a block of 4096 codes at <= 3.9 bits)
+
+// The pair table and exp_of_rank of version 2, at fixed shared addresses (the table address folds
+// into the load instruction). Each kernel that uses them gets its own copy.
+__shared__ u32 v2_pair[V2_ENTRIES];
+__shared__ u32 v2_eor[16];
+
+// Spec 10.1-10.3 with a 10-bit window: entry = len0 + len1 | byte0 << 8 | byte1 << 16 when two
+// complete codes fit, else LUT_PARTIAL (| LUT_ONE_CODE | len0 | byte0 << 8 when one does).
+// Byte 3 of a two-code entry is zero: the byte permutes below use it as their zero byte.
+__device__ void build_tables2(const u32* __restrict__ lut) {
+    if (threadIdx.x < 16) {
+        const int r = threadIdx.x;
+        u32 v = 0;
+        if (r <= 10) v = (__ldg(lut + (1u << (11 - r))) >> 8) & 0xFF; // spec 10.6
+        else if (r == 11) v = (__ldg(lut) >> 8) & 0xFF;
+        else if (r == 12) v = (__ldg(lut) >> 16) & 0xFF;
+        else if (r == 13) v = (__ldg(lut + 1) >> 8) & 0xFF;
+        else if (r == 14) v = (__ldg(lut + 1) >> 16) & 0xFF;
+        v2_eor[r] = v;
+    }
+    __syncthreads();
+    for (u32 p = threadIdx.x; p < V2_ENTRIES; p += blockDim.x) {
+        const u32 v = p << (32 - V2_WINDOW); // the window, left-aligned; bits past it are zero
+        const u32 z0 = __clz(v);            // 32 when v == 0
+        u32 e = LUT_PARTIAL;
+        if (z0 + 2 <= V2_WINDOW) {
+            const u32 len0 = z0 + 2;
+            const u32 b0 = (((v >> (30 - z0)) & 1) << 7) | v2_eor[z0];
+            const u32 v1 = v << len0;
+            const u32 z1 = __clz(v1);
+            if (len0 + z1 + 2 <= V2_WINDOW) {
+                const u32 b1 = (((v1 >> (30 - z1)) & 1) << 7) | v2_eor[z1];
+                e = (len0 + z1 + 2) | (b0 << 8) | (b1 << 16);
+            } else {
+                e = LUT_PARTIAL | LUT_ONE_CODE | len0 | (b0 << 8);
+            }
+        }
+        v2_pair[p] = e;
+    }
+    __syncthreads();
+}
+
+// Spec 6.4 bit reader of version 2: the 64 unread bits left-aligned in (hi, lo); the low byte of
+// `count` is how many are real (the bits above it are junk: consuming subtracts a whole table
+// entry, whose low byte is the length). Words come from the staged copy in shared memory
+// (STAGED) or straight from global memory, by a 32-bit word index.
+template <bool STAGED>
+struct Reader2 {
+    const u32* words;
+    u32 hi, lo, count, idx;
+
+    __device__ __forceinline__ u32 word(u32 i) const {
+        if (STAGED) return words[i];
+        return __ldg(words + i);
+    }
+    __device__ __forceinline__ u32 real() const { return count & 0xFF; }
+    // Append a word when at most 32 bits are real (then 33..64 are). Needs >= 1 real bit.
+    __device__ __forceinline__ void refill() {
+        if (real() <= 32) {
+            const u32 w = word(idx++);
+            const u32 sh = 32 - count; // low 5 bits: 32 - real, in 0..31
+            hi |= __funnelshift_l(w, 0u, sh);
+            lo |= __funnelshift_l(0u, w, sh);
+            count += 32;
+        }
+    }
+    // Drop the first `n & 31` bits (n's low 5 bits must be the length, n <= 31 or a table entry).
+    __device__ __forceinline__ void drop(u32 n) {
+        hi = __funnelshift_l(lo, hi, n);
+        lo = __funnelshift_l(0u, lo, n);
+    }
+    // Spec 6.1/6.2, one code by counting zeros (needs > 24 real bits): the coded byte.
+    template <bool FP8>
+    __device__ __forceinline__ u32 one() {
+        const u32 z = min((u32)__clz(hi), 15u);
+        if (!FP8 && z == 15) {
+            const u32 b = (hi >> 8) & 0xFF;
+            drop(24);
+            count -= 24;
+            return b;
+        }
+        const u32 b = (((hi >> (30 - z)) & 1) << 7) | v2_eor[z];
+        drop(z + 2);
+        count -= z + 2;
+        return b;
+    }
+    // The rare pair that does not fit the window: byte0 << 8 | byte1 << 16 (byte 3 zero, like a
+    // two-code entry). Leaves more than 32 real bits, like a refill.
+    template <bool FP8>
+    __device__ __forceinline__ u32 slow_pair(u32 e) {
+        u32 b0;
+        refill();
+        if (e & LUT_ONE_CODE) {
+            b0 = (e >> 8) & 0xFF;
+            drop(e);
+            count -= e & 0xFF;
+        } else {
+            b0 = one<FP8>();
+        }
+        refill();
+        const u32 b1 = one<FP8>();
+        refill();
+        return (b0 << 8) | (b1 << 16);
+    }
+    // Two codes as a table entry (needs >= 10 real bits).
+    template <bool FP8>
+    __device__ __forceinline__ u32 pair() {
+        u32 e = v2_pair[hi >> (32 - V2_WINDOW)];
+        if (e & LUT_PARTIAL) {
+            e = slow_pair<FP8>(e);
+        } else {
+            drop(e);
+            count -= e; // only the low byte matters; e's length byte is <= 10
+        }
+        return e;
+    }
+};
+
+template <bool STAGED>
+__device__ __forceinline__ Reader2<STAGED> reader2(const u32* words, u32 first) {
+    Reader2<STAGED> r;
+    r.words = words;
+    r.hi = r.word(first);
+    r.lo = r.word(first + 1);
+    r.idx = first + 2;
+    r.count = 64;
+    return r;
+}
+
+// One raw row of a lane (16 BF16 bytes or 8 FP8 bytes), or zeros when `ok` is false.
+template <bool FP8>
+__device__ __forceinline__ void load_raw2(const u8* p, bool ok, u32 (&r)[4]) {
+    r[0] = r[1] = r[2] = r[3] = 0;
+    if (!ok) return;
+    if (FP8) {
+        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+        r[0] = v.x; r[1] = v.y;
+    } else {
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+        r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+    }
+}
+
+// Raw parts as bytes: code t's raw byte is byte (t & 3) of word t >> 2. BF16: the raw bytes as
+// loaded. FP8 (spec 7.4: nibble t at byte (t & 3) + 4 (t >> 3), high nibble when bit 2 of t is
+// set): each nibble moved to the high half of its own byte, i.e. already shifted left by 4.
+template <bool FP8>
+__device__ __forceinline__ void raw_bytes2(const u32 (&r)[4], u32 (&q)[4]) {
+    if (FP8) {
+        q[0] = (r[0] << 4) & 0xF0F0F0F0u;
+        q[1] = r[0] & 0xF0F0F0F0u;
+        q[2] = (r[1] << 4) & 0xF0F0F0F0u;
+        q[3] = r[1] & 0xF0F0F0F0u;
+    } else {
+        q[0] = r[0]; q[1] = r[1]; q[2] = r[2]; q[3] = r[3];
+    }
+}
+
+// f32 bits of code t's weight: byte 3 = its coded byte (byte `which` of entry e), byte 2 = its raw
+// byte, bytes 1 and 0 = byte 3 of e, which is zero (spec 4.2/15.4.1: the BF16 word << 16).
+__device__ __forceinline__ float weight2(u32 e, const u32 (&q)[4], int t, u32 which) {
+    return __uint_as_float(__byte_perm(e, q[t >> 2], 0x0033u | ((4u + (t & 3)) << 8) | (which << 12)));
+}
+
+// The dequant word of codes t, t + 1 (t even): [raw t, coded t, raw t+1, coded t+1].
+__device__ __forceinline__ u32 word_pair2(u32 e, const u32 (&q)[4], int t) {
+    return __byte_perm(e, q[t >> 2], (4u + (t & 3)) | (1u << 4) | ((5u + (t & 3)) << 8) | (2u << 12));
+}
+
+// Stages block b's stream in `stage` when it fits (warp-uniform answer); returns the lane's first
+// word index, relative to the staged copy or to `data` as a u32 array.
+__device__ __forceinline__ bool stage_block2(const u8* __restrict__ data, const u32* __restrict__ bases,
+                                             const u8* __restrict__ hdr, u64 b, u32 lane, u8* stage, u32& first,
+                                             bool allow) {
+    const u32 words = hdr[b * 32 + lane];
+    u32 incl = words;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= (u32)d) incl += v;
+    }
+    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
+    const u32 base = bases[b]; // spec 9.2: a multiple of 8
+    const u32 start16 = base & ~15u;
+    const u32 n16 = (base + 4 * total - start16 + 15) >> 4;
+    // One word past a lane's last word may be read (it stays inside the buffer: the +16); the
+    // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
+    if (!allow || n16 * 16 + 16 > V2_STAGE) {
+        first = base / 4 + (incl - words);
+        return false;
+    }
+    const uint4* src = reinterpret_cast<const uint4*>(data + start16);
+    uint4* dst = reinterpret_cast<uint4*>(stage);
+    __syncwarp(); // every lane is done with the previous block's staged bytes
+    for (u32 k = lane; k < n16; k += 128) {
+        uint4 v0, v1, v2, v3;
+        if (k < n16) v0 = __ldg(src + k);
+        if (k + 32 < n16) v1 = __ldg(src + k + 32);
+        if (k + 64 < n16) v2 = __ldg(src + k + 64);
+        if (k + 96 < n16) v3 = __ldg(src + k + 96);
+        if (k < n16) dst[k] = v0;
+        if (k + 32 < n16) dst[k + 32] = v1;
+        if (k + 64 < n16) dst[k + 64] = v2;
+        if (k + 96 < n16) dst[k + 96] = v3;
+    }
+    __syncwarp();
+    first = (base - start16) / 4 + (incl - words);
+    return true;
+}
+
+// Spec 15.4.3-4, layout 0: lane partials of the 8 rows of block (rb, cb), halving tree, part[i].
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* rowp, u64 stride, bool lane_in,
+                                               u64 nrows, const float (&xv)[16], u32 lane, float* part) {
+    u32 cur[4], nxt[4];
+    load_raw2<FP8>(rowp, lane_in, cur);
+#pragma unroll 2
+    for (int i = 0; i < 8; i++) {
+        load_raw2<FP8>(rowp + (i + 1) * stride, lane_in && i + 1 < 8 && (u64)(i + 1) < nrows, nxt);
+        u32 q[4];
+        raw_bytes2<FP8>(cur, q);
+        float acc = 0.0f;
+#pragma unroll
+        for (int p = 0; p < 8; p++) {
+            // Refill before pairs 0, 3, 6: > 32 real bits cover three pairs of <= 10 bits (the
+            // slow path refills itself and leaves > 32 too). p is a constant once unrolled.
+            if (p % 3 == 0) s.refill();
+            const u32 e = s.template pair<FP8>();
+            acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
+            acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
+        }
+#pragma unroll
+        for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d); // spec 15.4.4
+        if (lane == 0) part[i] = acc;
+        cur[0] = nxt[0]; cur[1] = nxt[1]; cur[2] = nxt[2]; cur[3] = nxt[3];
+    }
+}
+
+template <bool FP8, bool XBF16>
+__device__ __forceinline__ void block_partials2(u8* stage, const u8* __restrict__ data, const u32* __restrict__ bases,
+                                                const u8* __restrict__ hdr, const u8* __restrict__ low, const void* x,
+                                                const Geo& g, u64 rb, u64 cb, u32 lane, float* part) {
+    const u64 col0 = 512 * cb + 16 * lane;
+    const bool lane_in = col0 < g.k16;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    const u8* rowp = low + 8 * rb * stride + (FP8 ? col0 / 2 : col0);
+    const u64 nrows = g.rows - 8 * rb; // >= 1
+    float xv[16];
+    load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
+    load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
+    u32 first;
+    if (stage_block2(data, bases, hdr, rb * g.col_blocks + cb, lane, stage, first, !(g.flags & 1)))
+        rows_partials2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(stage), first), rowp, stride, lane_in, nrows, xv, lane, part);
+    else
+        rows_partials2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), first), rowp, stride, lane_in, nrows, xv, lane, part);
+}
+
+// Spec 15.4: like `matvec` above (same round structure and row sums), with blockDim.x / 32 warps
+// per CTA (the host picks min(8, CB) so no warp idles on narrow matrices) and version 2 blocks.
+template <bool FP8, bool XBF16>
+__device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+                        const u32* __restrict__ lut, const u8* __restrict__ low, const float* __restrict__ scale,
+                        const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g) {
+    __shared__ __align__(16) u8 stage[NWC_WARPS][V2_STAGE];
+    __shared__ float part[NWC_WARPS][8];
+    build_tables2(lut);
+    const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    for (u64 rb = blockIdx.x; rb < g.row_blocks; rb += gridDim.x) {
+        float sum = 0.0f; // thread `threadIdx.x` < 8 owns row 8rb + threadIdx.x
+        for (u64 first = 0; first < g.col_blocks; first += warps) {
+            const u64 cb = first + warp;
+            if (cb < g.col_blocks)
+                block_partials2<FP8, XBF16>(stage[warp], data, bases, hdr, low, x, g, rb, cb, lane, part[warp]);
+            __syncthreads();
+            if (threadIdx.x < 8) {
+                for (u32 w = 0; w < warps && first + w < g.col_blocks; w++) sum = sum + part[w][threadIdx.x]; // spec 15.4.5
+            }
+            __syncthreads();
+        }
+        const u64 row = rb * 8 + threadIdx.x;
+        if (threadIdx.x < 8 && row < g.rows) {
+            float v = sum; // spec 15.4.6
+            if (scale) v = v * scale[row];
+            if (bias) v = v + bias[row];
+            if (out_bf16) reinterpret_cast<u16*>(y)[row] = bf16_rne(v);
+            else reinterpret_cast<float*>(y)[row] = v;
+        }
+    }
+}
+
+#define NWC_MATVEC2(NAME, FP8, XBF16)                                                                         \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 3)                                               \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, const float* scale, \
+             const void* x, const float* bias, void* y, int out_bf16, Geo g) {                               \
+        matvec2<FP8, XBF16>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                       \
+    }
+NWC_MATVEC2(nwc_matvec2_bf16_l0_xf32, false, false)
+NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true)
+NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false)
+NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true)
+
+// Spec 15.2, layout 0, version 2: one warp per block, rows of stride K16. A pair of codes becomes
+// one 32-bit output word [raw t, coded t, raw t+1, coded t+1] by one byte permute.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* rowp, u64 stride, bool lane_in, u64 nrows,
+                                              u16* dst, u64 k16) {
+    u32 cur[4], nxt[4];
+    load_raw2<FP8>(rowp, lane_in, cur);
+#pragma unroll 2
+    for (int i = 0; i < 8; i++) {
+        load_raw2<FP8>(rowp + (i + 1) * stride, lane_in && i + 1 < 8 && (u64)(i + 1) < nrows, nxt);
+        u32 q[4];
+        raw_bytes2<FP8>(cur, q);
+        u32 w[8];
+#pragma unroll
+        for (int p = 0; p < 8; p++) {
+            if (p % 3 == 0) s.refill();
+            w[p] = word_pair2(s.template pair<FP8>(), q, 2 * p);
+        }
+        if (lane_in && (u64)i < nrows) {
+            uint4* d = reinterpret_cast<uint4*>(dst + i * k16);
+            d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+            d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        }
+        cur[0] = nxt[0]; cur[1] = nxt[1]; cur[2] = nxt[2]; cur[3] = nxt[3];
+    }
+}
+
+template <bool FP8>
+__device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+                         const u32* __restrict__ lut, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
+    __shared__ __align__(16) u8 stage[NWC_WARPS][V2_STAGE];
+    build_tables2(lut);
+    const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u64 blocks = g.row_blocks * g.col_blocks;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    for (u64 b = (u64)blockIdx.x * warps + warp; b < blocks; b += (u64)gridDim.x * warps) {
+        const u64 rb = b / g.col_blocks, cb = b % g.col_blocks;
+        const u64 col0 = 512 * cb + 16 * lane;
+        const bool lane_in = col0 < g.k16;
+        const u8* rowp = low + 8 * rb * stride + (FP8 ? col0 / 2 : col0);
+        const u64 nrows = g.rows - 8 * rb;
+        u16* dst = out + 8 * rb * g.k16 + col0;
+        u32 first;
+        if (stage_block2(data, bases, hdr, b, lane, stage[warp], first, !(g.flags & 1)))
+            rows_dequant2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(stage[warp]), first), rowp, stride, lane_in, nrows, dst, g.k16);
+        else
+            rows_dequant2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), first), rowp, stride, lane_in, nrows, dst, g.k16);
+    }
+}
+
+#define NWC_DEQUANT2(NAME, FP8)                                                                               \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 3)                                               \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, u16* out, Geo g) { \
+        dequant2<FP8>(data, bases, hdr, lut, low, out, g);                                                     \
+    }
+NWC_DEQUANT2(nwc_dequant2_bf16_l0, false)
+NWC_DEQUANT2(nwc_dequant2_fp8_l0, true)
+
+// ---------------------------------------------------------------------------------------------
+// Baseline for the benchmark only (not part of the format): a plain fp8 e4m3 weight-only matvec,
+// y[r] = bf16(scale[r] * sum_k w[r][k] x[k]), w stored 1 byte per weight with row stride K16,
+// x BF16 padded with zeros to a multiple of 512. One warp per row, 16-byte loads, two chunks in
+// flight. Not bit-exact with anything: it is the speed an uncompressed fp8 weight would give.
+
+__device__ __forceinline__ void fp8x4_to_f32(u32 w, float (&f)[4]) {
+#if __CUDA_ARCH__ >= 890
+    u32 h01, h23;
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h01) : "h"((unsigned short)(w & 0xFFFF)));
+    asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h23) : "h"((unsigned short)(w >> 16)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f[0]) : "h"((unsigned short)(h01 & 0xFFFF)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f[1]) : "h"((unsigned short)(h01 >> 16)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f[2]) : "h"((unsigned short)(h23 & 0xFFFF)));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f[3]) : "h"((unsigned short)(h23 >> 16)));
+#else
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const u32 b = (w >> (8 * j)) & 0xFF;
+        // magnitude bits into an f32 with exponent bias 127 instead of 7, then 2^120 (exact)
+        const float m = __uint_as_float((b & 0x7F) << 20) * 1.329227995784916e36f;
+        f[j] = (b & 0x80) ? -m : m;
+    }
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(NWC_THREADS)
+    fp8_native_matvec(const u8* __restrict__ w, const float* __restrict__ scale, const u16* __restrict__ x,
+                      u16* __restrict__ y, u64 rows, u64 k16) {
+    const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u64 chunks = k16 / 16; // 16 weights per chunk
+    for (u64 r = (u64)blockIdx.x * warps + warp; r < rows; r += (u64)gridDim.x * warps) {
+        const uint4* row = reinterpret_cast<const uint4*>(w + r * k16);
+        float acc = 0.0f;
+        for (u64 c = lane; c < chunks; c += 64) {
+            const bool two = c + 32 < chunks;
+            const uint4 a = __ldg(row + c);
+            uint4 b = make_uint4(0, 0, 0, 0);
+            if (two) b = __ldg(row + c + 32);
+            float xa[16], xb[16];
+            load_x8<true>(x, 16 * c, *reinterpret_cast<float(*)[8]>(&xa[0]));
+            load_x8<true>(x, 16 * c + 8, *reinterpret_cast<float(*)[8]>(&xa[8]));
+            if (two) {
+                load_x8<true>(x, 16 * (c + 32), *reinterpret_cast<float(*)[8]>(&xb[0]));
+                load_x8<true>(x, 16 * (c + 32) + 8, *reinterpret_cast<float(*)[8]>(&xb[8]));
+            }
+            const u32 aw[4] = {a.x, a.y, a.z, a.w}, bw[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int j = 0; j < 4; j++) {
+                float f[4];
+                fp8x4_to_f32(aw[j], f);
+#pragma unroll
+                for (int k = 0; k < 4; k++) acc = __fmaf_rn(f[k], xa[4 * j + k], acc);
+            }
+            if (two) {
+#pragma unroll
+                for (int j = 0; j < 4; j++) {
+                    float f[4];
+                    fp8x4_to_f32(bw[j], f);
+#pragma unroll
+                    for (int k = 0; k < 4; k++) acc = __fmaf_rn(f[k], xb[4 * j + k], acc);
+                }
+            }
+        }
+#pragma unroll
+        for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d);
+        if (lane == 0) y[r] = bf16_rne(acc * scale[r]);
+    }
+}

@@ -8,7 +8,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 pub const SOURCE: &str = include_str!("../kernels/nwc.cu");
 
 /// Every entry point of [`SOURCE`] the crate launches.
-pub const KERNELS: [&str; 12] = [
+pub const KERNELS: [&str; 19] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -21,6 +21,13 @@ pub const KERNELS: [&str; 12] = [
     "nwc_expand_fp8_l0",
     "nwc_expand_bf16_l1",
     "nwc_expand_fp8_l1",
+    "nwc_matvec2_bf16_l0_xf32",
+    "nwc_matvec2_bf16_l0_xbf16",
+    "nwc_matvec2_fp8_l0_xf32",
+    "nwc_matvec2_fp8_l0_xbf16",
+    "nwc_dequant2_bf16_l0",
+    "nwc_dequant2_fp8_l0",
+    "fp8_native_matvec",
 ];
 
 /// Threads per CTA of every kernel (`NWC_THREADS` in the source).

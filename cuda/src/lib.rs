@@ -8,6 +8,7 @@
 //! Kernels live in `kernels/nwc.cu` and are compiled by NVRTC at run time for the device's
 //! architecture, once per process and device ([`Gpu::get`]).
 
+pub mod baseline;
 pub mod conform;
 pub mod gpu;
 pub mod kernels;

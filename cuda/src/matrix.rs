@@ -19,9 +19,11 @@ struct Geo {
     col_blocks: u64,
     row_blocks: u64,
     super_chunks: u64,
+    /// Bit 0: version 2 without stream staging (kernel_version 3, for timing only).
+    flags: u64,
 }
 
-// SAFETY: plain-old-data of seven u64, laid out exactly like the kernels' `struct Geo`.
+// SAFETY: plain-old-data of eight u64, laid out exactly like the kernels' `struct Geo`.
 unsafe impl DeviceRepr for Geo {}
 
 /// What the matvec writes: f32, or f32 rounded to BF16 (nearest even, spec 15.4.6).
@@ -62,6 +64,11 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
+    /// Which kernels layout 0 uses: 2 (default, docs/gpu.md "version 2"), 1 (the first version,
+    /// kept for side-by-side timing; `NWC_KERNEL=1` at upload selects it too) or 3 (version 2
+    /// without staging streams in shared memory, timing only). All are bit-exact; layout 1
+    /// always runs version 1.
+    pub kernel_version: u8,
 }
 
 fn pad_to(mut v: Vec<u8>, len: usize) -> Vec<u8> {
@@ -119,6 +126,7 @@ impl GpuMatrix {
                 col_blocks: g.col_blocks,
                 row_blocks: g.row_blocks,
                 super_chunks: g.super_chunks,
+                flags: 0,
             },
             data,
             bases: s.clone_htod(&m.bases)?,
@@ -127,6 +135,7 @@ impl GpuMatrix {
             low,
             scale,
             stored_bytes,
+            kernel_version: if std::env::var("NWC_KERNEL").as_deref() == Ok("1") { 1 } else { 2 },
         })
     }
 
@@ -148,6 +157,7 @@ impl GpuMatrix {
                 None => None,
             },
             stored_bytes: self.stored_bytes,
+            kernel_version: self.kernel_version,
         })
     }
 
@@ -174,6 +184,40 @@ impl GpuMatrix {
         ctas.clamp(1, u64::from(self.gpu.sm_count) * 8) as u32
     }
 
+    /// True when this matrix runs the version 2 kernels (layout 0 only).
+    fn v2(&self) -> bool {
+        self.kernel_version >= 2 && self.mode.layout == Layout::Rows8
+    }
+
+    /// A persistent grid: as many CTAs of `threads` as fit on the device at once, at most `ctas`.
+    fn resident_grid(&self, name: &str, threads: u32, ctas: u64) -> Result<u32, GpuError> {
+        let per_sm = self.gpu.function(name).occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)?.max(1);
+        Ok(ctas.clamp(1, u64::from(self.gpu.sm_count) * u64::from(per_sm)) as u32)
+    }
+
+    /// Spec 15.2, version 2 (layout 0): one warp per block.
+    fn dequant2(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let name = if self.mode.elem == ElemType::Bf16 { "nwc_dequant2_bf16_l0" } else { "nwc_dequant2_fp8_l0" };
+        let blocks = self.geo.row_blocks * self.geo.col_blocks;
+        let grid = self.resident_grid(name, THREADS, blocks.div_ceil(u64::from(WARPS)))?;
+        let (data, _g1) = self.data.device_ptr(s);
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (lut, _g4) = self.lut.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let (out_ptr, _g6) = out.device_ptr(s);
+        let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let mut b = s.launch_builder(self.gpu.function(name));
+        b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&out_ptr).arg(&geo);
+        // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc.cu; every pointer is a live
+        // allocation of this matrix (data and low padded by the spec 9.3/9.4 slacks); `out` holds
+        // M * K16 words (asserted by the caller); the matrix passed the validity rules on upload.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
     /// Spec 15.2 (sel = None) or 15.3: writes rows of stride K16 into `out`.
     fn expand(&self, sel: Option<&CudaSlice<u64>>, out_rows: usize, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let needed = out_rows * self.row_stride();
@@ -185,6 +229,9 @@ impl GpuMatrix {
         };
         if tasks == 0 {
             return Ok(());
+        }
+        if sel.is_none() && self.v2() {
+            return self.dequant2(out);
         }
         let f = self.gpu.function(match self.suffix() {
             "bf16_l0" => "nwc_expand_bf16_l0",
@@ -202,7 +249,7 @@ impl GpuMatrix {
             None => 0u64,
         };
         let (out_ptr, _g6) = out.device_ptr(s);
-        let geo = self.geo;
+        let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
         let cfg = LaunchConfig { grid_dim: (self.grid(tasks.div_ceil(u64::from(WARPS))), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
         let mut b = s.launch_builder(f);
         b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&sel_ptr).arg(&tasks).arg(&out_ptr).arg(&geo);
@@ -297,8 +344,16 @@ impl GpuMatrix {
             DeviceActivations::Bf16 { buf, batch, kp } => (buf.device_ptr(s).0, 2u64, *kp, *batch, "xbf16"),
         };
         Self::check_len("padded activations", kp, self.geo.kp as usize)?;
-        let name = format!("nwc_matvec_{}_{xname}", self.suffix());
+        let v2 = self.v2();
+        let name = if v2 { format!("nwc_matvec2_{}_{xname}", self.suffix()) } else { format!("nwc_matvec_{}_{xname}", self.suffix()) };
         let f = self.gpu.function(&name);
+        // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
+        let (threads, grid) = if v2 {
+            let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
+            (threads, self.resident_grid(&name, threads, self.geo.row_blocks)?)
+        } else {
+            (THREADS, self.grid(self.geo.row_blocks))
+        };
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
@@ -308,14 +363,14 @@ impl GpuMatrix {
         let bias_ptr = bias.map_or(0u64, |v| v.device_ptr(s).0);
         let out_bf16: i32 = i32::from(kind == OutputKind::Bf16);
         let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
-        let geo = self.geo;
-        let cfg = LaunchConfig { grid_dim: (self.grid(self.geo.row_blocks), 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
         for col in 0..batch as u64 {
             let x_ptr = x_base + col * kp as u64 * x_elem;
             let y_ptr = y + col * m * y_elem;
             let mut b = s.launch_builder(f);
             b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16).arg(&geo);
-            // SAFETY: the argument list matches NWC_MATVEC in kernels/nwc.cu; matrix pointers are
+            // SAFETY: the argument list matches NWC_MATVEC and NWC_MATVEC2 in kernels/nwc.cu; matrix pointers are
             // live allocations padded by the spec 9.3/9.4 slacks; x_ptr points at Kp activations
             // (vector `col` of a batch x Kp buffer, length checked above); bias has M values or is
             // null; the caller of matvec_raw guarantees `y` holds batch x M outputs of `kind`

@@ -5,7 +5,8 @@
 
 use crate::bits::{BitReader, Broken};
 use nwc_reference::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
-use nwc_reference::geometry::LANES;
+use nwc_reference::geometry::{LANES, LUT_ENTRIES};
+use nwc_reference::lut::PARTIAL;
 use nwc_reference::{
     check_structure, DecodeError, DecodedMatrix, Elements, EncodedMatrix, Geometry, Layout, Limits,
 };
@@ -19,35 +20,12 @@ pub fn decode(m: &EncodedMatrix) -> Result<DecodedMatrix, DecodeError> {
 /// Validates and decodes; equals `nwc_reference::decode_with_limits`, errors included.
 pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedMatrix, DecodeError> {
     let exp_of_rank = check_structure(m, limits)?;
-    let g = Geometry::new(m.mode, m.shape).expect("checked by check_structure");
-    let tables = Tables::new(&exp_of_rank);
-    let k = m.shape.cols as usize;
-    let rows_per_task = m.mode.layout.block_rows() as usize * k;
-    let n = m.shape.weights() as usize;
-    let result = match m.mode.elem {
-        nwc_reference::ElemType::Bf16 => {
-            let mut out = vec![0u16; n];
-            let ok = out
-                .par_chunks_mut(rows_per_task)
-                .enumerate()
-                .all(|(rb, rows)| decode_row_block(m, &g, &tables, rb, &mut Out::Bf16(rows)).is_ok());
-            ok.then_some(Elements::Bf16(out))
-        }
-        nwc_reference::ElemType::Fp8E4m3 => {
-            let mut out = vec![0u8; n];
-            let ok = out
-                .par_chunks_mut(rows_per_task)
-                .enumerate()
-                .all(|(rb, rows)| decode_row_block(m, &g, &tables, rb, &mut Out::Fp8(rows)).is_ok());
-            ok.then_some(Elements::Fp8(out))
-        }
-    };
-    match result {
+    match decode_lanes(m, &exp_of_rank) {
         Some(elements) => Ok(DecodedMatrix { mode: m.mode, shape: m.shape, exp_of_rank, elements, scale: m.scale.clone() }),
         None => {
-            // Some lane broke a rule: the reference names it (rule, block, lane, offset).
-            // Should the reference accept it, its output is the right answer; debug builds (the
-            // differential tests) stop so that the disagreement gets fixed.
+            // Some lane broke a rule: the reference names it (rule, block, lane, offset). Should
+            // the reference accept it, its output is the right answer; debug builds stop so that
+            // the disagreement gets fixed.
             let reference = nwc_reference::decode_with_limits(m, limits);
             debug_assert!(reference.is_err(), "nwc-fast rejected a matrix the reference accepts");
             reference
@@ -55,44 +33,117 @@ pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedM
     }
 }
 
+/// For the differential tests: whether the fast lane decoder alone accepts `m` (after the
+/// structural checks), without falling back to the reference.
+#[doc(hidden)]
+pub fn fast_path_accepts(m: &EncodedMatrix) -> bool {
+    check_structure(m, &Limits::unlimited()).is_ok_and(|e| decode_lanes(m, &e).is_some())
+}
+
+/// Rules 13.11 - 13.18, 13.20 and the weights, row block by row block in parallel; `None` if any
+/// lane breaks a rule. The structural rules must have been checked.
+fn decode_lanes(m: &EncodedMatrix, exp_of_rank: &[u8; 15]) -> Option<Elements> {
+    let g = Geometry::new(m.mode, m.shape).expect("checked by check_structure");
+    let tables = Tables::new(exp_of_rank);
+    let rows_per_task = m.mode.layout.block_rows() as usize * m.shape.cols as usize;
+    let n = m.shape.weights() as usize;
+    match m.mode.elem {
+        nwc_reference::ElemType::Bf16 => {
+            let mut out = vec![0u16; n];
+            let ok = out
+                .par_chunks_mut(rows_per_task)
+                .enumerate()
+                .all(|(rb, rows)| decode_row_block::<Bf16>(m, &g, &tables, rb, rows).is_ok());
+            ok.then_some(Elements::Bf16(out))
+        }
+        nwc_reference::ElemType::Fp8E4m3 => {
+            let mut out = vec![0u8; n];
+            let ok = out
+                .par_chunks_mut(rows_per_task)
+                .enumerate()
+                .all(|(rb, rows)| decode_row_block::<Fp8>(m, &g, &tables, rb, rows).is_ok());
+            ok.then_some(Elements::Fp8(out))
+        }
+    }
+}
+
 /// Decoding tables built once per matrix from the recovered exp_of_rank (spec 10.6).
 struct Tables {
-    /// BF16: high byte for (rank << 1 | sign), ranks 0..14.
-    hi: [u8; 32],
-    /// FP8: the fp8 magnitude for (rank << 4 | nibble), or 0xFFFF where spec 4.7/4.8 forbid the
-    /// pair (rules 13.16 fp8-nibble, 13.17 fp8-nan).
-    fp8: [u16; 160],
+    /// Byte of a rank code: (rank << 1 | sign) -> sign << 7 | exp_of_rank[rank], ranks 0..14
+    /// (the byte the lookup table holds for it, spec 10.2).
+    byte: [u8; 32],
+    /// FP8: the fp8 magnitude for (symbol byte << 4 | nibble), or 0xFFFF where spec 4.7/4.8 forbid
+    /// the pair (rules 13.16 fp8-nibble, 13.17 fp8-nan).
+    fp8: Vec<u16>,
 }
 
 impl Tables {
     fn new(exp_of_rank: &[u8; 15]) -> Tables {
-        let mut hi = [0u8; 32];
+        let mut byte = [0u8; 32];
         for r in 0..15 {
-            hi[2 * r] = exp_of_rank[r];
-            hi[2 * r + 1] = 0x80 | exp_of_rank[r];
+            byte[2 * r] = exp_of_rank[r];
+            byte[2 * r + 1] = 0x80 | exp_of_rank[r];
         }
-        let mut fp8 = [0xFFFFu16; 160];
-        for r in 0..10 {
-            // check_structure guarantees ranks 0..9 are the ten symbol bytes (rule 13.9).
-            if let Some(symbol) = FP8_SYMBOL_BYTE.iter().position(|&b| b == exp_of_rank[r]) {
-                for nibble in 0..16u8 {
-                    if let Some(byte) = fp8_join(Fp8Parts { sign: 0, symbol: symbol as u8, nibble }) {
-                        fp8[r * 16 + nibble as usize] = u16::from(byte);
-                    }
+        let mut fp8 = vec![0xFFFFu16; 128 * 16];
+        for (symbol, &sb) in FP8_SYMBOL_BYTE.iter().enumerate() {
+            for nibble in 0..16u8 {
+                if let Some(b) = fp8_join(Fp8Parts { sign: 0, symbol: symbol as u8, nibble }) {
+                    fp8[usize::from(sb) * 16 + usize::from(nibble)] = u16::from(b);
                 }
             }
         }
-        Tables { hi, fp8 }
+        Tables { byte, fp8 }
+    }
+
+    /// Spec 6.3: a filler is rank 0 with sign 0 (never an escape).
+    #[inline(always)]
+    fn is_filler(&self, codes: &LaneCodes, n: usize) -> bool {
+        codes.bytes[n] == self.byte[0] && codes.escaped[n / 64] & (1 << (n % 64)) == 0
     }
 }
 
-/// The output rows of one row block.
-enum Out<'a> {
-    Bf16(&'a mut [u16]),
-    Fp8(&'a mut [u8]),
+/// The codes of one lane, decoded: the byte each stands for (sign << 7 | symbol byte, or the
+/// escape's high byte) and which were escapes.
+struct LaneCodes {
+    bytes: [u8; 256],
+    escaped: [u64; 4],
 }
 
-/// Where a position's raw part is, and where its weight goes.
+/// Spec 6.1, 6.2, 10: decodes `count` codes, two at a time through the lookup table where both are
+/// complete inside its 12-bit window, else one at a time from the count of leading zeros.
+#[inline(always)]
+fn read_lane(r: &mut BitReader, lut: &[u32; LUT_ENTRIES], t: &Tables, count: usize, escape: bool, codes: &mut LaneCodes) -> Result<(), Broken> {
+    codes.escaped = [0; 4];
+    let mut n = 0;
+    let single = |r: &mut BitReader, codes: &mut LaneCodes, n: usize| -> Result<(), Broken> {
+        let (rank, x) = r.read(escape)?;
+        if rank < 15 {
+            codes.bytes[n] = t.byte[(2 * rank + x) as usize];
+        } else {
+            codes.bytes[n] = x as u8;
+            codes.escaped[n / 64] |= 1 << (n % 64);
+        }
+        Ok(())
+    };
+    while n + 2 <= count {
+        let e = lut[r.peek12()];
+        if e & PARTIAL == 0 {
+            r.skip(e & 0xFF); // spec 10.3: both lengths together
+            codes.bytes[n] = (e >> 8) as u8;
+            codes.bytes[n + 1] = (e >> 16) as u8;
+            n += 2;
+        } else {
+            single(r, codes, n)?;
+            n += 1;
+        }
+    }
+    if n < count {
+        single(r, codes, n)?;
+    }
+    Ok(())
+}
+
+/// Where a position's raw part is.
 #[derive(Clone, Copy)]
 enum Raw {
     /// BF16 byte at this index of `low`.
@@ -116,107 +167,186 @@ fn read_raw(low: &[u8], raw: Raw) -> u8 {
     }
 }
 
-/// Decodes one real weight from the stream and its raw part into `out[index]`.
-#[inline(always)]
-fn real(r: &mut BitReader, t: &Tables, low: &[u8], raw: Raw, out: &mut Out, index: usize) -> Result<(), Broken> {
-    match out {
-        Out::Bf16(o) => {
-            let (rank, x) = r.read(true)?;
-            let hi = if rank < 15 { t.hi[(rank * 2 + x) as usize] } else { x as u8 };
-            o[index] = u16::from(hi) << 8 | u16::from(read_raw(low, raw));
-        }
-        Out::Fp8(o) => {
-            let (rank, sign) = r.read(false)?;
-            let mag = t.fp8[(rank * 16) as usize + usize::from(read_raw(low, raw))];
-            if mag > 0xFF {
-                return Err(Broken);
-            }
-            o[index] = (mag as u8) | (sign << 7) as u8;
-        }
-    }
-    Ok(())
+/// The element type being decoded.
+trait Kind {
+    type W: Copy + Send;
+    const ESCAPE: bool;
+    /// Raw slot of column `j` (0..15) of a layout-0 lane segment starting at `col0` of `row`.
+    fn raw_l0(row: usize, k16: usize, col0: usize, j: usize) -> Raw;
+    /// Raw slot of position `t` of a layout-1 lane chunk whose slot index is `lane_start`.
+    fn raw_l1(lane_start: usize, t: usize) -> Raw;
+    /// Spec 15.1: the weight from its code byte and raw part.
+    fn weight(t: &Tables, byte: u8, raw: u8) -> Result<Self::W, Broken>;
+
+    /// The 16 raw parts of a whole lane segment, in stream order: layout 0 (`Some(row)`: columns
+    /// col0.. of that row) or layout 1 (`None`: the lane chunk at slot `lane_start`).
+    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16];
 }
 
-/// Rules 13.14 filler-code and 13.18 raw-padding for one filler position.
+/// Spec 7.6 / 8.6: the 16 nibbles of a group of 8 bytes, in stream order.
 #[inline(always)]
-fn filler(r: &mut BitReader, low: &[u8], raw: Option<Raw>, escape: bool) -> Result<(), Broken> {
-    if r.read(escape)? != (0, 0) {
-        return Err(Broken);
+fn nibbles16(g: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    for (t, o) in out.iter_mut().enumerate() {
+        let b = g[(t & 3) + 4 * (t >> 3)];
+        *o = if t & 4 != 0 { b >> 4 } else { b & 0xF };
     }
-    match raw {
-        Some(raw) if read_raw(low, raw) != 0 => Err(Broken),
-        _ => Ok(()),
+    out
+}
+
+struct Bf16;
+struct Fp8;
+
+impl Kind for Bf16 {
+    type W = u16;
+    const ESCAPE: bool = true;
+    #[inline(always)]
+    fn raw_l0(row: usize, k16: usize, col0: usize, j: usize) -> Raw {
+        Raw::Byte(row * k16 + col0 + j)
+    }
+    #[inline(always)]
+    fn raw_l1(lane_start: usize, t: usize) -> Raw {
+        Raw::Byte(lane_start * 16 + t)
+    }
+    #[inline(always)]
+    fn weight(_: &Tables, byte: u8, raw: u8) -> Result<u16, Broken> {
+        Ok(u16::from(byte) << 8 | u16::from(raw))
+    }
+    #[inline(always)]
+    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16] {
+        let start = match l0_row {
+            Some(row) => row * k16 + col0,
+            None => lane_start * 16,
+        };
+        low[start..start + 16].try_into().expect("16 bytes")
     }
 }
 
-fn decode_row_block(m: &EncodedMatrix, g: &Geometry, t: &Tables, rb: usize, out: &mut Out) -> Result<(), Broken> {
-    let escape = matches!(out, Out::Bf16(_));
+impl Kind for Fp8 {
+    type W = u8;
+    const ESCAPE: bool = false;
+    #[inline(always)]
+    fn raw_l0(row: usize, k16: usize, col0: usize, j: usize) -> Raw {
+        Raw::Nibble(row * k16 / 2 + col0 / 2, j)
+    }
+    #[inline(always)]
+    fn raw_l1(lane_start: usize, t: usize) -> Raw {
+        Raw::Nibble(lane_start * 8, t)
+    }
+    #[inline(always)]
+    fn weight(t: &Tables, byte: u8, raw: u8) -> Result<u8, Broken> {
+        let mag = t.fp8[usize::from(byte & 0x7F) * 16 + usize::from(raw)];
+        if mag > 0xFF {
+            return Err(Broken); // rules 13.16, 13.17
+        }
+        Ok(mag as u8 | (byte & 0x80))
+    }
+    #[inline(always)]
+    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16] {
+        let start = match l0_row {
+            Some(row) => row * k16 / 2 + col0 / 2,
+            None => lane_start * 8,
+        };
+        nibbles16(&low[start..start + 8])
+    }
+}
+
+fn decode_row_block<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, rb: usize, out: &mut [K::W]) -> Result<(), Broken> {
+    let lut: &[u32; LUT_ENTRIES] = m.lut.as_slice().try_into().map_err(|_| Broken)?;
     let cb_count = g.col_blocks as usize;
+    let mut codes = LaneCodes { bytes: [0; 256], escaped: [0; 4] };
+    let mut r = BitReader::new();
     for cb in 0..cb_count {
         let block = rb * cb_count + cb;
+        let count = g.codes_per_lane(block as u64);
         let mut start = m.bases[block] as usize;
         for lane in 0..LANES {
             let words = 4 * usize::from(m.hdr[block * LANES + lane]);
             // check_structure proved every lane lies inside `data`.
-            let mut r = BitReader::new(&m.data[start..start + words]);
+            r.start(&m.data[start..start + words]);
             start += words;
+            read_lane(&mut r, lut, t, count, K::ESCAPE, &mut codes)?;
+            r.finish()?; // rules 13.12, 13.13
             match g.mode.layout {
-                Layout::Rows8 => lane_l0(m, g, t, &mut r, rb, cb, lane, out, escape)?,
-                Layout::Fragment16 => lane_l1(m, g, t, &mut r, rb, cb, lane, out, escape)?,
+                Layout::Rows8 => place_l0::<K>(m, g, t, &codes, rb, cb, lane, out)?,
+                Layout::Fragment16 => place_l1::<K>(m, g, t, &codes, rb, cb, lane, out)?,
             }
-            r.finish()?;
         }
     }
     Ok(())
 }
 
-/// Spec 7.3: layout-0 lane: 8 rows x 16 columns; raw plane row-major (spec 7.5, 7.6).
+/// Spec 7.3: a layout-0 lane holds 8 rows x 16 columns; raw plane row-major (spec 7.5, 7.6).
+/// Fillers must be `10` (13.14) and their raw slots, where they have one, zero (13.18).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn lane_l0(m: &EncodedMatrix, g: &Geometry, t: &Tables, r: &mut BitReader, rb: usize, cb: usize, lane: usize, out: &mut Out, escape: bool) -> Result<(), Broken> {
+fn place_l0<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCodes, rb: usize, cb: usize, lane: usize, out: &mut [K::W]) -> Result<(), Broken> {
     let (rows, k, k16) = (g.shape.rows as usize, g.shape.cols as usize, g.k16 as usize);
     let col0 = 512 * cb + 16 * lane;
     let real_cols = k.saturating_sub(col0).min(16);
     for i in 0..8 {
         let row = 8 * rb + i;
         let row_real = row < rows;
+        let n0 = 16 * i;
+        if row_real && real_cols == 16 {
+            let raw = K::raw16(&m.low, Some(row), k16, col0, 0);
+            let bytes: &[u8; 16] = codes.bytes[n0..n0 + 16].try_into().expect("16 codes");
+            let dst = &mut out[i * k + col0..i * k + col0 + 16];
+            for j in 0..16 {
+                dst[j] = K::weight(t, bytes[j], raw[j])?;
+            }
+            continue;
+        }
         for j in 0..16 {
             let col = col0 + j;
-            let raw = |col: usize| if escape { Raw::Byte(row * k16 + col) } else { Raw::Nibble(row * k16 / 2 + col0 / 2, col - col0) };
             if row_real && j < real_cols {
-                real(r, t, &m.low, raw(col), out, i * k + col)?;
+                out[i * k + col] = K::weight(t, codes.bytes[n0 + j], read_raw(&m.low, K::raw_l0(row, k16, col0, j)))?;
             } else {
-                // Pad columns K..K16 of real rows have a raw slot; other fillers have none.
-                let slot = (row_real && col < k16).then(|| raw(col));
-                filler(r, &m.low, slot, escape)?;
+                let pad_slot = row_real && col < k16;
+                if !t.is_filler(codes, n0 + j) || (pad_slot && read_raw(&m.low, K::raw_l0(row, k16, col0, j)) != 0) {
+                    return Err(Broken);
+                }
             }
         }
     }
     Ok(())
 }
 
-/// Spec 8.3: layout-1 lane: per super-chunk 16 weights in A-fragment order; raw plane by row
-/// group, super-chunk and lane (spec 8.5, 8.6). Every position has a raw slot.
+/// Spec 8.3: a layout-1 lane holds, per super-chunk, 16 weights in A-fragment order; raw plane by
+/// row group, super-chunk and lane (spec 8.5, 8.6). Every position has a raw slot.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn lane_l1(m: &EncodedMatrix, g: &Geometry, t: &Tables, r: &mut BitReader, rg: usize, cb: usize, lane: usize, out: &mut Out, escape: bool) -> Result<(), Broken> {
+fn place_l1<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCodes, rg: usize, cb: usize, lane: usize, out: &mut [K::W]) -> Result<(), Broken> {
     let (rows, k) = (g.shape.rows as usize, g.shape.cols as usize);
     let (r8, q) = (lane >> 2, lane & 3);
     let first = 16 * cb;
     for s in first..first + g.chunks_in_block(cb as u64) as usize {
         let c0 = 32 * s + 8 * q;
         let lane_start = (rg * g.super_chunks as usize + s) * 32 + lane;
+        let n0 = 16 * (s - first);
+        let all_real = 16 * rg + r8 + 8 < rows && c0 + 8 <= k;
+        if all_real {
+            // Spec 8.3: t = 0, 1, 4, 5, 8, 9, 12, 13 are row r8, columns c0..c0+7; the others row r8 + 8.
+            let raw = K::raw16(&m.low, None, 0, 0, lane_start);
+            let bytes: &[u8; 16] = codes.bytes[n0..n0 + 16].try_into().expect("16 codes");
+            for h in 0..2 {
+                let dst = &mut out[(r8 + 8 * h) * k + c0..(r8 + 8 * h) * k + c0 + 8];
+                for j in 0..8 {
+                    let tt = 4 * (j >> 1) + (j & 1) + 2 * h;
+                    dst[j] = K::weight(t, bytes[tt], raw[tt])?;
+                }
+            }
+            continue;
+        }
         for tt in 0..16 {
             let j = 2 * (tt >> 2) + (tt & 1);
-            let h = (tt >> 1) & 1;
-            let row_in_block = r8 + 8 * h;
-            let row = 16 * rg + row_in_block;
+            let row_in_block = r8 + 8 * ((tt >> 1) & 1);
             let col = c0 + j;
-            let raw = if escape { Raw::Byte(lane_start * 16 + tt) } else { Raw::Nibble(lane_start * 8, tt) };
-            if row < rows && col < k {
-                real(r, t, &m.low, raw, out, row_in_block * k + col)?;
-            } else {
-                filler(r, &m.low, Some(raw), escape)?;
+            let raw = read_raw(&m.low, K::raw_l1(lane_start, tt));
+            if all_real || (16 * rg + row_in_block < rows && col < k) {
+                out[row_in_block * k + col] = K::weight(t, codes.bytes[n0 + tt], raw)?;
+            } else if !t.is_filler(codes, n0 + tt) || raw != 0 {
+                return Err(Broken);
             }
         }
     }

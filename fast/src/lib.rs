@@ -21,5 +21,5 @@ mod decode;
 mod encode;
 pub mod slice;
 
-pub use decode::{decode, decode_with_limits};
+pub use decode::{decode, decode_with_limits, fast_path_accepts};
 pub use encode::{encode, encode_le_bytes};

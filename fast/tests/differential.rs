@@ -26,6 +26,7 @@ fn check_same(mode: Mode, shape: Shape, w: &(Vec<u16>, Vec<u8>), what: &str) -> 
     let reference = nwc_reference::encode(mode, shape, weights(mode, w)).unwrap();
     let fast = nwc_fast::encode(mode, shape, weights(mode, w)).unwrap();
     assert_eq!(fast, reference, "encode differs: {what}");
+    assert!(nwc_fast::fast_path_accepts(&fast.matrix), "fast path refuses a valid matrix: {what}");
     let dec = nwc_fast::decode(&fast.matrix).unwrap();
     let expected = match mode.elem {
         nwc_reference::ElemType::Bf16 => Elements::Bf16(w.0.clone()),
@@ -78,6 +79,7 @@ fn every_corruption_gets_the_reference_error() {
                 let expected = nwc_reference::decode(m).map(|d| d.elements);
                 let got = nwc_fast::decode(m).map(|d| d.elements);
                 assert_eq!(got, expected, "{mode} {shape} {} {}", c.rule, c.variant);
+                assert_eq!(nwc_fast::fast_path_accepts(m), expected.is_ok(), "fast path: {mode} {shape} {} {}", c.rule, c.variant);
                 checked += 1;
             }
         }

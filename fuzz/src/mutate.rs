@@ -169,7 +169,8 @@ pub fn mutate_once(f: &mut Fields, input: &mut Input) -> Effect {
         }
         8 => return fill_unspecified(f, input),
         9 => {
-            let rows = f.shape.rows as usize;
+            // The declared shape may already be a mutated, huge one: bound the new field.
+            let rows = f.shape.rows.min(1 << 12) as usize;
             let scale = f.scale.get_or_insert_with(|| vec![0x3C, 0, 0, 0].repeat(rows));
             if scale.len() >= 4 {
                 let i = 4 * (input.u32() as usize % (scale.len() / 4));

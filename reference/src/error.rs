@@ -177,7 +177,7 @@ pub enum EncodeError {
     Shape { rows: u64, cols: u64 },
     #[error("input: {got} bytes, a {rows}x{cols} {elem} matrix has {expected}")]
     InputLength { got: u64, expected: u64, rows: u64, cols: u64, elem: &'static str },
-    #[error("fp8 NaN (spec 4.3): input byte {index} is {byte:#04x}, format 10 cannot carry NaN")]
+    #[error("fp8 NaN (spec 4.6): input byte {index} is {byte:#04x}, format 10 cannot carry NaN")]
     Fp8Nan { index: u64, byte: u8 },
     #[error("stream size (spec 3.2): the data field would need {bytes} bytes, more than 2^32 - 1")]
     StreamTooLarge { bytes: u64 },
@@ -189,7 +189,7 @@ pub enum EncodeError {
 #[derive(Clone, Debug, Error, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum QuantizeError {
-    #[error("quantize (spec 11.2): weight at row {row} column {col} is not finite ({bits:#06x})")]
+    #[error("quantize (spec 11.3): weight at row {row} column {col} is not finite ({bits:#06x})")]
     NotFinite { row: u64, col: u64, bits: u16 },
     #[error("quantize: {got} weights given, a {rows}x{cols} matrix has {expected}")]
     InputLength { got: u64, expected: u64, rows: u64, cols: u64 },

@@ -120,7 +120,7 @@ fn align8(x: usize) -> usize {
     x.div_ceil(8) * 8
 }
 
-/// (rank limit R, has escape) of spec 6.1 / 10.1 for the element type.
+/// (rank limit R, has escape) of spec 6.1 / 10.2 for the element type.
 fn code_params(elem: ElemType) -> (usize, bool) {
     match elem {
         ElemType::Bf16 => (15, true),

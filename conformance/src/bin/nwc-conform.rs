@@ -32,6 +32,13 @@ enum Command {
     Encoder(ToolArgs),
     /// Judge a decoder: runs `CMD ARGS... DIR OUT.raw`.
     Decoder(ToolArgs),
+    /// Run the corpus on the GPU (crate nwc-cuda): hands over to `nwc-conform-gpu`, found through
+    /// NWC_CONFORM_GPU, next to this program, or on PATH. Extra arguments (e.g. `--sweep 1000`) are
+    /// passed on. Prints `skipped: no CUDA device` and exits 0 where there is no device.
+    Gpu {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        extra: Vec<String>,
+    },
 }
 
 #[derive(Args)]
@@ -67,8 +74,44 @@ impl ToolArgs {
     }
 }
 
+/// Where the GPU runner lives: $NWC_CONFORM_GPU, beside this executable, or PATH.
+fn gpu_runner() -> PathBuf {
+    if let Some(p) = std::env::var_os("NWC_CONFORM_GPU") {
+        return PathBuf::from(p);
+    }
+    let sibling = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("nwc-conform-gpu")));
+    match sibling {
+        Some(p) if p.exists() => p,
+        _ => PathBuf::from("nwc-conform-gpu"),
+    }
+}
+
+/// `nwc-conform gpu`: the GPU path has its own runner (it links CUDA); its output and exit status
+/// are passed through unchanged, so its `N passed, N failed` line is this command's last line.
+fn run_gpu(cli: &Cli, extra: &[String]) -> ExitCode {
+    if cli.json.is_some() {
+        eprintln!("nwc-conform: --json is not supported with `gpu` (the GPU runner prints a text report)");
+        return ExitCode::from(2);
+    }
+    let runner = gpu_runner();
+    match std::process::Command::new(&runner).arg("--vectors").arg(&cli.vectors).args(extra).status() {
+        Ok(status) => match status.code() {
+            Some(0) => ExitCode::SUCCESS,
+            Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
+            None => ExitCode::FAILURE,
+        },
+        Err(e) => {
+            eprintln!("nwc-conform: cannot run {} ({e}); build it with `cargo build --release -p nwc-cuda --bin nwc-conform-gpu` or set NWC_CONFORM_GPU", runner.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Gpu { extra } = &cli.command {
+        return run_gpu(&cli, extra);
+    }
     match execute(&cli) {
         Ok(report) => {
             print!("{}", report.to_text());
@@ -96,6 +139,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     let tool_args = match &cli.command {
         Command::Reference => return Ok(run::reference::run(&corpus, &ReferenceBackend)),
         Command::Encoder(t) | Command::Decoder(t) => t,
+        Command::Gpu { .. } => unreachable!("handled in main before the corpus is loaded"),
     };
     let scratch = match tool_args.work_dir {
         Some(_) => None,

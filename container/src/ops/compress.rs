@@ -142,8 +142,7 @@ pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: P
             layout: u64::from(m.mode.layout.number()),
             other: Map::new(),
         });
-        for (i, (_, t)) in all.iter().enumerate().filter(|(i, _)| matrix_of[*i] == Some(id as u64)) {
-            let _ = i;
+        for (_, (_, t)) in all.iter().enumerate().filter(|(i, _)| matrix_of[*i] == Some(id as u64)) {
             modules.push(module_entry(&t.name, id as u64, &all));
         }
     }
@@ -208,11 +207,11 @@ fn encode_tensor(t: &Tensor, mode: Mode) -> Result<EncodedMatrix> {
     }
 }
 
-/// Spec 17.5: the module entry of a compressed tensor, from its name: `<path>.weight`; names
-/// containing "embed" are embeddings, the rest linears (with `<path>.bias` if the model has it).
+/// Spec 17.5: the module entry of a compressed tensor, from its name: `<path>.weight`; a last
+/// path component containing "embed" makes an embedding, the rest linears (with `<path>.bias` if the model has it).
 fn module_entry(name: &str, id: u64, all: &[(&str, &Tensor)]) -> ModuleEntry {
     let path = name.strip_suffix(".weight").unwrap_or(name).to_string();
-    let embedding = path.rsplit('.').next().is_some_and(|last| last.contains("embed")) || path.contains("embed_tokens");
+    let embedding = path.rsplit('.').next().is_some_and(|last| last.contains("embed"));
     let bias_name = format!("{path}.bias");
     let has_bias = all.iter().any(|(_, t)| t.name == bias_name);
     let mut e = ModuleEntry {

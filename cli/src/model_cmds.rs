@@ -1,0 +1,253 @@
+//! Model-level subcommands (checkpoints, spec 17; slicing, spec 18): compress, decompress,
+//! verify, inspect, slice. They work on whole models through `nwc-container` and the multi-core
+//! `nwc-fast` codec.
+//!
+//! Exit status: 0 ok, 1 an output could not be written, 2 usage (including an output path that
+//! exists: inputs and existing files are never overwritten), 3 invalid input (corrupt, truncated
+//! or unsupported file; the message names the file, the tensor and the broken rule), 4 `verify`
+//! found a mismatch.
+
+use crate::error::{CliError, EXIT_INVALID, EXIT_IO, EXIT_USAGE};
+use clap::{Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use nwc_container::{CompressOptions, ContainerError, Policy};
+use nwc_reference::{ElemType, Layout};
+use std::path::{Path, PathBuf};
+
+/// println! that does not panic when stdout is closed early (e.g. piped into `head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// Exit status of `verify` when the checkpoint does not match its digests or the original.
+pub const EXIT_MISMATCH: u8 = 4;
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModelElem {
+    /// Lossless: BF16 matrices stay bit-exact.
+    Bf16,
+    /// Lossy: quantize matrices to fp8 e4m3 with per-row scales (spec 11).
+    Fp8,
+}
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Compress a model (a .safetensors file, or a folder with shards and an index) into an NWC checkpoint folder.
+    Compress {
+        input: PathBuf,
+        /// New folder (must not exist).
+        output: PathBuf,
+        #[arg(long, value_enum, default_value = "bf16")]
+        elem: ModelElem,
+        /// 0: 8-row blocks (spec 7); 1: 16-row mma fragment blocks (spec 8).
+        #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+        layout: u8,
+        /// Worker threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Compress only tensors whose name matches (glob: * and ?); repeatable.
+        #[arg(long)]
+        include: Vec<String>,
+        /// Never compress tensors whose name matches; repeatable.
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Also compress 2-D F32/F16 matrices after rounding them to BF16 (lossy).
+        #[arg(long)]
+        cast_bf16: bool,
+        /// Split the checkpoint into shards of about this many MB (default: one file).
+        #[arg(long)]
+        shard_size_mb: Option<u64>,
+    },
+    /// Rebuild the model files from a checkpoint, tensor for tensor.
+    Decompress {
+        input: PathBuf,
+        /// New folder (must not exist).
+        output: PathBuf,
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Validate every matrix (spec 13) and every digest; with --against, compare with the original bit for bit.
+    Verify {
+        input: PathBuf,
+        #[arg(long)]
+        against: Option<PathBuf>,
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+    /// Per-matrix table: shape, mode, size ratio, exponent entropy, escapes; totals.
+    Inspect { input: PathBuf },
+    /// Cut rows [R0, R1) of matrix ID of a checkpoint into a single-matrix folder (as `nwc encode` writes), without re-encoding (spec 18).
+    Slice {
+        input: PathBuf,
+        /// Matrix id (see `nwc inspect`).
+        #[arg(long)]
+        matrix: u64,
+        /// Row range R0:R1 (multiples of the block height; R1 may be the row count).
+        #[arg(long)]
+        rows: String,
+        /// New folder (must not exist).
+        output: PathBuf,
+    },
+}
+
+fn container_error(e: ContainerError) -> CliError {
+    let exit = match &e {
+        ContainerError::Usage(_) => EXIT_USAGE,
+        _ => EXIT_INVALID,
+    };
+    CliError { exit, message: e.to_string(), file: None }
+}
+
+fn threads(n: Option<usize>) -> Result<(), CliError> {
+    if let Some(n) = n {
+        if n == 0 {
+            return Err(CliError::usage("--threads must be at least 1"));
+        }
+        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| CliError::usage(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// A byte counter with throughput on stderr; indicatif hides it when stderr is not a terminal.
+fn bar(what: &str) -> ProgressBar {
+    let b = ProgressBar::new_spinner();
+    b.set_style(ProgressStyle::with_template("{spinner} {msg} {binary_bytes} ({binary_bytes_per_sec}) {elapsed}").expect("template"));
+    b.set_message(what.to_string());
+    b.enable_steady_tick(std::time::Duration::from_millis(200));
+    b
+}
+
+pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
+    match cmd {
+        ModelCommand::Compress { input, output, elem, layout, threads: t, include, exclude, cast_bf16, shard_size_mb } => {
+            threads(t)?;
+            let opts = CompressOptions {
+                policy: Policy { include, exclude, cast_bf16 },
+                elem: match elem {
+                    ModelElem::Bf16 => ElemType::Bf16,
+                    ModelElem::Fp8 => ElemType::Fp8E4m3,
+                },
+                layout: if layout == 0 { Layout::Rows8 } else { Layout::Fragment16 },
+                shard_bytes: shard_size_mb.map(|mb| mb.max(1) * 1_000_000),
+                base_model: None,
+            };
+            let b = bar("compressing");
+            let s = nwc_container::compress(&input, &output, &opts, &|n| b.inc(n)).map_err(container_error)?;
+            b.finish_and_clear();
+            outln!(
+                "{}: {} matrices from {} tensors ({} copied unchanged); {} -> {} bytes ({:.4})",
+                output.display(),
+                s.matrices,
+                s.tensors_compressed,
+                s.tensors_copied,
+                s.bytes_in,
+                s.bytes_out,
+                s.bytes_out as f64 / s.bytes_in.max(1) as f64
+            );
+            Ok(())
+        }
+        ModelCommand::Decompress { input, output, threads: t } => {
+            threads(t)?;
+            let b = bar("decoding");
+            nwc_container::decompress(&input, &output, &|n| b.inc(n)).map_err(container_error)?;
+            b.finish_and_clear();
+            outln!("{}: written", output.display());
+            Ok(())
+        }
+        ModelCommand::Verify { input, against, threads: t } => {
+            threads(t)?;
+            let b = bar("verifying");
+            let r = nwc_container::verify(&input, against.as_deref(), &|n| b.inc(n)).map_err(container_error)?;
+            b.finish_and_clear();
+            for m in &r.mismatches {
+                outln!("MISMATCH {m}");
+            }
+            outln!("{} matrices valid; {} tensors checked; {} compared with the original; {} mismatches", r.matrices, r.tensors, r.compared, r.mismatches.len());
+            if r.mismatches.is_empty() {
+                Ok(())
+            } else {
+                Err(CliError { exit: EXIT_MISMATCH, message: format!("{} mismatches", r.mismatches.len()), file: Some(input) })
+            }
+        }
+        ModelCommand::Inspect { input } => inspect(&input),
+        ModelCommand::Slice { input, matrix, rows, output } => slice(&input, matrix, &rows, &output),
+    }
+}
+
+fn inspect(input: &Path) -> Result<(), CliError> {
+    let ins = nwc_container::inspect(input).map_err(container_error)?;
+    outln!("{:>4}  {:<14} {:<13} {:>12} {:>7} {:>8} {:>8}  tensors", "id", "shape", "mode", "bytes", "ratio", "H(bits)", "escapes");
+    let (mut bytes, mut bf16, mut escapes) = (0u64, 0u64, 0u64);
+    for m in &ins.matrices {
+        outln!(
+            "{:>4}  {:<14} {:<13} {:>12} {:>7.4} {:>8.3} {:>8}  {}",
+            m.id,
+            m.shape.to_string(),
+            m.mode.to_string(),
+            m.bytes,
+            m.ratio,
+            m.entropy_bits,
+            m.escapes,
+            m.names
+        );
+        bytes += m.bytes;
+        bf16 += 2 * m.shape.rows * m.shape.cols;
+        escapes += m.escapes;
+    }
+    outln!(
+        "total: {} matrices, {} bytes for {} BF16 bytes (ratio {:.4}), {} escapes; {} tensors copied unchanged ({} bytes); library_version {}",
+        ins.matrices.len(),
+        bytes,
+        bf16,
+        bytes as f64 / bf16.max(1) as f64,
+        escapes,
+        ins.copied_tensors,
+        ins.copied_bytes,
+        ins.library_version
+    );
+    Ok(())
+}
+
+fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliError> {
+    let (r0, r1) = rows
+        .split_once(':')
+        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
+        .ok_or_else(|| CliError::usage(format!("--rows {rows}: expected R0:R1")))?;
+    if output.exists() {
+        return Err(CliError::usage(format!("{} exists; refusing to overwrite it", output.display())));
+    }
+    let ck = nwc_container::checkpoint::Checkpoint::open(input).map_err(container_error)?;
+    let entry = ck.entries().map_err(container_error)?.iter().find(|e| e.id == id).ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
+    let m = ck.matrix(entry).map_err(container_error)?;
+    let s = nwc_container::slice_rows(&m, r0, r1).map_err(|e| match e {
+        nwc_container::SliceError::Range { .. } => CliError::usage(e.to_string()),
+        other => CliError::invalid(input, other.to_string()),
+    })?;
+    nwc_reference::validate(&s).map_err(|e| CliError::invalid(input, format!("matrix {id}: {e}")))?;
+    std::fs::create_dir(output).map_err(|e| CliError { exit: EXIT_IO, message: format!("cannot create: {e}"), file: Some(output.to_path_buf()) })?;
+    let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    use crate::store::*;
+    write_atomic(&output.join(DATA), &s.data)?;
+    write_atomic(&output.join(BASES), &u32s(&s.bases))?;
+    write_atomic(&output.join(HDR), &s.hdr)?;
+    write_atomic(&output.join(LUT), &u32s(&s.lut))?;
+    write_atomic(&output.join(LOW), &s.low)?;
+    if let Some(scale) = &s.scale {
+        write_atomic(&output.join(SCALE), &scale.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;
+    }
+    let summary = serde_json::json!({
+        "format_version": nwc_reference::FORMAT_VERSION,
+        "encoder": format!("nwc slice rows {r0}:{r1} of matrix {id} (valid, not canonical: spec 18)"),
+        "M": s.shape.rows,
+        "K": s.shape.cols,
+        "elem": s.mode.code(),
+        "type": type_name(s.mode),
+        "layout": s.mode.layout.number(),
+    });
+    write_atomic(&output.join(SUMMARY), &serde_json::to_vec_pretty(&summary).expect("json"))?;
+    outln!("{}: rows {r0}..{r1} of matrix {id} ({} x {}), valid", output.display(), s.shape.rows, s.shape.cols);
+    Ok(())
+}

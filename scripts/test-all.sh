@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs every test of the project on a CPU-only machine; `.ci/run` calls exactly this.
+#
+#   bash scripts/test-all.sh            # everything, ~20-30 min on 2 cores from a clean clone
+#   NWC_SKIP_FUZZ=1 bash scripts/test-all.sh   # without the fuzz smoke run (local iterations)
+#
+# Needs: the Rust toolchain, python3 with pip, and access to crates.io and PyPI. From PyPI it
+# fetches, at test time and into target/ (never committed): the 0.10.1 library's wheel (the peer
+# encoder for the interop and conformance runs), NVRTC 13.0.88 (compiles every CUDA kernel for
+# sm_90 without a GPU) and cargo-fuzz from crates.io. GPU tests need a device and show as
+# `ignored` here; they run on the H200 (cuda/device-run.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+step() { printf '\n== %s ==\n' "$*"; }
+
+step "NVRTC from PyPI (kernel compile check)"
+nvrtc_lib="$(bash cuda/ci-nvrtc.sh)"
+export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NWC_REQUIRE_NVRTC=1
+
+step "build (debug binaries used by the conformance runs)"
+cargo build --workspace --bins
+
+step "unit, property, interop, snapshot, validity, coverage and kernel-compile tests"
+cargo test --workspace
+
+step "conformance: the reference, our CLI and the 0.10.1 library's encoder against the corpus"
+conform=target/debug/nwc-conform
+"$conform" --vectors vectors reference
+"$conform" --vectors vectors encoder -- target/debug/nwc encode
+"$conform" --vectors vectors decoder -- target/debug/nwc decode
+"$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
+
+step "README main command: the demo on the bundled sample"
+cargo run --release -p nwc-cli -- demo
+
+if [ "${NWC_SKIP_FUZZ:-0}" != 1 ]; then
+    step "fuzz smoke run (every target, fails on any crash)"
+    command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+    bash scripts/fuzz.sh 20
+fi
+
+step "all tests passed"
