@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Fuzzes every target in fuzz/ for SECONDS each (default 60) and fails on any crash.
+# Which validity rules the corpora reach: (cd fuzz && cargo run --release --example rule_census -- corpus-run corpus)
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
@@ -52,7 +53,8 @@ for t in "${targets[@]}"; do
     cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$done_line")
     ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$done_line")
     rate=$(sed -n 's/.* exec\/s: \([0-9]*\).*/\1/p' <<<"$done_line")
-    line="$t: executions ${execs:-?}, exec/s ${rate:-?}, coverage (edges) ${cov:-?}, features ${ft:-?}"
+    edges=$(sed -n 's/.*(\([0-9]*\) inline 8-bit counters).*/\1/p' "$log" | head -1)
+    line="$t: executions ${execs:-?}, exec/s ${rate:-?}, coverage ${cov:-?} of ${edges:-?} edges, features ${ft:-?}"
     if [ "$status" -ne 0 ]; then
         failed+=("$t")
         line="$line  FAILED (exit $status)"

@@ -96,6 +96,7 @@ pub enum ModelCommand {
 fn container_error(e: ContainerError) -> CliError {
     let exit = match &e {
         ContainerError::Usage(_) => EXIT_USAGE,
+        ContainerError::Write { .. } => EXIT_IO,
         _ => EXIT_INVALID,
     };
     CliError { exit, message: e.to_string(), file: None }

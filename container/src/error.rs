@@ -11,6 +11,9 @@ pub enum ContainerError {
     Usage(String),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    /// An output could not be written (exit code 1 in the CLI): not the input's fault.
+    #[error("cannot write {path}: {msg}")]
+    Write { path: PathBuf, msg: String },
     #[error("{file}: not a readable safetensors file: {msg}")]
     Safetensors { file: PathBuf, msg: String },
     #[error("{file}: {msg}")]
@@ -29,6 +32,11 @@ impl ContainerError {
     pub fn io(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ContainerError {
         let path = path.into();
         move |source| ContainerError::Io { path, source }
+    }
+
+    pub fn write(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ContainerError {
+        let path = path.into();
+        move |e| ContainerError::Write { path, msg: e.to_string() }
     }
 
     /// True when the caller, not an input file, is at fault.

@@ -68,7 +68,7 @@ pub fn read_safetensors(path: &Path) -> Result<SafetensorsFile> {
 pub fn write_safetensors(path: &Path, tensors: &[&Tensor], metadata: Option<&BTreeMap<String, String>>) -> Result<()> {
     let info: Option<HashMap<String, String>> = metadata.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
     safetensors::serialize_to_file(tensors.iter().map(|t| (t.name.clone(), *t)), info, path)
-        .map_err(|e| ContainerError::Safetensors { file: path.to_path_buf(), msg: e.to_string() })
+        .map_err(|e| ContainerError::Write { path: path.to_path_buf(), msg: e.to_string() })
 }
 
 /// An original model as read from disk.
@@ -100,7 +100,8 @@ pub fn read_model(input: &Path) -> Result<Model> {
         return Ok(Model { files: vec![file], index: None, other_files: Vec::new(), root: PathBuf::new() });
     }
     if !input.is_dir() {
-        return Err(ContainerError::Usage(format!("{} is neither a .safetensors file nor a folder", input.display())));
+        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "neither a .safetensors file nor a folder");
+        return Err(ContainerError::Io { path: input.to_path_buf(), source });
     }
     let index_path = input.join(INDEX_FILE);
     let (index, shard_names) = if index_path.is_file() {
@@ -186,12 +187,12 @@ impl StagedDir {
         }
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
         let tmp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-        std::fs::create_dir_all(&tmp).map_err(ContainerError::io(&tmp))?;
+        std::fs::create_dir_all(&tmp).map_err(ContainerError::write(&tmp))?;
         Ok(StagedDir { tmp, target: target.to_path_buf() })
     }
 
     pub fn commit(self) -> Result<()> {
-        std::fs::rename(&self.tmp, &self.target).map_err(ContainerError::io(&self.target))?;
+        std::fs::rename(&self.tmp, &self.target).map_err(ContainerError::write(&self.target))?;
         std::mem::forget(self);
         Ok(())
     }

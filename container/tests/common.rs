@@ -17,7 +17,7 @@ pub fn f32_tensor(gen: &mut Generator, name: &str, shape: Vec<usize>) -> Tensor 
     let n: usize = shape.iter().product();
     let words = gen.bf16(Dist::Gaussian { log2_sigma: -5 }, Shape::new(1, n as u64));
     // Full-precision F32 values (not BF16-representable) so the cast is really lossy.
-    let data = words.iter().enumerate().flat_map(|(i, &w)| (f32::from_bits(u32::from(w) << 16 | (i as u32 * 2654435761) >> 16)).to_le_bytes()).collect();
+    let data = words.iter().enumerate().flat_map(|(i, &w)| (f32::from_bits(u32::from(w) << 16 | (i as u32).wrapping_mul(2654435761) >> 16)).to_le_bytes()).collect();
     Tensor { name: name.into(), dtype: Dtype::F32, shape, data }
 }
 

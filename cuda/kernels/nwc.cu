@@ -177,7 +177,7 @@ __device__ __forceinline__ u16 bf16_rne(float f) {
 
 struct Geo {
     u64 rows, cols, k16, kp, col_blocks, row_blocks, super_chunks;
-    u64 flags; // bit 0: version 2 reads streams straight from global memory (no staging; timing only)
+    u64 flags; // bit 0: version 2 waits for each block's copy before decoding it (timing only)
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -431,23 +431,35 @@ NWC_EXPAND(nwc_expand_fp8_l1, 1, true)
 //    with zeros), so fma(w, 0, a) == a exactly (a is never -0, spec 15.4.2). Lanes whose columns
 //    lie past K16 and rows past M skip the raw load and use raw 0 for the same reason.
 
-#define V2_WINDOW 10
+#define V2_WINDOW 12
 #define V2_ENTRIES (1u << V2_WINDOW)
-#define V2_STAGE 2048 // bytes of staged stream per warp (a block of 4096 codes at <= 3.9 bits)
+#define V2_STAGE 1792 // bytes of staged stream per warp and buffer (4096 codes at <= 3.4 bits)
 
-// The pair table and exp_of_rank of version 2, at fixed shared addresses (the table address folds
-// into the load instruction). Each kernel that uses them gets its own copy.
+// Bytes of one warp's buffer: the block's raw plane (8 rows x 32 lanes x 16 or 8 bytes), then
+// its staged stream. Each warp has two, used alternately (block n decodes from one while block
+// n + 1 arrives in the other). The host sizes dynamic shared memory as warps * 2 * v2_buf(fp8).
+template <bool FP8>
+struct V2Buf {
+    static constexpr u32 RAW = FP8 ? 2048 : 4096;
+    static constexpr u32 BYTES = RAW + V2_STAGE;
+};
+
+// The pair table and exp_of_rank of version 2, at fixed shared addresses. Each kernel that uses
+// them gets its own copy.
 __shared__ u32 v2_pair[V2_ENTRIES];
 __shared__ u32 v2_eor[16];
 
-// Spec 10.1-10.3 with a 10-bit window: entry = len0 + len1 | byte0 << 8 | byte1 << 16 when two
-// complete codes fit, else LUT_PARTIAL (| LUT_ONE_CODE | len0 | byte0 << 8 when one does).
-// Byte 3 of a two-code entry is zero: the byte permutes below use it as their zero byte.
+// Spec 10.1-10.3, rebuilt from exp_of_rank (spec 10.6; rule lut-mismatch guarantees the stored
+// table is exactly this one, so no CTA copies 16 KB from global memory): entry = len0 + len1 |
+// byte0 << 8 | byte1 << 16 when two complete codes fit the 12-bit window, else LUT_PARTIAL
+// (| LUT_ONE_CODE | len0 | byte0 << 8 when one does). Byte 3 of a two-code entry is zero: the
+// byte permutes below use it as their zero byte.
+template <bool FP8>
 __device__ void build_tables2(const u32* __restrict__ lut) {
     if (threadIdx.x < 16) {
         const int r = threadIdx.x;
         u32 v = 0;
-        if (r <= 10) v = (__ldg(lut + (1u << (11 - r))) >> 8) & 0xFF; // spec 10.6
+        if (r <= 10) v = (__ldg(lut + (1u << (11 - r))) >> 8) & 0xFF;
         else if (r == 11) v = (__ldg(lut) >> 8) & 0xFF;
         else if (r == 12) v = (__ldg(lut) >> 16) & 0xFF;
         else if (r == 13) v = (__ldg(lut + 1) >> 8) & 0xFF;
@@ -455,16 +467,17 @@ __device__ void build_tables2(const u32* __restrict__ lut) {
         v2_eor[r] = v;
     }
     __syncthreads();
+    const u32 rank_limit = FP8 ? 10 : 15; // spec 5: ranks a code can have
     for (u32 p = threadIdx.x; p < V2_ENTRIES; p += blockDim.x) {
         const u32 v = p << (32 - V2_WINDOW); // the window, left-aligned; bits past it are zero
         const u32 z0 = __clz(v);            // 32 when v == 0
         u32 e = LUT_PARTIAL;
-        if (z0 + 2 <= V2_WINDOW) {
+        if (z0 < rank_limit && z0 + 2 <= V2_WINDOW) {
             const u32 len0 = z0 + 2;
             const u32 b0 = (((v >> (30 - z0)) & 1) << 7) | v2_eor[z0];
             const u32 v1 = v << len0;
             const u32 z1 = __clz(v1);
-            if (len0 + z1 + 2 <= V2_WINDOW) {
+            if (z1 < rank_limit && len0 + z1 + 2 <= V2_WINDOW) {
                 const u32 b1 = (((v1 >> (30 - z1)) & 1) << 7) | v2_eor[z1];
                 e = (len0 + z1 + 2) | (b0 << 8) | (b1 << 16);
             } else {
@@ -563,20 +576,6 @@ __device__ __forceinline__ Reader2<STAGED> reader2(const u32* words, u32 first) 
     return r;
 }
 
-// One raw row of a lane (16 BF16 bytes or 8 FP8 bytes), or zeros when `ok` is false.
-template <bool FP8>
-__device__ __forceinline__ void load_raw2(const u8* p, bool ok, u32 (&r)[4]) {
-    r[0] = r[1] = r[2] = r[3] = 0;
-    if (!ok) return;
-    if (FP8) {
-        const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
-        r[0] = v.x; r[1] = v.y;
-    } else {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
-        r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
-    }
-}
-
 // Raw parts as bytes: code t's raw byte is byte (t & 3) of word t >> 2. BF16: the raw bytes as
 // loaded. FP8 (spec 7.4: nibble t at byte (t & 3) + 4 (t >> 3), high nibble when bit 2 of t is
 // set): each nibble moved to the high half of its own byte, i.e. already shifted left by 4.
@@ -603,12 +602,49 @@ __device__ __forceinline__ u32 word_pair2(u32 e, const u32 (&q)[4], int t) {
     return __byte_perm(e, q[t >> 2], (4u + (t & 3)) | (1u << 4) | ((5u + (t & 3)) << 8) | (2u << 12));
 }
 
-// Stages block b's stream in `stage` when it fits (warp-uniform answer); returns the lane's first
-// word index, relative to the staged copy or to `data` as a u32 array.
-__device__ __forceinline__ bool stage_block2(const u8* __restrict__ data, const u32* __restrict__ bases,
-                                             const u8* __restrict__ hdr, u64 b, u32 lane, u8* stage, u32& first,
-                                             bool allow) {
-    const u32 words = hdr[b * 32 + lane];
+// cp.async (sm_80+): 16 or 8 bytes global -> shared without registers; `n` = 0 writes zeros and
+// reads nothing.
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+    u32 r;
+    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
+    return r;
+}
+__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 n) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_async8(u32 dst, const void* src, u32 n) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
+}
+__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// Where a lane's codes of a prefetched block start: a word index into the staged copy, or into
+// `data` (as u32) when the block's stream is too long to stage.
+struct Start2 {
+    u32 first;
+    bool staged;
+};
+
+// Starts copying block (rb, cb) into the warp buffer `buf`: the 8 raw rows of every lane (zeros
+// for rows past M and lanes past K16) and, when it fits, the block's stream (spec 9.1/9.2: the
+// lane's words start at bases[b] + 4 * (header bytes of the lanes before it)). `words` is the
+// lane's header byte, `base` = bases[b], both loaded a round earlier.
+template <bool FP8>
+__device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, const u8* __restrict__ low, const Geo& g,
+                                         u64 rb, u64 cb, u32 lane, u32 words, u32 base) {
+    const u64 col0 = 512 * cb + 16 * lane;
+    const bool lane_in = col0 < g.k16;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    const u8* rowp = low + 8 * rb * stride + (FP8 ? col0 / 2 : col0);
+    const u32 raw_dst = smem_u32(buf) + lane * (FP8 ? 8 : 16);
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+        const bool ok = lane_in && 8 * rb + i < g.rows;
+        const u8* src = ok ? rowp + i * stride : low;
+        if (FP8) cp_async8(raw_dst + i * 256, src, ok ? 8 : 0);
+        else cp_async16(raw_dst + i * 512, src, ok ? 16 : 0);
+    }
     u32 incl = words;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -616,51 +652,51 @@ __device__ __forceinline__ bool stage_block2(const u8* __restrict__ data, const 
         if (lane >= (u32)d) incl += v;
     }
     const u32 total = __shfl_sync(0xffffffffu, incl, 31);
-    const u32 base = bases[b]; // spec 9.2: a multiple of 8
     const u32 start16 = base & ~15u;
     const u32 n16 = (base + 4 * total - start16 + 15) >> 4;
-    // One word past a lane's last word may be read (it stays inside the buffer: the +16); the
-    // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
-    if (!allow || n16 * 16 + 16 > V2_STAGE) {
-        first = base / 4 + (incl - words);
-        return false;
+    Start2 st;
+    // A lane may read two words past its last one: +16 keeps that inside the buffer. The staged
+    // span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
+    st.staged = n16 * 16 + 16 <= V2_STAGE;
+    if (st.staged) {
+        const u32 dst = smem_u32(buf + V2Buf<FP8>::RAW);
+        for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
+        st.first = (base - start16) / 4 + (incl - words);
+    } else {
+        st.first = base / 4 + (incl - words);
     }
-    const uint4* src = reinterpret_cast<const uint4*>(data + start16);
-    uint4* dst = reinterpret_cast<uint4*>(stage);
-    __syncwarp(); // every lane is done with the previous block's staged bytes
-    for (u32 k = lane; k < n16; k += 128) {
-        uint4 v0, v1, v2, v3;
-        if (k < n16) v0 = __ldg(src + k);
-        if (k + 32 < n16) v1 = __ldg(src + k + 32);
-        if (k + 64 < n16) v2 = __ldg(src + k + 64);
-        if (k + 96 < n16) v3 = __ldg(src + k + 96);
-        if (k < n16) dst[k] = v0;
-        if (k + 32 < n16) dst[k + 32] = v1;
-        if (k + 64 < n16) dst[k + 64] = v2;
-        if (k + 96 < n16) dst[k + 96] = v3;
-    }
-    __syncwarp();
-    first = (base - start16) / 4 + (incl - words);
-    return true;
+    return st;
 }
 
-// Spec 15.4.3-4, layout 0: lane partials of the 8 rows of block (rb, cb), halving tree, part[i].
+// One raw row of this lane from the warp buffer, as bytes (raw_bytes2).
+template <bool FP8>
+__device__ __forceinline__ void raw_row2(const u8* buf, int i, u32 lane, u32 (&q)[4]) {
+    u32 r[4];
+    if (FP8) {
+        const uint2 v = *reinterpret_cast<const uint2*>(buf + i * 256 + lane * 8);
+        r[0] = v.x; r[1] = v.y; r[2] = 0; r[3] = 0;
+    } else {
+        const uint4 v = *reinterpret_cast<const uint4*>(buf + i * 512 + lane * 16);
+        r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
+    }
+    raw_bytes2<FP8>(r, q);
+}
+
+// Spec 15.4.3-4, layout 0: lane partials of the 8 rows of a block (stream order, fma from +0),
+// halving tree over the 32 lanes, part[i] for row i.
 template <bool FP8, bool STAGED>
-__device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* rowp, u64 stride, bool lane_in,
-                                               u64 nrows, const float (&xv)[16], u32 lane, float* part) {
-    u32 cur[4], nxt[4];
-    load_raw2<FP8>(rowp, lane_in, cur);
+__device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* buf, const float (&xv)[16], u32 lane,
+                                               float* part) {
 #pragma unroll 2
     for (int i = 0; i < 8; i++) {
-        load_raw2<FP8>(rowp + (i + 1) * stride, lane_in && i + 1 < 8 && (u64)(i + 1) < nrows, nxt);
         u32 q[4];
-        raw_bytes2<FP8>(cur, q);
+        raw_row2<FP8>(buf, i, lane, q);
         float acc = 0.0f;
 #pragma unroll
         for (int p = 0; p < 8; p++) {
-            // Refill before pairs 0, 3, 6: > 32 real bits cover three pairs of <= 10 bits (the
-            // slow path refills itself and leaves > 32 too). p is a constant once unrolled.
-            if (p % 3 == 0) s.refill();
+            // Refill before even pairs: > 32 real bits cover two pairs of <= 12 bits (the slow
+            // path refills itself and leaves > 32 too). p is a constant once unrolled.
+            if (p % 2 == 0) s.refill();
             const u32 e = s.template pair<FP8>();
             acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
             acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
@@ -668,64 +704,140 @@ __device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* rowp
 #pragma unroll
         for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d); // spec 15.4.4
         if (lane == 0) part[i] = acc;
-        cur[0] = nxt[0]; cur[1] = nxt[1]; cur[2] = nxt[2]; cur[3] = nxt[3];
     }
 }
 
-template <bool FP8, bool XBF16>
-__device__ __forceinline__ void block_partials2(u8* stage, const u8* __restrict__ data, const u32* __restrict__ bases,
-                                                const u8* __restrict__ hdr, const u8* __restrict__ low, const void* x,
-                                                const Geo& g, u64 rb, u64 cb, u32 lane, float* part) {
-    const u64 col0 = 512 * cb + 16 * lane;
-    const bool lane_in = col0 < g.k16;
-    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
-    const u8* rowp = low + 8 * rb * stride + (FP8 ? col0 / 2 : col0);
-    const u64 nrows = g.rows - 8 * rb; // >= 1
-    float xv[16];
-    load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
-    load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
-    u32 first;
-    if (stage_block2(data, bases, hdr, rb * g.col_blocks + cb, lane, stage, first, !(g.flags & 1)))
-        rows_partials2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(stage), first), rowp, stride, lane_in, nrows, xv, lane, part);
-    else
-        rows_partials2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), first), rowp, stride, lane_in, nrows, xv, lane, part);
+// Spec 15.2, layout 0: the 8 rows of a block as BF16 words, rows of stride K16.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* buf, u32 lane, bool lane_in, u64 nrows,
+                                              u16* dst, u64 k16) {
+#pragma unroll 2
+    for (int i = 0; i < 8; i++) {
+        u32 q[4];
+        raw_row2<FP8>(buf, i, lane, q);
+        u32 w[8];
+#pragma unroll
+        for (int p = 0; p < 8; p++) {
+            if (p % 2 == 0) s.refill();
+            w[p] = word_pair2(s.template pair<FP8>(), q, 2 * p);
+        }
+        if (lane_in && (u64)i < nrows) {
+            uint4* d = reinterpret_cast<uint4*>(dst + i * k16);
+            d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+            d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        }
+    }
 }
 
-// Spec 15.4: like `matvec` above (same round structure and row sums), with blockDim.x / 32 warps
-// per CTA (the host picks min(8, CB) so no warp idles on narrow matrices) and version 2 blocks.
+// The prefetch pipeline both kernels share: step r of this warp is block `blk(r)` (or none); the
+// warp copies block r + 1 while it decodes block r, and loads block r + 2's header byte and
+// offset (the copy of r + 2 needs them) while it decodes block r. `work(r, rb, cb, buf, start)`
+// decodes; `after(r)` runs once per step on every thread (the matvec's barriers).
+template <bool FP8, class Blk, class Work, class After>
+__device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __restrict__ data, const u32* __restrict__ bases,
+                                          const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,
+                                          Blk blk, Work work, After after) {
+    u64 rb_n = 0, cb_n = 0; // block of the step whose meta is in (words, base)
+    u32 words = 0, base = 0;
+    bool ok_n = steps > 0 && blk(0, rb_n, cb_n);
+    if (ok_n) {
+        const u64 b = rb_n * g.col_blocks + cb_n;
+        words = hdr[b * 32 + lane];
+        base = bases[b];
+    }
+    Start2 cur = {0, false}, nxt = {0, false};
+    u64 rb_c = rb_n, cb_c = cb_n;
+    bool ok_c = ok_n;
+    if (ok_c) cur = issue2<FP8>(mybuf, data, low, g, rb_c, cb_c, lane, words, base);
+    cp_commit();
+    ok_n = steps > 1 && blk(1, rb_n, cb_n);
+    if (ok_n) {
+        const u64 b = rb_n * g.col_blocks + cb_n;
+        words = hdr[b * 32 + lane];
+        base = bases[b];
+    }
+    for (u64 r = 0; r < steps; r++) {
+        u8* buf = mybuf + (r & 1) * V2Buf<FP8>::BYTES;
+        u8* buf_n = mybuf + ((r + 1) & 1) * V2Buf<FP8>::BYTES;
+        // Block r + 1 into the other buffer (every lane finished reading it in step r - 1).
+        __syncwarp();
+        if (ok_n) nxt = issue2<FP8>(buf_n, data, low, g, rb_n, cb_n, lane, words, base);
+        cp_commit();
+        const u64 rb_nn_c = rb_n, cb_nn_c = cb_n;
+        const bool ok_nn_c = ok_n;
+        u64 rb_2 = 0, cb_2 = 0;
+        const bool ok_2 = r + 2 < steps && blk(r + 2, rb_2, cb_2);
+        if (ok_2) {
+            const u64 b = rb_2 * g.col_blocks + cb_2;
+            words = hdr[b * 32 + lane];
+            base = bases[b];
+        }
+        if (g.flags & 1) cp_wait<0>(); // timing variant: no overlap with the next block's copy
+        else cp_wait<1>();             // block r has landed (the group of block r + 1 may not)
+        __syncwarp();
+        if (ok_c) work(r, rb_c, cb_c, buf, cur);
+        after(r);
+        cur = nxt;
+        rb_c = rb_nn_c; cb_c = cb_nn_c; ok_c = ok_nn_c;
+        rb_n = rb_2; cb_n = cb_2; ok_n = ok_2;
+    }
+    cp_wait<0>();
+}
+
+// Spec 15.4 with version 2 blocks: a CTA of blockDim.x / 32 warps (the host picks min(8, CB))
+// walks row blocks rb = blockIdx.x, + gridDim.x, ...; a row block takes ceil(CB / warps) rounds,
+// warp w decoding column block round * warps + w. Block partials meet in shared memory and one
+// thread per row adds them in ascending cb order from +0 (spec 15.4.5), as in version 1.
 template <bool FP8, bool XBF16>
 __device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ lut, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g) {
-    __shared__ __align__(16) u8 stage[NWC_WARPS][V2_STAGE];
+    extern __shared__ __align__(16) u8 v2_dyn[];
     __shared__ float part[NWC_WARPS][8];
-    build_tables2(lut);
+    build_tables2<FP8>(lut);
     const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    for (u64 rb = blockIdx.x; rb < g.row_blocks; rb += gridDim.x) {
-        float sum = 0.0f; // thread `threadIdx.x` < 8 owns row 8rb + threadIdx.x
-        for (u64 first = 0; first < g.col_blocks; first += warps) {
-            const u64 cb = first + warp;
-            if (cb < g.col_blocks)
-                block_partials2<FP8, XBF16>(stage[warp], data, bases, hdr, low, x, g, rb, cb, lane, part[warp]);
-            __syncthreads();
-            if (threadIdx.x < 8) {
-                for (u32 w = 0; w < warps && first + w < g.col_blocks; w++) sum = sum + part[w][threadIdx.x]; // spec 15.4.5
-            }
-            __syncthreads();
+    if (blockIdx.x >= g.row_blocks) return; // the whole CTA (the host never launches more)
+    const u64 rounds = (g.col_blocks + warps - 1) / warps;
+    const u64 my_rbs = (g.row_blocks - 1 - blockIdx.x) / gridDim.x + 1;
+    float sum = 0.0f; // thread `threadIdx.x` < 8 owns row 8rb + threadIdx.x of the current rb
+    auto blk = [&](u64 r, u64& rb, u64& cb) -> bool {
+        rb = blockIdx.x + (r / rounds) * gridDim.x;
+        cb = (r % rounds) * warps + warp;
+        return cb < g.col_blocks;
+    };
+    auto work = [&](u64, u64, u64 cb, const u8* buf, Start2 st) {
+        const u64 col0 = 512 * cb + 16 * lane;
+        float xv[16];
+        load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
+        load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
+        if (st.staged)
+            rows_partials2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, xv, lane, part[warp]);
+        else
+            rows_partials2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, xv, lane, part[warp]);
+    };
+    auto after = [&](u64 r) {
+        const u64 round = r % rounds;
+        __syncthreads();
+        if (threadIdx.x < 8) {
+            if (round == 0) sum = 0.0f;
+            for (u32 w = 0; w < warps && round * warps + w < g.col_blocks; w++) sum = sum + part[w][threadIdx.x];
         }
+        __syncthreads();
+        const u64 rb = blockIdx.x + (r / rounds) * gridDim.x;
         const u64 row = rb * 8 + threadIdx.x;
-        if (threadIdx.x < 8 && row < g.rows) {
+        if (round == rounds - 1 && threadIdx.x < 8 && row < g.rows) {
             float v = sum; // spec 15.4.6
             if (scale) v = v * scale[row];
             if (bias) v = v + bias[row];
             if (out_bf16) reinterpret_cast<u16*>(y)[row] = bf16_rne(v);
             else reinterpret_cast<float*>(y)[row] = v;
         }
-    }
+    };
+    pipeline2<FP8>(v2_dyn + warp * 2 * V2Buf<FP8>::BYTES, rounds * my_rbs, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
 #define NWC_MATVEC2(NAME, FP8, XBF16)                                                                         \
-    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 3)                                               \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 2)                                               \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, const float* scale, \
              const void* x, const float* bias, void* y, int out_bf16, Geo g) {                               \
         matvec2<FP8, XBF16>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                       \
@@ -735,58 +847,39 @@ NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true)
 NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false)
 NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true)
 
-// Spec 15.2, layout 0, version 2: one warp per block, rows of stride K16. A pair of codes becomes
-// one 32-bit output word [raw t, coded t, raw t+1, coded t+1] by one byte permute.
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* rowp, u64 stride, bool lane_in, u64 nrows,
-                                              u16* dst, u64 k16) {
-    u32 cur[4], nxt[4];
-    load_raw2<FP8>(rowp, lane_in, cur);
-#pragma unroll 2
-    for (int i = 0; i < 8; i++) {
-        load_raw2<FP8>(rowp + (i + 1) * stride, lane_in && i + 1 < 8 && (u64)(i + 1) < nrows, nxt);
-        u32 q[4];
-        raw_bytes2<FP8>(cur, q);
-        u32 w[8];
-#pragma unroll
-        for (int p = 0; p < 8; p++) {
-            if (p % 3 == 0) s.refill();
-            w[p] = word_pair2(s.template pair<FP8>(), q, 2 * p);
-        }
-        if (lane_in && (u64)i < nrows) {
-            uint4* d = reinterpret_cast<uint4*>(dst + i * k16);
-            d[0] = make_uint4(w[0], w[1], w[2], w[3]);
-            d[1] = make_uint4(w[4], w[5], w[6], w[7]);
-        }
-        cur[0] = nxt[0]; cur[1] = nxt[1]; cur[2] = nxt[2]; cur[3] = nxt[3];
-    }
-}
-
+// Spec 15.2, layout 0, version 2: warp steps over blocks b = first + r * (all warps of the grid);
+// a pair of codes becomes one output word [raw t, coded t, raw t+1, coded t+1] by one permute.
 template <bool FP8>
 __device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                          const u32* __restrict__ lut, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
-    __shared__ __align__(16) u8 stage[NWC_WARPS][V2_STAGE];
-    build_tables2(lut);
+    extern __shared__ __align__(16) u8 v2_dyn[];
+    build_tables2<FP8>(lut);
     const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const u64 blocks = g.row_blocks * g.col_blocks;
-    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
-    for (u64 b = (u64)blockIdx.x * warps + warp; b < blocks; b += (u64)gridDim.x * warps) {
-        const u64 rb = b / g.col_blocks, cb = b % g.col_blocks;
+    const u64 first = (u64)blockIdx.x * warps + warp, step = (u64)gridDim.x * warps;
+    const u64 steps = first < blocks ? (blocks - 1 - first) / step + 1 : 0;
+    auto blk = [&](u64 r, u64& rb, u64& cb) -> bool {
+        const u64 b = first + r * step;
+        rb = b / g.col_blocks;
+        cb = b % g.col_blocks;
+        return true;
+    };
+    auto work = [&](u64, u64 rb, u64 cb, const u8* buf, Start2 st) {
         const u64 col0 = 512 * cb + 16 * lane;
         const bool lane_in = col0 < g.k16;
-        const u8* rowp = low + 8 * rb * stride + (FP8 ? col0 / 2 : col0);
         const u64 nrows = g.rows - 8 * rb;
         u16* dst = out + 8 * rb * g.k16 + col0;
-        u32 first;
-        if (stage_block2(data, bases, hdr, b, lane, stage[warp], first, !(g.flags & 1)))
-            rows_dequant2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(stage[warp]), first), rowp, stride, lane_in, nrows, dst, g.k16);
+        if (st.staged)
+            rows_dequant2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, lane, lane_in, nrows, dst, g.k16);
         else
-            rows_dequant2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), first), rowp, stride, lane_in, nrows, dst, g.k16);
-    }
+            rows_dequant2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, lane, lane_in, nrows, dst, g.k16);
+    };
+    auto after = [](u64) {};
+    pipeline2<FP8>(v2_dyn + warp * 2 * V2Buf<FP8>::BYTES, steps, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
 #define NWC_DEQUANT2(NAME, FP8)                                                                               \
-    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 3)                                               \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 2)                                               \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, u16* out, Geo g) { \
         dequant2<FP8>(data, bases, hdr, lut, low, out, g);                                                     \
     }

@@ -3,7 +3,7 @@
 
 use crate::kernels::{self, KERNELS};
 use crate::GpuError;
-use cudarc::driver::sys::CUdevice_attribute;
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -69,6 +69,11 @@ impl Gpu {
         let mut functions = HashMap::new();
         for name in KERNELS {
             functions.insert(name, module.load_function(name)?);
+        }
+        // Version 2 kernels use more than the default 48 KB of shared memory per CTA.
+        for name in kernels::V2_KERNELS {
+            let limit = (kernels::WARPS * kernels::v2_warp_smem(false)) as i32;
+            functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit)?;
         }
         let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions })

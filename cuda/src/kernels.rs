@@ -30,6 +30,23 @@ pub const KERNELS: [&str; 19] = [
     "fp8_native_matvec",
 ];
 
+/// Version 2 kernels take dynamic shared memory: two buffers per warp of the block's raw plane
+/// (8 x 512 BF16 bytes or FP8 nibbles) and its staged stream (`V2Buf` and `V2_STAGE` in the
+/// source). The bytes one warp needs:
+pub const fn v2_warp_smem(fp8: bool) -> u32 {
+    2 * (if fp8 { 2048 } else { 4096 } + 1792)
+}
+
+/// The version 2 kernels (they need the dynamic shared memory limit raised).
+pub const V2_KERNELS: [&str; 6] = [
+    "nwc_matvec2_bf16_l0_xf32",
+    "nwc_matvec2_bf16_l0_xbf16",
+    "nwc_matvec2_fp8_l0_xf32",
+    "nwc_matvec2_fp8_l0_xbf16",
+    "nwc_dequant2_bf16_l0",
+    "nwc_dequant2_fp8_l0",
+];
+
 /// Threads per CTA of every kernel (`NWC_THREADS` in the source).
 pub const THREADS: u32 = 256;
 /// Warps per CTA (`NWC_WARPS`).

@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -19,7 +19,7 @@ struct Geo {
     col_blocks: u64,
     row_blocks: u64,
     super_chunks: u64,
-    /// Bit 0: version 2 without stream staging (kernel_version 3, for timing only).
+    /// Bit 0: version 2 without prefetch overlap (kernel_version 3, for timing only).
     flags: u64,
 }
 
@@ -66,7 +66,7 @@ pub struct GpuMatrix {
     pub stored_bytes: u64,
     /// Which kernels layout 0 uses: 2 (default, docs/gpu.md "version 2"), 1 (the first version,
     /// kept for side-by-side timing; `NWC_KERNEL=1` at upload selects it too) or 3 (version 2
-    /// without staging streams in shared memory, timing only). All are bit-exact; layout 1
+    /// waiting for each block's copy before decoding it, i.e. without prefetch; timing only). All are bit-exact; layout 1
     /// always runs version 1.
     pub kernel_version: u8,
 }
@@ -189,9 +189,14 @@ impl GpuMatrix {
         self.kernel_version >= 2 && self.mode.layout == Layout::Rows8
     }
 
+    /// Dynamic shared memory of a version 2 CTA of `threads` threads.
+    fn v2_smem(&self, threads: u32) -> u32 {
+        threads / 32 * v2_warp_smem(self.mode.elem == ElemType::Fp8E4m3)
+    }
+
     /// A persistent grid: as many CTAs of `threads` as fit on the device at once, at most `ctas`.
-    fn resident_grid(&self, name: &str, threads: u32, ctas: u64) -> Result<u32, GpuError> {
-        let per_sm = self.gpu.function(name).occupancy_max_active_blocks_per_multiprocessor(threads, 0, None)?.max(1);
+    fn resident_grid(&self, name: &str, threads: u32, smem: u32, ctas: u64) -> Result<u32, GpuError> {
+        let per_sm = self.gpu.function(name).occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)?.max(1);
         Ok(ctas.clamp(1, u64::from(self.gpu.sm_count) * u64::from(per_sm)) as u32)
     }
 
@@ -200,7 +205,8 @@ impl GpuMatrix {
         let s = &self.gpu.stream;
         let name = if self.mode.elem == ElemType::Bf16 { "nwc_dequant2_bf16_l0" } else { "nwc_dequant2_fp8_l0" };
         let blocks = self.geo.row_blocks * self.geo.col_blocks;
-        let grid = self.resident_grid(name, THREADS, blocks.div_ceil(u64::from(WARPS)))?;
+        let smem = self.v2_smem(THREADS);
+        let grid = self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?;
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
@@ -208,7 +214,7 @@ impl GpuMatrix {
         let (low, _g5) = self.low.device_ptr(s);
         let (out_ptr, _g6) = out.device_ptr(s);
         let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name));
         b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&out_ptr).arg(&geo);
         // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc.cu; every pointer is a live
@@ -348,11 +354,12 @@ impl GpuMatrix {
         let name = if v2 { format!("nwc_matvec2_{}_{xname}", self.suffix()) } else { format!("nwc_matvec_{}_{xname}", self.suffix()) };
         let f = self.gpu.function(&name);
         // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
-        let (threads, grid) = if v2 {
+        let (threads, grid, smem) = if v2 {
             let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
-            (threads, self.resident_grid(&name, threads, self.geo.row_blocks)?)
+            let smem = self.v2_smem(threads);
+            (threads, self.resident_grid(&name, threads, smem, self.geo.row_blocks)?, smem)
         } else {
-            (THREADS, self.grid(self.geo.row_blocks))
+            (THREADS, self.grid(self.geo.row_blocks), 0)
         };
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
@@ -364,7 +371,7 @@ impl GpuMatrix {
         let out_bf16: i32 = i32::from(kind == OutputKind::Bf16);
         let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
         let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
         for col in 0..batch as u64 {
             let x_ptr = x_base + col * kp as u64 * x_elem;
             let y_ptr = y + col * m * y_elem;

@@ -109,36 +109,62 @@ struct LaneCodes {
     escaped: [u64; 4],
 }
 
-/// Spec 6.1, 6.2, 10: decodes `count` codes, two at a time through the lookup table where both are
-/// complete inside its 12-bit window, else one at a time from the count of leading zeros.
+/// One code decoded from its leading zeros (spec 6.1, 6.2), stored at `n`.
 #[inline(always)]
-fn read_lane(r: &mut BitReader, lut: &[u32; LUT_ENTRIES], t: &Tables, count: usize, escape: bool, codes: &mut LaneCodes) -> Result<(), Broken> {
-    codes.escaped = [0; 4];
-    let mut n = 0;
-    let single = |r: &mut BitReader, codes: &mut LaneCodes, n: usize| -> Result<(), Broken> {
-        let (rank, x) = r.read(escape)?;
-        if rank < 15 {
-            codes.bytes[n] = t.byte[(2 * rank + x) as usize];
-        } else {
-            codes.bytes[n] = x as u8;
-            codes.escaped[n / 64] |= 1 << (n % 64);
-        }
-        Ok(())
-    };
-    while n + 2 <= count {
-        let e = lut[r.peek12()];
-        if e & PARTIAL == 0 {
-            r.skip(e & 0xFF); // spec 10.3: both lengths together
-            codes.bytes[n] = (e >> 8) as u8;
-            codes.bytes[n + 1] = (e >> 16) as u8;
-            n += 2;
-        } else {
-            single(r, codes, n)?;
-            n += 1;
+fn read_single(r: &mut BitReader, t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<(), Broken> {
+    let (rank, x) = r.read(escape)?;
+    if rank < 15 {
+        codes.bytes[n] = t.byte[(2 * rank + x) as usize];
+    } else {
+        codes.bytes[n] = x as u8;
+        codes.escaped[n / 64] |= 1 << (n % 64);
+    }
+    Ok(())
+}
+
+/// One step of a lane: two codes through the lookup table when both are complete inside its 12-bit
+/// window (spec 10.3), else one from its leading zeros. Returns how many codes were decoded.
+#[inline(always)]
+fn step(r: &mut BitReader, lut: &[u32; LUT_ENTRIES], t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<usize, Broken> {
+    let e = lut[r.peek12()];
+    if e & PARTIAL == 0 {
+        r.skip(e & 0xFF); // both lengths together
+        codes.bytes[n] = (e >> 8) as u8;
+        codes.bytes[n + 1] = (e >> 16) as u8;
+        Ok(2)
+    } else {
+        read_single(r, t, escape, codes, n)?;
+        Ok(1)
+    }
+}
+
+/// Decodes `count` codes of `N` lanes in lockstep: their bit streams are independent, so the
+/// chains of table look-ups overlap in the processor.
+#[inline(always)]
+fn read_lanes<const N: usize>(
+    readers: &mut [BitReader; N],
+    codes: &mut [LaneCodes; N],
+    lut: &[u32; LUT_ENTRIES],
+    t: &Tables,
+    count: usize,
+    escape: bool,
+) -> Result<(), Broken> {
+    let mut n = [0usize; N];
+    for c in codes.iter_mut() {
+        c.escaped = [0; 4];
+    }
+    while n.iter().all(|&k| k + 2 <= count) {
+        for i in 0..N {
+            n[i] += step(&mut readers[i], lut, t, escape, &mut codes[i], n[i])?;
         }
     }
-    if n < count {
-        single(r, codes, n)?;
+    for i in 0..N {
+        while n[i] + 2 <= count {
+            n[i] += step(&mut readers[i], lut, t, escape, &mut codes[i], n[i])?;
+        }
+        if n[i] < count {
+            read_single(&mut readers[i], t, escape, &mut codes[i], n[i])?;
+        }
     }
     Ok(())
 }
@@ -254,22 +280,28 @@ impl Kind for Fp8 {
 fn decode_row_block<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, rb: usize, out: &mut [K::W]) -> Result<(), Broken> {
     let lut: &[u32; LUT_ENTRIES] = m.lut.as_slice().try_into().map_err(|_| Broken)?;
     let cb_count = g.col_blocks as usize;
-    let mut codes = LaneCodes { bytes: [0; 256], escaped: [0; 4] };
-    let mut r = BitReader::new();
+    const GROUP: usize = 4; // lanes decoded in lockstep
+    let mut codes: [LaneCodes; GROUP] = core::array::from_fn(|_| LaneCodes { bytes: [0; 256], escaped: [0; 4] });
+    let mut readers: [BitReader; GROUP] = core::array::from_fn(|_| BitReader::new());
     for cb in 0..cb_count {
         let block = rb * cb_count + cb;
         let count = g.codes_per_lane(block as u64);
         let mut start = m.bases[block] as usize;
-        for lane in 0..LANES {
-            let words = 4 * usize::from(m.hdr[block * LANES + lane]);
+        for group in 0..LANES / GROUP {
             // check_structure proved every lane lies inside `data`.
-            r.start(&m.data[start..start + words]);
-            start += words;
-            read_lane(&mut r, lut, t, count, K::ESCAPE, &mut codes)?;
-            r.finish()?; // rules 13.12, 13.13
-            match g.mode.layout {
-                Layout::Rows8 => place_l0::<K>(m, g, t, &codes, rb, cb, lane, out)?,
-                Layout::Fragment16 => place_l1::<K>(m, g, t, &codes, rb, cb, lane, out)?,
+            for (i, r) in readers.iter_mut().enumerate() {
+                let words = 4 * usize::from(m.hdr[block * LANES + GROUP * group + i]);
+                r.start(&m.data[start..start + words]);
+                start += words;
+            }
+            read_lanes(&mut readers, &mut codes, lut, t, count, K::ESCAPE)?;
+            for i in 0..GROUP {
+                readers[i].finish()?; // rules 13.11 - 13.13
+                let lane = GROUP * group + i;
+                match g.mode.layout {
+                    Layout::Rows8 => place_l0::<K>(m, g, t, &codes[i], rb, cb, lane, out)?,
+                    Layout::Fragment16 => place_l1::<K>(m, g, t, &codes[i], rb, cb, lane, out)?,
+                }
             }
         }
     }

@@ -29,6 +29,23 @@ pub fn encode_le_bytes(mode: Mode, shape: Shape, input: &[u8]) -> Result<Encodin
     }
 }
 
+/// Counts `key(value)` with four interleaved tables: consecutive equal keys (the common case in
+/// weights) would otherwise wait on each other's increment. `values` has at most 2^32 entries.
+fn count4<T: Copy>(values: &[T], key: impl Fn(T) -> u8) -> [u64; 256] {
+    let mut h = [[0u32; 256]; 4];
+    let mut quads = values.chunks_exact(4);
+    for q in &mut quads {
+        h[0][key(q[0]) as usize] += 1;
+        h[1][key(q[1]) as usize] += 1;
+        h[2][key(q[2]) as usize] += 1;
+        h[3][key(q[3]) as usize] += 1;
+    }
+    for &v in quads.remainder() {
+        h[0][key(v) as usize] += 1;
+    }
+    core::array::from_fn(|i| u64::from(h[0][i]) + u64::from(h[1][i]) + u64::from(h[2][i]) + u64::from(h[3][i]))
+}
+
 /// Per-input-byte code words and raw parts for one matrix (spec 5.4, 6.1, 6.2).
 struct Codebook {
     /// BF16: indexed by the high byte. FP8: indexed by the fp8 byte.
@@ -49,11 +66,10 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
             let hist = words
                 .par_chunks(CHUNK)
                 .map(|c| {
-                    let mut h = [0u64; 128];
-                    for &w in c {
-                        h[bf16_symbol(w) as usize] += 1;
-                    }
-                    h
+                    let h = count4(c, bf16_symbol);
+                    let mut out = [0u64; 128];
+                    out.iter_mut().zip(h).for_each(|(o, n)| *o = n);
+                    out
                 })
                 .reduce(|| [0u64; 128], |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
@@ -82,13 +98,7 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
         Weights::Fp8(bytes) => {
             let byte_hist = bytes
                 .par_chunks(CHUNK)
-                .map(|c| {
-                    let mut h = [0u64; 256];
-                    for &b in c {
-                        h[b as usize] += 1;
-                    }
-                    h
-                })
+                .map(|c| count4(c, |b| b))
                 .reduce(|| [0u64; 256], |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                     a
@@ -157,6 +167,7 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
         Layout::Fragment16 => g.k32,
     } as usize
         / if mode.elem == ElemType::Fp8E4m3 { 2 } else { 1 };
+    // vec! of zeros maps fresh zero pages; the row-block tasks touch them first, in parallel.
     let mut low = vec![0u8; g.n_low as usize];
     let parts: Vec<RowBlockStreams> = low
         .par_chunks_mut(height * plane_row)
@@ -179,11 +190,20 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
     let mut data = vec![0u8; data_len as usize];
     let mut bases = Vec::with_capacity(g.blocks as usize);
     let mut hdr = Vec::with_capacity(g.blocks as usize * LANES);
+    // Cut `data` into each row block's destination (gaps stay zero) and copy them in parallel.
+    let mut dests = Vec::with_capacity(parts.len());
+    let mut rest = data.as_mut_slice();
+    let mut at = 0;
     for (p, &start) in parts.iter().zip(&starts) {
-        data[start..start + p.data.len()].copy_from_slice(&p.data);
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
+        let (dest, tail) = tail.split_at_mut(p.data.len());
+        dests.push(dest);
+        rest = tail;
+        at = start + p.data.len();
         bases.extend(p.bases.iter().map(|&b| (start + b) as u32));
         hdr.extend_from_slice(&p.hdr);
     }
+    dests.into_par_iter().zip(parts.par_iter()).for_each(|(d, p)| d.copy_from_slice(&p.data));
     let lut = build_lut(mode.elem, &exp_of_rank);
     let matrix = EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale: None };
     Ok(Encoding { matrix, exp_of_rank, stream_end: end as u64, escapes })
@@ -225,28 +245,89 @@ fn encode_row_block(g: &Geometry, weights: Weights<'_>, book: &Codebook, rb: usi
                     }
                 }),
                 (Layout::Rows8, Weights::Fp8(x)) => lane_l0(g, rb, cb, lane, &mut w, |i, row, col, real, w| {
-                    // Spec 7.6: the lane's 16 columns are one nibble group of the row.
+                    // Spec 7.6: the lane's 16 columns are one nibble group (8 bytes) of the row.
                     let group = i * (g.k16 as usize / 2) + col / 2;
-                    for (j, &v) in x[row * k + col..row * k + col + real].iter().enumerate() {
-                        put_nibble(low_rows, group, j, book.nibble[v as usize]);
-                        w.push(book.code[v as usize]);
+                    let seg = &x[row * k + col..row * k + col + real];
+                    let mut nib = [0u8; 16];
+                    for (n, &v) in nib.iter_mut().zip(seg) {
+                        *n = book.nibble[v as usize];
+                    }
+                    low_rows[group..group + 8].copy_from_slice(&pack_nibbles(&nib));
+                    let c = |v: u8| book.code[v as usize];
+                    let mut quads = seg.chunks_exact(4);
+                    for q in &mut quads {
+                        w.push4([c(q[0]), c(q[1]), c(q[2]), c(q[3])]);
+                    }
+                    for &v in quads.remainder() {
+                        w.push(c(v));
                     }
                 }),
-                (Layout::Fragment16, Weights::Bf16(x)) => lane_l1(g, rb, cb, lane, &mut w, |row, col, slot, t| {
-                    let v = x[row * k + col];
-                    low_rows[slot * 16 + t] = v as u8; // spec 8.5
-                    book.code[usize::from(v >> 8)]
-                }),
-                (Layout::Fragment16, Weights::Fp8(x)) => lane_l1(g, rb, cb, lane, &mut w, |row, col, slot, t| {
-                    let v = x[row * k + col] as usize;
-                    put_nibble(low_rows, slot * 8, t, book.nibble[v]); // spec 8.6
-                    book.code[v]
-                }),
+                (Layout::Fragment16, Weights::Bf16(x)) => lane_l1(
+                    g,
+                    rb,
+                    cb,
+                    lane,
+                    &mut w,
+                    low_rows,
+                    |low_rows, row, col, slot, t| {
+                        let v = x[row * k + col];
+                        low_rows[slot * 16 + t] = v as u8; // spec 8.5
+                        book.code[usize::from(v >> 8)]
+                    },
+                    |low_rows, ra, rb2, c0, slot, w| {
+                        let (a, b) = (&x[ra * k + c0..ra * k + c0 + 8], &x[rb2 * k + c0..rb2 * k + c0 + 8]);
+                        let dst = &mut low_rows[slot * 16..slot * 16 + 16];
+                        for p in 0..4 {
+                            let v = [a[2 * p], a[2 * p + 1], b[2 * p], b[2 * p + 1]];
+                            for (d, x) in dst[4 * p..4 * p + 4].iter_mut().zip(v) {
+                                *d = x as u8;
+                            }
+                            w.push4(v.map(|x| book.code[usize::from(x >> 8)]));
+                        }
+                    },
+                ),
+                (Layout::Fragment16, Weights::Fp8(x)) => lane_l1(
+                    g,
+                    rb,
+                    cb,
+                    lane,
+                    &mut w,
+                    low_rows,
+                    |low_rows, row, col, slot, t| {
+                        let v = x[row * k + col] as usize;
+                        put_nibble(low_rows, slot * 8, t, book.nibble[v]); // spec 8.6
+                        book.code[v]
+                    },
+                    |low_rows, ra, rb2, c0, slot, w| {
+                        let (a, b) = (&x[ra * k + c0..ra * k + c0 + 8], &x[rb2 * k + c0..rb2 * k + c0 + 8]);
+                        let mut nib = [0u8; 16];
+                        for p in 0..4 {
+                            let v = [a[2 * p], a[2 * p + 1], b[2 * p], b[2 * p + 1]];
+                            for (n, x) in nib[4 * p..4 * p + 4].iter_mut().zip(v) {
+                                *n = book.nibble[x as usize];
+                            }
+                            w.push4(v.map(|x| book.code[x as usize]));
+                        }
+                        low_rows[slot * 8..slot * 8 + 8].copy_from_slice(&pack_nibbles(&nib));
+                    },
+                ),
             }
             out.hdr.push(w.finish(&mut out.data) as u8);
         }
     }
     let _ = m;
+    out
+}
+
+/// Spec 7.6: 16 nibbles in stream order as their 8 bytes: byte j = nib[j] | nib[j + 4] << 4 and
+/// byte 4 + j = nib[8 + j] | nib[12 + j] << 4 (j = 0..3).
+#[inline(always)]
+fn pack_nibbles(nib: &[u8; 16]) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    for j in 0..4 {
+        out[j] = nib[j] | nib[j + 4] << 4;
+        out[4 + j] = nib[8 + j] | nib[12 + j] << 4;
+    }
     out
 }
 
@@ -279,10 +360,21 @@ fn lane_l0(g: &Geometry, rb: usize, cb: usize, lane: usize, w: &mut BitWriter, m
 }
 
 /// Spec 8.2, 8.3: lane L = 4 r8 + q of block (rg, cb) in layout 1: per super-chunk, 16 weights in
-/// mma A-fragment order. `code(row, col, slot, t)`: `slot` is the lane's raw slot index relative to
-/// the row block (super-chunk * 32 + lane), `t` the position inside the super-chunk.
+/// mma A-fragment order. `code(row, col, slot, t)` codes one real weight: `slot` is the lane's raw
+/// slot index relative to the row block (super-chunk * 32 + lane), `t` the position inside the
+/// super-chunk. `full(row_a, row_b, c0, slot, w)` codes a whole chunk whose 16 weights are all
+/// real: columns c0..c0+7 of rows row_a and row_b.
 #[inline(always)]
-fn lane_l1(g: &Geometry, rg: usize, cb: usize, lane: usize, w: &mut BitWriter, mut code: impl FnMut(usize, usize, usize, usize) -> Packed) {
+fn lane_l1(
+    g: &Geometry,
+    rg: usize,
+    cb: usize,
+    lane: usize,
+    w: &mut BitWriter,
+    low: &mut [u8],
+    mut code: impl FnMut(&mut [u8], usize, usize, usize, usize) -> Packed,
+    mut full: impl FnMut(&mut [u8], usize, usize, usize, usize, &mut BitWriter),
+) {
     let (m, k) = (g.shape.rows as usize, g.shape.cols as usize);
     let (r8, q) = (lane >> 2, lane & 3);
     let row_top = 16 * rg + r8;
@@ -290,13 +382,16 @@ fn lane_l1(g: &Geometry, rg: usize, cb: usize, lane: usize, w: &mut BitWriter, m
     for s in first..first + g.chunks_in_block(cb as u64) as usize {
         let c0 = 32 * s + 8 * q;
         let slot = s * 32 + lane;
-        let all_real = row_top + 8 < m && c0 + 8 <= k;
+        if row_top + 8 < m && c0 + 8 <= k {
+            full(low, row_top, row_top + 8, c0, slot, w);
+            continue;
+        }
         for t in 0..16 {
             let j = 2 * (t >> 2) + (t & 1);
             let row = row_top + 8 * ((t >> 1) & 1);
             let col = c0 + j;
-            if all_real || (row < m && col < k) {
-                w.push(code(row, col, slot, t));
+            if row < m && col < k {
+                w.push(code(low, row, col, slot, t));
             } else {
                 w.push(FILLER);
             }

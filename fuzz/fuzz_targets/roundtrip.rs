@@ -1,6 +1,6 @@
 //! Encode then decode arbitrary weights in all four modes: the decoded weights equal the input,
 //! bit for bit. fp8 input with a NaN byte must be refused with `Fp8Nan` naming the first one
-//! (spec 4.3); format 10 has no code for it.
+//! (spec 4.6); format 10 has no code for it.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;

@@ -4,7 +4,7 @@
 //! spec leaves unspecified (spec 9.7), which a decoder must ignore.
 
 use crate::input::{le_to_u32s, u32s_to_le, Input};
-use crate::matrices::{encode_spec, read_spec};
+use crate::matrices::{encode_spec, read_scales, read_spec};
 use crate::record::chained_bases;
 use nwc_reference::geometry::{LANES, RAW_SLACK, TAIL_SLACK};
 use nwc_reference::{EncodedMatrix, Geometry, Mode, Shape};
@@ -171,7 +171,7 @@ pub fn mutate_once(f: &mut Fields, input: &mut Input) -> Effect {
         9 => {
             // The declared shape may already be a mutated, huge one: bound the new field.
             let rows = f.shape.rows.min(1 << 12) as usize;
-            let scale = f.scale.get_or_insert_with(|| vec![0x3C, 0, 0, 0].repeat(rows));
+            let scale = f.scale.get_or_insert_with(|| 1.0f32.to_le_bytes().repeat(rows));
             if scale.len() >= 4 {
                 let i = 4 * (input.u32() as usize % (scale.len() / 4));
                 let value = [0x7FC0_0000u32, 0, 0x8000_0000, 0xBF80_0000, 0x7F80_0000, 1, input.u32()][input.below(7)];
@@ -243,4 +243,25 @@ pub fn mutate(f: &mut Fields, input: &mut Input, max: usize) -> Effect {
         }
     }
     effect
+}
+
+/// Most mutations applied to one matrix by [`mutated_case`].
+pub const MAX_MUTATIONS: usize = 6;
+
+/// One case of the `decode_mutated` target, from its input bytes: the first byte says how many of
+/// the following bytes describe the matrix ([`read_spec`]); then, for FP8, a byte whose low bit
+/// adds scales; then the mutations. Returns the valid original, the mutated matrix and whether
+/// the mutations touched only unspecified bytes.
+pub fn mutated_case(data: &[u8]) -> (EncodedMatrix, EncodedMatrix, Effect) {
+    let mut input = Input::new(data);
+    let spec_len = usize::from(input.u8());
+    let spec = read_spec(&mut Input::new(&input.bytes(spec_len)));
+    let mut original = encode_spec(&spec).matrix;
+    if original.mode.elem == nwc_reference::ElemType::Fp8E4m3 && input.u8() & 1 == 1 {
+        original.scale = Some(read_scales(&mut input, original.shape.rows));
+    }
+    let mut fields = Fields::from_matrix(&original);
+    let effect = mutate(&mut fields, &mut input, MAX_MUTATIONS);
+    let mutated = fields.to_matrix();
+    (original, mutated, effect)
 }

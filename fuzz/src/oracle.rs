@@ -8,9 +8,14 @@ use nwc_reference::{
 };
 
 /// Decodes under `limits`. A rejection must be a named rule (spec 13.22) or a limit; anything
-/// else (a panic, an unnamed error) is a finding.
+/// else (a panic, an unnamed error) is a finding. The fast CPU decoder (crate `nwc-fast`) must
+/// give exactly the same result, accepted weights and rejection alike (it promises to).
 pub fn decode_checked(m: &EncodedMatrix, limits: &Limits) -> Option<DecodedMatrix> {
-    match decode_with_limits(m, limits) {
+    let reference = decode_with_limits(m, limits);
+    let fast = nwc_fast::decode_with_limits(m, limits);
+    assert!(fast == reference, "nwc-fast and the reference disagree:\n fast: {:?}\n reference: {:?}",
+        fast.as_ref().map(|d| (d.mode, d.shape)), reference.as_ref().map(|d| (d.mode, d.shape)));
+    match reference {
         Ok(d) => Some(d),
         Err(DecodeError::Format(e)) => {
             let named = FormatError::RULES.iter().any(|&(rule, clause)| rule == e.rule() && clause == e.clause());
@@ -51,13 +56,16 @@ pub fn check_accepted(m: &EncodedMatrix, d: &DecodedMatrix) {
 ///
 /// Paths compared today:
 /// 1. the reference `decode` elements, widened to BF16 (the oracle);
-/// 2. `DecodedMatrix::dequant` (spec 15.2);
-/// 3. the lookup-table decoder of [`crate::lut_decoder`] (spec 10, a GPU kernel's way of reading);
-/// 4. `DecodedMatrix::gather` of every row, in reverse order (spec 15.3).
+/// 2. the fast CPU decoder `nwc_fast::decode_with_limits` (compared in [`decode_checked`], on
+///    invalid input too, and again here);
+/// 3. `DecodedMatrix::dequant` (spec 15.2);
+/// 4. the lookup-table decoder of [`crate::lut_decoder`] (spec 10, a GPU kernel's way of reading);
+/// 5. `DecodedMatrix::gather` of every row, in reverse order (spec 15.3).
 ///
-/// Paths to add here when they land (issue 5): the fast CPU decoder (compare its elements or
-/// dequant output with `d`) and the container reader (read the matrix back from its serialized
-/// form and compare the fields with `m`).
+/// Still to add here: the container reader (crate `nwc-container` reads matrices only from
+/// checkpoint directories on disk; once it can read one from bytes, write `m` into a container,
+/// read it back and compare the fields with `m`). GPU decoders are compared with the reference
+/// by the conformance suite on a GPU machine, not here.
 pub fn check_decoders_agree(m: &EncodedMatrix, d: &DecodedMatrix) {
     let (rows, stride) = (m.shape.rows as usize, d.row_stride() as usize);
     let cols = m.shape.cols as usize;
@@ -69,6 +77,8 @@ pub fn check_decoders_agree(m: &EncodedMatrix, d: &DecodedMatrix) {
             assert_eq!(dequant[r * stride + c], expected, "dequant differs at row {r} column {c}");
         }
     }
+    let fast = nwc_fast::decode(m).expect("nwc-fast accepts what the reference accepts");
+    assert!(fast == *d, "nwc-fast decoded other weights");
     let via_lut = lut_dequant(m);
     if via_lut != dequant {
         let i = via_lut.iter().zip(&dequant).position(|(a, b)| a != b).unwrap_or(0);

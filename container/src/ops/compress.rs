@@ -174,7 +174,7 @@ pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: P
         std::fs::copy(&from, &to).map_err(ContainerError::io(&from))?;
     }
     let cfg_path = staged.tmp.join(CONFIG_FILE);
-    std::fs::write(&cfg_path, config.to_json()).map_err(ContainerError::io(&cfg_path))?;
+    std::fs::write(&cfg_path, config.to_json()).map_err(ContainerError::write(&cfg_path))?;
     staged.commit()?;
     Ok(CompressSummary {
         matrices: encoded.len(),
@@ -267,6 +267,6 @@ pub(crate) fn write_shards(dir: &Path, tensors: &[Tensor], shard_bytes: Option<u
     let data_bytes: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
     let index = json!({ "metadata": { "total_size": data_bytes }, "weight_map": weight_map });
     let path = dir.join(INDEX_FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(&index).expect("json")).map_err(ContainerError::io(&path))?;
+    std::fs::write(&path, serde_json::to_string_pretty(&index).expect("json")).map_err(ContainerError::write(&path))?;
     Ok(total)
 }

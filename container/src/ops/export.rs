@@ -59,6 +59,9 @@ fn export(ck: &Checkpoint, decoded: &HashMap<u64, DecodedMatrix>) -> Result<Outp
                 t.data.clone()
             }
             Some(id) => {
+                if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
+                    return Err(bad(&r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
+                }
                 let d = matrix(id, &r.name)?;
                 if shape != [d.shape.rows as usize, d.shape.cols as usize] {
                     return Err(bad(&r.name, format!("shape {shape:?} but matrix {id} is {}", d.shape)));
@@ -149,7 +152,7 @@ pub fn decompress(input: &Path, output: &Path, progress: Progress) -> Result<()>
     }
     if let Some(index) = ck.config.nwc_rs.as_ref().and_then(|x| x.index.as_ref()) {
         let path = staged.tmp.join(INDEX_FILE);
-        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json")).map_err(ContainerError::io(&path))?;
+        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json")).map_err(ContainerError::write(&path))?;
     }
     for f in &ck.other_files {
         let from = ck.dir.join(f);

@@ -102,7 +102,7 @@ struct Row {
     label: String,
     cublas_us: f64,
     v1_us: f64,
-    /// Version 2 without stream staging (kernel_version 3).
+    /// Version 2 without prefetch overlap (kernel_version 3).
     nostage_us: f64,
     ours_us: f64,
     stored: u64,
@@ -313,7 +313,7 @@ fn main() -> Res<()> {
     let mut rows = Vec::new();
     println!(
         "{:<48} | {:>9} | {:>8} {:>6} | {:>8} | {:>8} {:>6} {:>6} | {:>9} {:>6} | {:>8} {:>8} | {:>6}",
-        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2ns us", "v2 us", "GB/s", "v2/cB", "fp8nat us", "v2/nat", "deq1GB/s", "deq2GB/s", "ratio"
+        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2np us", "v2 us", "GB/s", "v2/cB", "fp8nat us", "v2/nat", "deq1GB/s", "deq2GB/s", "ratio"
     );
     for p in prepared {
         let r = bench(&gpu, &blas, p)?;

@@ -87,7 +87,10 @@ fn main() {
     let reps = nums.get(2).copied().unwrap_or(3) as usize;
     let all = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let one = pool(1);
-    let many = pool(all);
+    // Thread counts for the scaling rows: powers of two below the core count, and all cores.
+    let mut counts: Vec<usize> = [2, 4, 8].into_iter().filter(|&n| n < all).collect();
+    counts.push(all);
+    let pools: Vec<(usize, rayon::ThreadPool)> = counts.iter().filter(|&&n| n > 1).map(|&n| (n, pool(n))).collect();
     let peer = if fast_only { Err("skipped (--fast-only)".to_string()) } else { nwc_testkit::peer::PeerLib::load() };
     if let Err(e) = &peer {
         eprintln!("peer library unavailable ({e}); its rows are skipped");
@@ -142,14 +145,16 @@ fn main() {
             });
             row("encode: nwc-fast, 1 thread", bytes, w);
             row("encode: nwc-fast, 1 thread (CPU time)", bytes, c);
-            let t = best_of(reps, || {
-                many.install(|| {
-                    for (s, w) in &inputs {
-                        nwc_fast::encode(case.mode, *s, *w).unwrap();
-                    }
-                })
-            });
-            row(&format!("encode: nwc-fast, {all} threads"), bytes, t);
+            for (n, p) in &pools {
+                let t = best_of(reps, || {
+                    p.install(|| {
+                        for (s, w) in &inputs {
+                            nwc_fast::encode(case.mode, *s, *w).unwrap();
+                        }
+                    })
+                });
+                row(&format!("encode: nwc-fast, {n} threads"), bytes, t);
+            }
             if let (Ok(peer), false) = (&peer, fast_only) {
                 let (w, c) = best_of_one_thread(&one, reps, || {
                     for (s, b) in &case.matrices {
@@ -169,8 +174,10 @@ fn main() {
             let (w, c) = best_of_one_thread(&one, reps, || encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count());
             row("decode: nwc-fast, 1 thread", bytes, w);
             row("decode: nwc-fast, 1 thread (CPU time)", bytes, c);
-            let t = best_of(reps, || many.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count()));
-            row(&format!("decode: nwc-fast, {all} threads"), bytes, t);
+            for (n, p) in &pools {
+                let t = best_of(reps, || p.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count()));
+                row(&format!("decode: nwc-fast, {n} threads"), bytes, t);
+            }
         }
     }
 }
