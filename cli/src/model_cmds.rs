@@ -252,3 +252,67 @@ fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliErro
     outln!("{}: rows {r0}..{r1} of matrix {id} ({} x {}), valid", output.display(), s.shape.rows, s.shape.cols);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nwc_container::model::{write_safetensors, Tensor};
+
+    fn exit(r: Result<(), CliError>) -> u8 {
+        r.map(|()| 0).unwrap_or_else(|e| e.exit)
+    }
+
+    fn compress(input: &Path, output: &Path) -> ModelCommand {
+        ModelCommand::Compress {
+            input: input.into(),
+            output: output.into(),
+            elem: ModelElem::Bf16,
+            layout: 0,
+            threads: None,
+            include: vec![],
+            exclude: vec![],
+            cast_bf16: false,
+            shard_size_mb: None,
+        }
+    }
+
+    /// The documented exit codes: 0 ok, 2 usage, 3 invalid input, 4 verify mismatch.
+    #[test]
+    fn exit_codes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let model = tmp.path().join("model.safetensors");
+        let words: Vec<u8> = (0..40 * 70u32).flat_map(|i| (0x3C00u16 + (i % 300) as u16).to_le_bytes()).collect();
+        let norm: Vec<u8> = (0..70u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+        let tensors = [
+            Tensor { name: "layer.weight".into(), dtype: safetensors::Dtype::BF16, shape: vec![40, 70], data: words },
+            Tensor { name: "norm.weight".into(), dtype: safetensors::Dtype::F32, shape: vec![70], data: norm },
+        ];
+        write_safetensors(&model, &tensors.iter().collect::<Vec<_>>(), None).unwrap();
+        let ck = tmp.path().join("ck");
+        assert_eq!(exit(run(compress(&model, &ck))), 0);
+        assert_eq!(exit(run(compress(&model, &ck))), EXIT_USAGE, "output exists");
+        assert_eq!(exit(run(compress(&tmp.path().join("missing"), &tmp.path().join("x")))), EXIT_INVALID);
+        let verify = |against: Option<PathBuf>| ModelCommand::Verify { input: ck.clone(), against, threads: None };
+        assert_eq!(exit(run(verify(Some(model.clone())))), 0);
+        assert_eq!(exit(run(ModelCommand::Inspect { input: ck.clone() })), 0);
+        let slice = |rows: &str, out: &str| ModelCommand::Slice { input: ck.clone(), matrix: 0, rows: rows.into(), output: tmp.path().join(out) };
+        assert_eq!(exit(run(slice("8:40", "s1"))), 0);
+        assert!(tmp.path().join("s1/summary.json").is_file());
+        assert_eq!(exit(run(slice("3:40", "s2"))), EXIT_USAGE, "unaligned rows");
+        assert_eq!(exit(run(slice("8", "s3"))), EXIT_USAGE, "not R0:R1");
+
+        // A copied tensor changed in place: digest mismatch, exit 4.
+        let file = ck.join("model.safetensors");
+        let mut bytes = std::fs::read(&file).unwrap();
+        let (header, meta) = safetensors::SafeTensors::read_metadata(&bytes).unwrap();
+        let at = 8 + header + meta.tensors()["norm.weight"].data_offsets.0 + 5;
+        bytes[at] ^= 0x40;
+        std::fs::write(&file, &bytes).unwrap();
+        assert_eq!(exit(run(verify(None))), EXIT_MISMATCH);
+        // Truncated: invalid input, exit 3.
+        std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
+        assert_eq!(exit(run(verify(None))), EXIT_INVALID);
+        assert_eq!(exit(run(ModelCommand::Decompress { input: ck.clone(), output: tmp.path().join("out"), threads: None })), EXIT_INVALID);
+        assert!(!tmp.path().join("out").exists());
+    }
+}

@@ -84,7 +84,7 @@ pub struct Extras {
     pub tensors: Vec<TensorRecord>,
     /// The original safetensors files, in order, with their `__metadata__`.
     pub files: Vec<FileRecord>,
-    /// The original `model.safetensors.index.json`, verbatim, if there was one.
+    /// The JSON content of the original `model.safetensors.index.json`, if there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<Value>,
 }

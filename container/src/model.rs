@@ -74,7 +74,7 @@ pub fn write_safetensors(path: &Path, tensors: &[&Tensor], metadata: Option<&BTr
 /// An original model as read from disk.
 pub struct Model {
     pub files: Vec<SafetensorsFile>,
-    /// The index file, verbatim, if the model is sharded.
+    /// The index file as parsed JSON, if the model is sharded.
     pub index: Option<serde_json::Value>,
     /// Other files of the folder (copied unchanged), relative names.
     pub other_files: Vec<PathBuf>,

@@ -31,7 +31,7 @@ fn peer_tensors(id: u64, m: &EncodedMatrix, end: usize, with_slack: bool, seed: 
     }
     let mut low = m.low.clone();
     if with_slack {
-        low.extend(std::iter::repeat(0).take(512));
+        low.extend(std::iter::repeat_n(0, 512));
     }
     let i32s = |v: &[u32]| v.iter().flat_map(|x| (*x as i32).to_le_bytes()).collect::<Vec<u8>>();
     let t = |f: &str, dtype, n, data| Tensor { name: format!("nwc/{id}/{f}"), dtype, shape: vec![n], data };

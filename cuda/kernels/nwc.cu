@@ -551,19 +551,45 @@ struct Reader2 {
         refill();
         return (b0 << 8) | (b1 << 16);
     }
-    // Two codes as a table entry (needs >= 10 real bits).
-    template <bool FP8>
-    __device__ __forceinline__ u32 pair() {
+    // Two codes as a table entry (needs >= 12 real bits). OUTLINE: the rare slow path is a
+    // called function instead of inline code (smaller loop body, see docs/gpu.md).
+    template <bool FP8, bool OUTLINE = false>
+    __device__ __forceinline__ u32 pair();
+};
+
+// The slow path as a real call: the reader state goes in and out by value (in registers).
+struct ReaderState2 {
+    u32 hi, lo, count, idx, e;
+};
+template <bool FP8, bool STAGED>
+__device__ __noinline__ ReaderState2 slow_pair_call2(const u32* words, u32 hi, u32 lo, u32 count, u32 idx, u32 e) {
+    Reader2<STAGED> r;
+    r.words = words; // generic pointer: shared or global, both load correctly here
+    r.hi = hi; r.lo = lo; r.count = count; r.idx = idx;
+    const u32 out = r.template slow_pair<FP8>(e);
+    ReaderState2 st = {r.hi, r.lo, r.count, r.idx, out};
+    return st;
+}
+
+template <bool STAGED>
+template <bool FP8, bool OUTLINE>
+__device__ __forceinline__ u32 Reader2<STAGED>::pair() {
+    {
         u32 e = v2_pair[hi >> (32 - V2_WINDOW)];
         if (e & LUT_PARTIAL) {
-            e = slow_pair<FP8>(e);
+            if (OUTLINE) {
+                const ReaderState2 st = slow_pair_call2<FP8, STAGED>(words, hi, lo, count, idx, e);
+                hi = st.hi; lo = st.lo; count = st.count; idx = st.idx; e = st.e;
+            } else {
+                e = slow_pair<FP8>(e);
+            }
         } else {
             drop(e);
-            count -= e; // only the low byte matters; e's length byte is <= 10
+            count -= e; // only the low byte matters; e's length byte is <= 12
         }
         return e;
     }
-};
+}
 
 template <bool STAGED>
 __device__ __forceinline__ Reader2<STAGED> reader2(const u32* words, u32 first) {
@@ -682,28 +708,39 @@ __device__ __forceinline__ void raw_row2(const u8* buf, int i, u32 lane, u32 (&q
     raw_bytes2<FP8>(r, q);
 }
 
-// Spec 15.4.3-4, layout 0: lane partials of the 8 rows of a block (stream order, fma from +0),
-// halving tree over the 32 lanes, part[i] for row i.
-template <bool FP8, bool STAGED>
+// Spec 15.4.3-4, layout 0: lane partial of row i of a block (stream order, fma from +0), halving
+// tree over the 32 lanes, part[i].
+template <bool FP8, bool STAGED, bool OUTLINE>
+__device__ __forceinline__ void row_partial2(Reader2<STAGED>& s, const u8* buf, int i, const float (&xv)[16], u32 lane,
+                                             float* part) {
+    u32 q[4];
+    raw_row2<FP8>(buf, i, lane, q);
+    float acc = 0.0f;
+#pragma unroll
+    for (int p = 0; p < 8; p++) {
+        // Refill before even pairs: > 32 real bits cover two pairs of <= 12 bits (the slow path
+        // refills itself and leaves > 32 too). p is a constant once unrolled.
+        if (p % 2 == 0) s.refill();
+        const u32 e = s.template pair<FP8, OUTLINE>();
+        acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
+        acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
+    }
+#pragma unroll
+    for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d); // spec 15.4.4
+    if (lane == 0) part[i] = acc;
+}
+
+// The 8 rows of a block. Code-size variants (same results): VAR 2 unrolls the row loop twice
+// with the slow path inline, VAR 4 does not unroll, VAR 5 also calls the slow path out of line.
+template <bool FP8, bool STAGED, int VAR>
 __device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* buf, const float (&xv)[16], u32 lane,
                                                float* part) {
+    if constexpr (VAR == 2) {
 #pragma unroll 2
-    for (int i = 0; i < 8; i++) {
-        u32 q[4];
-        raw_row2<FP8>(buf, i, lane, q);
-        float acc = 0.0f;
-#pragma unroll
-        for (int p = 0; p < 8; p++) {
-            // Refill before even pairs: > 32 real bits cover two pairs of <= 12 bits (the slow
-            // path refills itself and leaves > 32 too). p is a constant once unrolled.
-            if (p % 2 == 0) s.refill();
-            const u32 e = s.template pair<FP8>();
-            acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
-            acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
-        }
-#pragma unroll
-        for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d); // spec 15.4.4
-        if (lane == 0) part[i] = acc;
+        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED, false>(s, buf, i, xv, lane, part);
+    } else {
+#pragma unroll 1
+        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED, VAR == 5>(s, buf, i, xv, lane, part);
     }
 }
 
@@ -788,7 +825,7 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
 // walks row blocks rb = blockIdx.x, + gridDim.x, ...; a row block takes ceil(CB / warps) rounds,
 // warp w decoding column block round * warps + w. Block partials meet in shared memory and one
 // thread per row adds them in ascending cb order from +0 (spec 15.4.5), as in version 1.
-template <bool FP8, bool XBF16>
+template <bool FP8, bool XBF16, int VAR>
 __device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ lut, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g) {
@@ -811,9 +848,9 @@ __device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bas
         load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
         load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
         if (st.staged)
-            rows_partials2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, xv, lane, part[warp]);
+            rows_partials2<FP8, true, VAR>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, xv, lane, part[warp]);
         else
-            rows_partials2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, xv, lane, part[warp]);
+            rows_partials2<FP8, false, VAR>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, xv, lane, part[warp]);
     };
     auto after = [&](u64 r) {
         const u64 round = r % rounds;
@@ -836,16 +873,24 @@ __device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bas
     pipeline2<FP8>(v2_dyn + warp * 2 * V2Buf<FP8>::BYTES, rounds * my_rbs, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
-#define NWC_MATVEC2(NAME, FP8, XBF16)                                                                         \
+#define NWC_MATVEC2(NAME, FP8, XBF16, VAR)                                                                    \
     extern "C" __global__ void __launch_bounds__(NWC_THREADS, 2)                                               \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, const float* scale, \
              const void* x, const float* bias, void* y, int out_bf16, Geo g) {                               \
-        matvec2<FP8, XBF16>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                       \
+        matvec2<FP8, XBF16, VAR>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                  \
     }
-NWC_MATVEC2(nwc_matvec2_bf16_l0_xf32, false, false)
-NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true)
-NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false)
-NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true)
+NWC_MATVEC2(nwc_matvec2_bf16_l0_xf32, false, false, 2)
+NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true, 2)
+NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false, 2)
+NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true, 2)
+NWC_MATVEC2(nwc_matvec4_bf16_l0_xf32, false, false, 4)
+NWC_MATVEC2(nwc_matvec4_bf16_l0_xbf16, false, true, 4)
+NWC_MATVEC2(nwc_matvec4_fp8_l0_xf32, true, false, 4)
+NWC_MATVEC2(nwc_matvec4_fp8_l0_xbf16, true, true, 4)
+NWC_MATVEC2(nwc_matvec5_bf16_l0_xf32, false, false, 5)
+NWC_MATVEC2(nwc_matvec5_bf16_l0_xbf16, false, true, 5)
+NWC_MATVEC2(nwc_matvec5_fp8_l0_xf32, true, false, 5)
+NWC_MATVEC2(nwc_matvec5_fp8_l0_xbf16, true, true, 5)
 
 // Spec 15.2, layout 0, version 2: warp steps over blocks b = first + r * (all warps of the grid);
 // a pair of codes becomes one output word [raw t, coded t, raw t+1, coded t+1] by one permute.

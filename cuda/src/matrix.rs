@@ -66,7 +66,9 @@ pub struct GpuMatrix {
     pub stored_bytes: u64,
     /// Which kernels layout 0 uses: 2 (default, docs/gpu.md "version 2"), 1 (the first version,
     /// kept for side-by-side timing; `NWC_KERNEL=1` at upload selects it too) or 3 (version 2
-    /// waiting for each block's copy before decoding it, i.e. without prefetch; timing only). All are bit-exact; layout 1
+    /// waiting for each block's copy before decoding it, i.e. without prefetch; timing only), 4
+    /// or 5 (version 2 code-size variants: row loop not unrolled; and the slow path called out
+    /// of line). `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1
     /// always runs version 1.
     pub kernel_version: u8,
 }
@@ -135,7 +137,12 @@ impl GpuMatrix {
             low,
             scale,
             stored_bytes,
-            kernel_version: if std::env::var("NWC_KERNEL").as_deref() == Ok("1") { 1 } else { 2 },
+            kernel_version: match std::env::var("NWC_KERNEL").as_deref() {
+                Ok("1") => 1,
+                Ok("4") => 4,
+                Ok("5") => 5,
+                _ => 2,
+            },
         })
     }
 
@@ -351,7 +358,11 @@ impl GpuMatrix {
         };
         Self::check_len("padded activations", kp, self.geo.kp as usize)?;
         let v2 = self.v2();
-        let name = if v2 { format!("nwc_matvec2_{}_{xname}", self.suffix()) } else { format!("nwc_matvec_{}_{xname}", self.suffix()) };
+        let name = match (v2, self.kernel_version) {
+            (false, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
+            (true, v @ (4 | 5)) => format!("nwc_matvec{v}_{}_{xname}", self.suffix()),
+            (true, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
+        };
         let f = self.gpu.function(&name);
         // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
         let (threads, grid, smem) = if v2 {

@@ -363,9 +363,9 @@ fn place_l1<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCo
             let bytes: &[u8; 16] = codes.bytes[n0..n0 + 16].try_into().expect("16 codes");
             for h in 0..2 {
                 let dst = &mut out[(r8 + 8 * h) * k + c0..(r8 + 8 * h) * k + c0 + 8];
-                for j in 0..8 {
+                for (j, d) in dst.iter_mut().enumerate() {
                     let tt = 4 * (j >> 1) + (j & 1) + 2 * h;
-                    dst[j] = K::weight(t, bytes[tt], raw[tt])?;
+                    *d = K::weight(t, bytes[tt], raw[tt])?;
                 }
             }
             continue;

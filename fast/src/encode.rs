@@ -364,6 +364,7 @@ fn lane_l0(g: &Geometry, rb: usize, cb: usize, lane: usize, w: &mut BitWriter, m
 /// slot index relative to the row block (super-chunk * 32 + lane), `t` the position inside the
 /// super-chunk. `full(row_a, row_b, c0, slot, w)` codes a whole chunk whose 16 weights are all
 /// real: columns c0..c0+7 of rows row_a and row_b.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn lane_l1(
     g: &Geometry,

@@ -102,9 +102,10 @@ struct Row {
     label: String,
     cublas_us: f64,
     v1_us: f64,
-    /// Version 2 without prefetch overlap (kernel_version 3).
-    nostage_us: f64,
     ours_us: f64,
+    /// Version 2 code-size variants 4 and 5 (docs/gpu.md).
+    v4_us: f64,
+    v5_us: f64,
     stored: u64,
     dequant_v1_us: f64,
     dequant_us: f64,
@@ -205,8 +206,9 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         Ok(us)
     };
     let v1_us = timed(1, &mut mats)?;
-    let nostage_us = timed(3, &mut mats)?;
     let ours_us = timed(2, &mut mats)?;
+    let v4_us = timed(4, &mut mats)?;
+    let v5_us = timed(5, &mut mats)?;
     let k16 = k.div_ceil(16) * 16;
     let mut deq: CudaSlice<u16> = s.alloc_zeros((m * k16) as usize)?;
     let deq_at = |version: u8, mats: &mut Vec<GpuMatrix>, deq: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {
@@ -259,17 +261,19 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
             Some((us, rel))
         }
     };
-    Ok(Row { label: p.label, cublas_us, v1_us, nostage_us, ours_us, stored, dequant_v1_us, dequant_us, native_us, m, k })
+    Ok(Row { label: p.label, cublas_us, v1_us, ours_us, v4_us, v5_us, stored, dequant_v1_us, dequant_us, native_us, m, k })
 }
 
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
+    let mut profile = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--real" => real = args.next(),
             "--quick" => quick = true,
+            "--profile" => profile = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -280,6 +284,29 @@ fn main() -> Res<()> {
     }
     let gpu = Gpu::get(0)?;
     let blas = CudaBlas::new(gpu.stream.clone())?;
+    if profile {
+        // For ncu: two launches of each matvec version and of each dequant on 6144x4096
+        // synthetic BF16 (the profiler times and counts each launch itself).
+        let p = prepare(&gpu, "profile".into(), 6144, 4096, gaussian_bf16(6144 * 4096, 1), false)?;
+        let mut g = p.gm;
+        let xd = g.activations_bf16(&p.x, 1)?;
+        let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(6144)?;
+        let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros(6144 * 4096)?;
+        for v in [1u8, 2, 4, 5] {
+            g.kernel_version = v;
+            for _ in 0..2 {
+                g.matvec_into_bf16(&xd, None, &mut y)?;
+            }
+            gpu.stream.synchronize()?;
+            let ok = gpu.stream.clone_dtoh(&y)? == p.expected;
+            println!("profile: version {v} matvec exact: {ok}");
+            if v <= 2 {
+                g.dequant_into(&mut deq)?;
+            }
+        }
+        gpu.stream.synchronize()?;
+        return Ok(());
+    }
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
     let mut sources: Vec<(&str, Option<Vec<u16>>)> = vec![("synthetic N(0,0.02)", None)];
     if let Some(p) = &real {
@@ -312,8 +339,8 @@ fn main() -> Res<()> {
     println!("host preparation (encode, validate, reference matvec, upload) took {:.1} s", t0.elapsed().as_secs_f64());
     let mut rows = Vec::new();
     println!(
-        "{:<48} | {:>9} | {:>8} {:>6} | {:>8} | {:>8} {:>6} {:>6} | {:>9} {:>6} | {:>8} {:>8} | {:>6}",
-        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2np us", "v2 us", "GB/s", "v2/cB", "fp8nat us", "v2/nat", "deq1GB/s", "deq2GB/s", "ratio"
+        "{:<48} | {:>9} | {:>8} {:>6} | {:>8} {:>6} {:>6} | {:>8} {:>6} | {:>8} {:>6} | {:>9} {:>6} | {:>8} {:>8} | {:>6}",
+        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2 us", "GB/s", "v2/cB", "v4 us", "v4/cB", "v5 us", "v5/cB", "fp8nat us", "v2/nat", "deq1GB/s", "deq2GB/s", "ratio"
     );
     for p in prepared {
         let r = bench(&gpu, &blas, p)?;
@@ -323,15 +350,18 @@ fn main() -> Res<()> {
             None => ("-".into(), "-".into()),
         };
         println!(
-            "{:<48} | {:9.2} | {:8.2} {:5.2}x | {:8.2} | {:8.2} {:6.0} {:5.2}x | {:>9} {:>6} | {:8.0} {:8.0} | {:.4}",
+            "{:<48} | {:9.2} | {:8.2} {:5.2}x | {:8.2} {:6.0} {:5.2}x | {:8.2} {:5.2}x | {:8.2} {:5.2}x | {:>9} {:>6} | {:8.0} {:8.0} | {:.4}",
             r.label,
             r.cublas_us,
             r.v1_us,
             r.cublas_us / r.v1_us,
-            r.nostage_us,
             r.ours_us,
             r.stored as f64 / r.ours_us / 1e3,
             r.cublas_us / r.ours_us,
+            r.v4_us,
+            r.cublas_us / r.v4_us,
+            r.v5_us,
+            r.cublas_us / r.v5_us,
             nat,
             vs_nat,
             deq_bytes / r.dequant_v1_us / 1e3,
@@ -349,7 +379,8 @@ fn main() -> Res<()> {
             if !sel.is_empty() {
                 let geo = |f: &dyn Fn(&Row) -> f64| (sel.iter().map(|r| f(r).ln()).sum::<f64>() / sel.len() as f64).exp();
                 let (g1, g2) = (geo(&|r| r.cublas_us / r.v1_us), geo(&|r| r.cublas_us / r.ours_us));
-                println!("geomean speed vs cuBLAS, {kind} {elem}: v1 {g1:.3}x, v2 {g2:.3}x over {} shapes", sel.len());
+                let (g4, g5) = (geo(&|r| r.cublas_us / r.v4_us), geo(&|r| r.cublas_us / r.v5_us));
+                println!("geomean speed vs cuBLAS, {kind} {elem}: v1 {g1:.3}x, v2 {g2:.3}x, v4 {g4:.3}x, v5 {g5:.3}x over {} shapes", sel.len());
                 let head: Vec<&&Row> = sel.iter().filter(|r| [(6144, 4096), (4096, 4096), (24576, 4096), (4096, 12288), (151936, 4096)].contains(&(r.m, r.k))).collect();
                 if head.len() == 5 {
                     let g = (head.iter().map(|r| (r.cublas_us / r.ours_us).ln()).sum::<f64>() / 5.0).exp();

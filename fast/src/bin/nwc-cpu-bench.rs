@@ -167,15 +167,15 @@ fn main() {
         }
         if do_dec {
             if !fast_only {
-                let (w, c) = best_of_one_thread(&one, reference_reps, || encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).count());
+                let (w, c) = best_of_one_thread(&one, reference_reps, || encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).collect::<Vec<_>>());
                 row("decode: reference", bytes, w);
                 row("decode: reference (CPU time)", bytes, c);
             }
-            let (w, c) = best_of_one_thread(&one, reps, || encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count());
+            let (w, c) = best_of_one_thread(&one, reps, || encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).collect::<Vec<_>>());
             row("decode: nwc-fast, 1 thread", bytes, w);
             row("decode: nwc-fast, 1 thread (CPU time)", bytes, c);
             for (n, p) in &pools {
-                let t = best_of(reps, || p.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).count()));
+                let t = best_of(reps, || p.install(|| encoded.iter().map(|m| nwc_fast::decode(m).unwrap()).collect::<Vec<_>>()));
                 row(&format!("decode: nwc-fast, {n} threads"), bytes, t);
             }
         }
