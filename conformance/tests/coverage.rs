@@ -46,6 +46,9 @@ fn every_clause_has_a_vector_and_every_citation_exists() {
     let clauses = coverage::spec_clauses(&root().join("spec")).expect("spec readable");
     assert!(clauses.len() > 100, "only {} clauses parsed from spec/", clauses.len());
     let manifest = committed();
+    let uncited = coverage::uncited_suite_clauses(&root(), &clauses).expect("suite folders readable");
+    assert!(uncited.is_empty(), "clauses of suite-covered chapters not cited in their tests: {uncited:?}");
+    let clauses = coverage::corpus_clauses(&clauses);
     let uncovered: Vec<String> =
         coverage::coverage(&clauses, &manifest).into_iter().filter(|(_, ids)| ids.is_empty()).map(|(c, _)| c).collect();
     assert!(uncovered.is_empty(), "spec clauses without a vector: {uncovered:?}");

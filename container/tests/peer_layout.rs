@@ -102,6 +102,7 @@ fn write_peer_checkpoint(dir: &Path, version: u64) -> Vec<(String, Vec<usize>, V
     ]
 }
 
+/// Spec 17.5 (fused and tied modules), spec 17.7 (fields with and without slacks), spec 17.11 (the library's quirks).
 #[test]
 fn reads_library_checkpoints_with_their_quirks() {
     for version in [9, 10] {
@@ -123,6 +124,7 @@ fn reads_library_checkpoints_with_their_quirks() {
     }
 }
 
+/// Spec 17.4 and spec 17.10: unsupported versions and element types are named with the file.
 #[test]
 fn unsupported_versions_and_modes_are_named() {
     let tmp = tempfile::tempdir().unwrap();

@@ -1,3 +1,4 @@
+//! The checkpoint container (spec 17).
 //! Original -> checkpoint -> decompressed: identical tensor for tensor (spec 17.8), digests,
 //! lossy options, sharding, refusal to overwrite, corrupt inputs.
 
@@ -13,6 +14,8 @@ fn read_config(dir: &Path) -> NwcConfig {
     serde_json::from_str(&std::fs::read_to_string(dir.join("nwc_config.json")).unwrap()).unwrap()
 }
 
+/// Spec 17.1 (folder and files), spec 17.2 (sharded originals with an index), spec 17.6 (integrity records),
+/// spec 17.8 (decompression gives every tensor back).
 #[test]
 fn lossless_round_trip_keeps_every_tensor_and_file() {
     let tmp = tempfile::tempdir().unwrap();
@@ -76,6 +79,7 @@ fn stored_fields_use_the_library_lengths() {
     }
 }
 
+/// Spec 17.3: which tensors are compressed, and what the lossy options decode to.
 #[test]
 fn fp8_and_cast_bf16_are_lossy_as_specified() {
     let tmp = tempfile::tempdir().unwrap();
@@ -111,6 +115,7 @@ fn fp8_and_cast_bf16_are_lossy_as_specified() {
     assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
 }
 
+/// Spec 17.9 (verification, digests) and spec 17.10 (errors name the rule, the file and the tensor).
 #[test]
 fn refuses_to_overwrite_and_reports_corruption() {
     let tmp = tempfile::tempdir().unwrap();

@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         eprintln!("nwc-vectors: writing {}: {e}", coverage_out.display());
         return ExitCode::FAILURE;
     }
-    let map = coverage::coverage(&clauses, &manifest);
+    let map = coverage::coverage(&coverage::corpus_clauses(&clauses), &manifest);
     let uncovered: Vec<&String> = map.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| k).collect();
     let unknown = coverage::unknown_citations(&clauses, &manifest);
     println!("coverage: {} clauses, {} without a vector -> {}", clauses.len(), uncovered.len(), coverage_out.display());

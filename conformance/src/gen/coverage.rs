@@ -55,6 +55,53 @@ pub fn spec_clauses(spec_dir: &Path) -> std::io::Result<Vec<Clause>> {
     Ok(out)
 }
 
+/// Chapters the matrix corpus does not cover, with the test folder that does. A checkpoint
+/// container (chapter 17) is a whole model folder, not a matrix: its clauses are exercised by the
+/// container's tests, and each is cited there as `spec N.M` (conformance/tests/coverage.rs checks
+/// that every such clause is cited in that folder).
+pub const SUITE_CHAPTERS: &[(&str, &str)] = &[("17", "container/tests")];
+
+/// The test folder covering `id`, if its chapter is one of [`SUITE_CHAPTERS`].
+pub fn suite_of(id: &str) -> Option<&'static str> {
+    let chapter = id.split('.').next().unwrap_or(id);
+    SUITE_CHAPTERS.iter().find(|(c, _)| *c == chapter).map(|(_, dir)| *dir)
+}
+
+/// The clauses the golden vectors must cover: every clause outside [`SUITE_CHAPTERS`].
+pub fn corpus_clauses(clauses: &[Clause]) -> Vec<Clause> {
+    clauses.iter().filter(|c| suite_of(&c.id).is_none()).cloned().collect()
+}
+
+/// Suite-chapter clauses (ids) that no `.rs` file of their test folder under `root` cites as
+/// `spec N.M`, any case (the next character not a digit or a dot followed by a digit).
+pub fn uncited_suite_clauses(root: &Path, clauses: &[Clause]) -> std::io::Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for c in clauses {
+        let Some(dir) = suite_of(&c.id) else { continue };
+        let mut text = String::new();
+        for entry in std::fs::read_dir(root.join(dir))? {
+            let path = entry?.path();
+            if path.extension().is_some_and(|x| x == "rs") {
+                text.push_str(&std::fs::read_to_string(&path)?.to_lowercase());
+            }
+        }
+        let needle = format!("spec {}", c.id);
+        let cited = text.match_indices(&needle).any(|(i, _)| {
+            let rest = &text[i + needle.len()..];
+            let mut chars = rest.chars();
+            match chars.next() {
+                Some(d) if d.is_ascii_digit() => false,
+                Some('.') => !chars.next().is_some_and(|d| d.is_ascii_digit()),
+                _ => true,
+            }
+        });
+        if !cited {
+            missing.push(c.id.clone());
+        }
+    }
+    Ok(missing)
+}
+
 /// Orders clause ids numerically ("9.2" < "13.1" < "13.10").
 pub fn clause_key(id: &str) -> Vec<u64> {
     id.split('.').map(|p| p.parse().unwrap_or(u64::MAX)).collect()
@@ -85,7 +132,8 @@ pub fn unknown_citations(clauses: &[Clause], manifest: &Manifest) -> Vec<(String
 }
 
 /// `docs/coverage.md`: one row per clause with its vector count and (up to 4) vector ids.
-pub fn render_markdown(clauses: &[Clause], manifest: &Manifest) -> String {
+pub fn render_markdown(all_clauses: &[Clause], manifest: &Manifest) -> String {
+    let clauses = &corpus_clauses(all_clauses)[..];
     let map = coverage(clauses, manifest);
     let uncovered = map.values().filter(|v| v.is_empty()).count();
     let mut s = String::new();
@@ -110,6 +158,16 @@ pub fn render_markdown(clauses: &[Clause], manifest: &Manifest) -> String {
             shown.push(format!("… {} more", ids.len() - 4));
         }
         s.push_str(&format!("| {} | {} | {} | {} |\n", c.id, c.title.replace('|', "\\|"), ids.len(), shown.join(", ")));
+    }
+    let suite: Vec<&Clause> = all_clauses.iter().filter(|c| suite_of(&c.id).is_some()).collect();
+    if !suite.is_empty() {
+        s.push_str("\n## Clauses covered by other test suites\n\n");
+        s.push_str("These chapters describe whole checkpoint folders, not single matrices; the listed test folder\n");
+        s.push_str("cites every clause as `spec N.M`, and `conformance/tests/coverage.rs` fails when one is not cited.\n\n");
+        s.push_str("| clause | title | tested in |\n|---|---|---|\n");
+        for c in suite {
+            s.push_str(&format!("| {} | {} | `{}` |\n", c.id, c.title.replace('|', "\\|"), suite_of(&c.id).unwrap_or("")));
+        }
     }
     s
 }

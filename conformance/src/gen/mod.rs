@@ -13,7 +13,7 @@ pub mod writer;
 
 use crate::manifest::{Kind, Manifest, Vector, CORPUS_VERSION};
 use cases::{Case, Input};
-use nwc_reference::{decode, encode, DecodeError, Elements, Encoding, FormatError, Mode, Weights};
+use nwc_reference::{decode, encode, DecodeError, Elements, Encoding, FormatError, Mode, Shape, Weights};
 use nwc_testkit::corrupt;
 use std::collections::BTreeMap;
 use std::io;
@@ -167,6 +167,44 @@ fn valid_vectors(w: &mut Writer, seed: u64, case: &Case, enc: &Encoding) -> io::
     Ok(out)
 }
 
+/// Spec 18: the rows [h, M) of a canonical encoding (h = block height), cut out without
+/// re-encoding. Valid, not canonical: the table is the whole matrix's (spec 18.3, 14.3).
+fn slice_vector(w: &mut Writer, seed: u64, case: &Case, enc: &Encoding) -> io::Result<Option<Vector>> {
+    let h = case.mode.layout.block_rows();
+    let (rows, cols) = (case.shape.rows, case.shape.cols);
+    if rows <= h {
+        return Ok(None);
+    }
+    let m = nwc_fast::slice::slice_rows(&enc.matrix, h, rows).unwrap_or_else(|e| panic!("slice of {}: {e}", case.name));
+    let start = (h * cols) as usize;
+    let input = match &case.input {
+        Input::Bf16(words) => Input::Bf16(words[start..].to_vec()),
+        Input::Fp8(bytes) => Input::Fp8(bytes[start..].to_vec()),
+    };
+    let sliced = Case {
+        name: format!("{}-rows{h}-{rows}", case.name),
+        shape: Shape::new(rows - h, cols),
+        input,
+        scale: case.scale.as_ref().map(|s| s[h as usize..].to_vec()),
+        quantized_from: None,
+        extra_clauses: Vec::new(),
+        example_matvecs: Vec::new(),
+        example_exp_of_rank: None,
+        mode: case.mode,
+        about: case.about.clone(),
+    };
+    let id = format!("valid-{}-{}", mode_tag(case.mode), sliced.name);
+    let about = format!("{}: rows {h}..{rows} of {} ({}) sliced without re-encoding", case.mode, case.shape, case.about);
+    let mut v = new_vector(id, Kind::Valid, case.mode.code(), rows - h, cols, about);
+    set_clauses(&mut v, ["18", "18.1", "18.2", "18.3", "18.4", "14.3", "14.4", "9.3", "12.1", "15.1"]);
+    let d = decode_checked(&sliced, &m, "slice");
+    let path = w.put(&mut v, "input", &sliced.input.le_bytes())?;
+    v.input = Some(path);
+    w.put_fields(&mut v, &m)?;
+    expect::write_results(w, &mut v, &d, &expect::standard_inputs(seed, rows - h, cols))?;
+    Ok(Some(v))
+}
+
 /// Rules 13.1 - 13.3 and truncated fields (13.4 here) cannot be parsed: malformed (manifest.rs).
 fn kind_of(rule: &str) -> Kind {
     match rule {
@@ -190,7 +228,9 @@ fn broken_vectors(w: &mut Writer, case: &Case, enc: &Encoding) -> io::Result<Vec
         let clause = FormatError::RULES.iter().find(|(r, _)| *r == c.rule).expect("known rule").1;
         let about = format!("{}: {} breaks {} (spec {clause}): {}", case.mode, case.shape, c.rule, c.what);
         let mut v = new_vector(id, kind, c.fields.mode_code(), m.shape.rows, m.shape.cols, about);
-        let mut clauses = vec!["13", clause, "13.21", "13.22", "1.3.2"];
+        // Every broken vector is hostile input for chapter 16: rejected before any output, with no
+        // out-of-bounds access, on the host before any accelerator sees it; fuzzing seeds start here.
+        let mut clauses = vec!["13", clause, "13.21", "13.22", "1.3.2", "16", "16.1", "16.2", "16.6", "16.7", "16.8"];
         clauses.extend(variants::rule_clauses(c.rule, m));
         set_clauses(&mut v, clauses);
         v.expected_error = Some(c.rule.to_owned());
@@ -230,6 +270,7 @@ pub fn generate(out: &Path, seed: u64, tier: Tier) -> io::Result<(Manifest, Summ
             let is_base = |s: &str| case.name.ends_with(s) || case.name.ends_with(&format!("{s}-scaled"));
             if VALID_BASES.iter().any(|s| is_base(s)) || (tier == Tier::Large && case.name.contains("-r")) {
                 vectors.extend(valid_vectors(&mut w, seed, case, &enc)?);
+                vectors.extend(slice_vector(&mut w, seed, case, &enc)?);
             }
             if is_base(BROKEN_BASE) || (tier == Tier::Large && base_shape == "1x1") {
                 vectors.extend(broken_vectors(&mut w, case, &enc)?);
