@@ -551,44 +551,22 @@ struct Reader2 {
         refill();
         return (b0 << 8) | (b1 << 16);
     }
-    // Two codes as a table entry (needs >= 12 real bits). OUTLINE: the rare slow path is a
-    // called function instead of inline code (smaller loop body, see docs/gpu.md).
-    template <bool FP8, bool OUTLINE = false>
+    // Two codes as a table entry (needs >= 12 real bits).
+    template <bool FP8>
     __device__ __forceinline__ u32 pair();
 };
 
-// The slow path as a real call: the reader state goes in and out by value (in registers).
-struct ReaderState2 {
-    u32 hi, lo, count, idx, e;
-};
-template <bool FP8, bool STAGED>
-__device__ __noinline__ ReaderState2 slow_pair_call2(const u32* words, u32 hi, u32 lo, u32 count, u32 idx, u32 e) {
-    Reader2<STAGED> r;
-    r.words = words; // generic pointer: shared or global, both load correctly here
-    r.hi = hi; r.lo = lo; r.count = count; r.idx = idx;
-    const u32 out = r.template slow_pair<FP8>(e);
-    ReaderState2 st = {r.hi, r.lo, r.count, r.idx, out};
-    return st;
-}
-
 template <bool STAGED>
-template <bool FP8, bool OUTLINE>
+template <bool FP8>
 __device__ __forceinline__ u32 Reader2<STAGED>::pair() {
-    {
-        u32 e = v2_pair[hi >> (32 - V2_WINDOW)];
-        if (e & LUT_PARTIAL) {
-            if (OUTLINE) {
-                const ReaderState2 st = slow_pair_call2<FP8, STAGED>(words, hi, lo, count, idx, e);
-                hi = st.hi; lo = st.lo; count = st.count; idx = st.idx; e = st.e;
-            } else {
-                e = slow_pair<FP8>(e);
-            }
-        } else {
-            drop(e);
-            count -= e; // only the low byte matters; e's length byte is <= 12
-        }
-        return e;
+    u32 e = v2_pair[hi >> (32 - V2_WINDOW)];
+    if (e & LUT_PARTIAL) {
+        e = slow_pair<FP8>(e);
+    } else {
+        drop(e);
+        count -= e; // only the low byte matters; e's length byte is <= 12
     }
+    return e;
 }
 
 template <bool STAGED>
@@ -710,7 +688,7 @@ __device__ __forceinline__ void raw_row2(const u8* buf, int i, u32 lane, u32 (&q
 
 // Spec 15.4.3-4, layout 0: lane partial of row i of a block (stream order, fma from +0), halving
 // tree over the 32 lanes, part[i].
-template <bool FP8, bool STAGED, bool OUTLINE>
+template <bool FP8, bool STAGED>
 __device__ __forceinline__ void row_partial2(Reader2<STAGED>& s, const u8* buf, int i, const float (&xv)[16], u32 lane,
                                              float* part) {
     u32 q[4];
@@ -721,7 +699,7 @@ __device__ __forceinline__ void row_partial2(Reader2<STAGED>& s, const u8* buf, 
         // Refill before even pairs: > 32 real bits cover two pairs of <= 12 bits (the slow path
         // refills itself and leaves > 32 too). p is a constant once unrolled.
         if (p % 2 == 0) s.refill();
-        const u32 e = s.template pair<FP8, OUTLINE>();
+        const u32 e = s.template pair<FP8>();
         acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
         acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
     }
@@ -730,17 +708,18 @@ __device__ __forceinline__ void row_partial2(Reader2<STAGED>& s, const u8* buf, 
     if (lane == 0) part[i] = acc;
 }
 
-// The 8 rows of a block. Code-size variants (same results): VAR 2 unrolls the row loop twice
-// with the slow path inline, VAR 4 does not unroll, VAR 5 also calls the slow path out of line.
+// The 8 rows of a block. Variants (same results, docs/gpu.md): VAR 2 unrolls the row loop twice
+// and double-buffers the copies; VAR 6 (the default) does not unroll and keeps one copy buffer
+// per warp (pipeline2, NB = 1), so three CTAs fit an SM.
 template <bool FP8, bool STAGED, int VAR>
 __device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* buf, const float (&xv)[16], u32 lane,
                                                float* part) {
     if constexpr (VAR == 2) {
 #pragma unroll 2
-        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED, false>(s, buf, i, xv, lane, part);
+        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED>(s, buf, i, xv, lane, part);
     } else {
 #pragma unroll 1
-        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED, VAR == 5>(s, buf, i, xv, lane, part);
+        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED>(s, buf, i, xv, lane, part);
     }
 }
 
@@ -770,10 +749,41 @@ __device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* buf, 
 // warp copies block r + 1 while it decodes block r, and loads block r + 2's header byte and
 // offset (the copy of r + 2 needs them) while it decodes block r. `work(r, rb, cb, buf, start)`
 // decodes; `after(r)` runs once per step on every thread (the matvec's barriers).
-template <bool FP8, class Blk, class Work, class After>
+// NB = 1 (version 6): one buffer per warp, so three CTAs fit an SM instead of two; block r + 1 is
+// copied after block r is decoded (call 2 measured no gain from the overlap, docs/gpu.md).
+template <bool FP8, int NB, class Blk, class Work, class After>
 __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __restrict__ data, const u32* __restrict__ bases,
                                           const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,
                                           Blk blk, Work work, After after) {
+    if constexpr (NB == 1) {
+        u64 rb = 0, cb = 0;
+        u32 words = 0, base = 0;
+        bool ok = steps > 0 && blk(0, rb, cb);
+        if (ok) {
+            const u64 b = rb * g.col_blocks + cb;
+            words = hdr[b * 32 + lane];
+            base = bases[b];
+        }
+        for (u64 r = 0; r < steps; r++) {
+            Start2 st = {0, false};
+            __syncwarp(); // every lane is done with the buffer (block r - 1)
+            if (ok) st = issue2<FP8>(mybuf, data, low, g, rb, cb, lane, words, base);
+            cp_commit();
+            u64 rb2 = 0, cb2 = 0;
+            const bool ok2 = r + 1 < steps && blk(r + 1, rb2, cb2);
+            if (ok2) {
+                const u64 b = rb2 * g.col_blocks + cb2;
+                words = hdr[b * 32 + lane];
+                base = bases[b];
+            }
+            cp_wait<0>();
+            __syncwarp();
+            if (ok) work(r, rb, cb, mybuf, st);
+            after(r);
+            rb = rb2; cb = cb2; ok = ok2;
+        }
+        return;
+    }
     u64 rb_n = 0, cb_n = 0; // block of the step whose meta is in (words, base)
     u32 words = 0, base = 0;
     bool ok_n = steps > 0 && blk(0, rb_n, cb_n);
@@ -870,11 +880,12 @@ __device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bas
             else reinterpret_cast<float*>(y)[row] = v;
         }
     };
-    pipeline2<FP8>(v2_dyn + warp * 2 * V2Buf<FP8>::BYTES, rounds * my_rbs, data, bases, hdr, low, g, lane, blk, work, after);
+    constexpr int NB = VAR == 6 ? 1 : 2;
+    pipeline2<FP8, NB>(v2_dyn + warp * NB * V2Buf<FP8>::BYTES, rounds * my_rbs, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
 #define NWC_MATVEC2(NAME, FP8, XBF16, VAR)                                                                    \
-    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 2)                                               \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, VAR == 6 ? 3 : 2)                                \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, const float* scale, \
              const void* x, const float* bias, void* y, int out_bf16, Geo g) {                               \
         matvec2<FP8, XBF16, VAR>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                  \
@@ -883,18 +894,14 @@ NWC_MATVEC2(nwc_matvec2_bf16_l0_xf32, false, false, 2)
 NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true, 2)
 NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false, 2)
 NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true, 2)
-NWC_MATVEC2(nwc_matvec4_bf16_l0_xf32, false, false, 4)
-NWC_MATVEC2(nwc_matvec4_bf16_l0_xbf16, false, true, 4)
-NWC_MATVEC2(nwc_matvec4_fp8_l0_xf32, true, false, 4)
-NWC_MATVEC2(nwc_matvec4_fp8_l0_xbf16, true, true, 4)
-NWC_MATVEC2(nwc_matvec5_bf16_l0_xf32, false, false, 5)
-NWC_MATVEC2(nwc_matvec5_bf16_l0_xbf16, false, true, 5)
-NWC_MATVEC2(nwc_matvec5_fp8_l0_xf32, true, false, 5)
-NWC_MATVEC2(nwc_matvec5_fp8_l0_xbf16, true, true, 5)
+NWC_MATVEC2(nwc_matvec6_bf16_l0_xf32, false, false, 6)
+NWC_MATVEC2(nwc_matvec6_bf16_l0_xbf16, false, true, 6)
+NWC_MATVEC2(nwc_matvec6_fp8_l0_xf32, true, false, 6)
+NWC_MATVEC2(nwc_matvec6_fp8_l0_xbf16, true, true, 6)
 
 // Spec 15.2, layout 0, version 2: warp steps over blocks b = first + r * (all warps of the grid);
 // a pair of codes becomes one output word [raw t, coded t, raw t+1, coded t+1] by one permute.
-template <bool FP8>
+template <bool FP8, int NB>
 __device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                          const u32* __restrict__ lut, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
     extern __shared__ __align__(16) u8 v2_dyn[];
@@ -920,16 +927,18 @@ __device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ ba
             rows_dequant2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, lane, lane_in, nrows, dst, g.k16);
     };
     auto after = [](u64) {};
-    pipeline2<FP8>(v2_dyn + warp * 2 * V2Buf<FP8>::BYTES, steps, data, bases, hdr, low, g, lane, blk, work, after);
+    pipeline2<FP8, NB>(v2_dyn + warp * NB * V2Buf<FP8>::BYTES, steps, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
-#define NWC_DEQUANT2(NAME, FP8)                                                                               \
-    extern "C" __global__ void __launch_bounds__(NWC_THREADS, 2)                                               \
+#define NWC_DEQUANT2(NAME, FP8, NB, MINB)                                                                     \
+    extern "C" __global__ void __launch_bounds__(NWC_THREADS, MINB)                                            \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, u16* out, Geo g) { \
-        dequant2<FP8>(data, bases, hdr, lut, low, out, g);                                                     \
+        dequant2<FP8, NB>(data, bases, hdr, lut, low, out, g);                                                 \
     }
-NWC_DEQUANT2(nwc_dequant2_bf16_l0, false)
-NWC_DEQUANT2(nwc_dequant2_fp8_l0, true)
+NWC_DEQUANT2(nwc_dequant2_bf16_l0, false, 2, 2)
+NWC_DEQUANT2(nwc_dequant2_fp8_l0, true, 2, 2)
+NWC_DEQUANT2(nwc_dequant6_bf16_l0, false, 1, 3)
+NWC_DEQUANT2(nwc_dequant6_fp8_l0, true, 1, 3)
 
 // ---------------------------------------------------------------------------------------------
 // Baseline for the benchmark only (not part of the format): a plain fp8 e4m3 weight-only matvec,

@@ -8,7 +8,7 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 pub const SOURCE: &str = include_str!("../kernels/nwc.cu");
 
 /// Every entry point of [`SOURCE`] the crate launches.
-pub const KERNELS: [&str; 27] = [
+pub const KERNELS: [&str; 25] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -28,14 +28,12 @@ pub const KERNELS: [&str; 27] = [
     "nwc_dequant2_bf16_l0",
     "nwc_dequant2_fp8_l0",
     "fp8_native_matvec",
-    "nwc_matvec4_bf16_l0_xf32",
-    "nwc_matvec4_bf16_l0_xbf16",
-    "nwc_matvec4_fp8_l0_xf32",
-    "nwc_matvec4_fp8_l0_xbf16",
-    "nwc_matvec5_bf16_l0_xf32",
-    "nwc_matvec5_bf16_l0_xbf16",
-    "nwc_matvec5_fp8_l0_xf32",
-    "nwc_matvec5_fp8_l0_xbf16",
+    "nwc_matvec6_bf16_l0_xf32",
+    "nwc_matvec6_bf16_l0_xbf16",
+    "nwc_matvec6_fp8_l0_xf32",
+    "nwc_matvec6_fp8_l0_xbf16",
+    "nwc_dequant6_bf16_l0",
+    "nwc_dequant6_fp8_l0",
 ];
 
 /// Version 2 kernels take dynamic shared memory: two buffers per warp of the block's raw plane
@@ -46,15 +44,14 @@ pub const fn v2_warp_smem(fp8: bool) -> u32 {
 }
 
 /// The version 2 kernels (they need the dynamic shared memory limit raised).
-pub const V2_KERNELS: [&str; 14] = [
-    "nwc_matvec4_bf16_l0_xf32",
-    "nwc_matvec4_bf16_l0_xbf16",
-    "nwc_matvec4_fp8_l0_xf32",
-    "nwc_matvec4_fp8_l0_xbf16",
-    "nwc_matvec5_bf16_l0_xf32",
-    "nwc_matvec5_bf16_l0_xbf16",
-    "nwc_matvec5_fp8_l0_xf32",
-    "nwc_matvec5_fp8_l0_xbf16",
+pub const V2_KERNELS: [&str; 12] = [
+    "nwc_matvec6_bf16_l0_xf32",
+    "nwc_matvec6_bf16_l0_xbf16",
+    "nwc_matvec6_fp8_l0_xf32",
+    "nwc_matvec6_fp8_l0_xbf16",
+    "nwc_dequant6_bf16_l0",
+    "nwc_dequant6_fp8_l0",
+
 
     "nwc_matvec2_bf16_l0_xf32",
     "nwc_matvec2_bf16_l0_xbf16",

@@ -12,6 +12,7 @@ pub mod baseline;
 pub mod conform;
 pub mod gpu;
 pub mod kernels;
+pub mod level2;
 pub mod matrix;
 
 pub use gpu::Gpu;

@@ -64,12 +64,10 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 2 (default, docs/gpu.md "version 2"), 1 (the first version,
-    /// kept for side-by-side timing; `NWC_KERNEL=1` at upload selects it too) or 3 (version 2
-    /// waiting for each block's copy before decoding it, i.e. without prefetch; timing only), 4
-    /// or 5 (version 2 code-size variants: row loop not unrolled; and the slow path called out
-    /// of line). `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1
-    /// always runs version 1.
+    /// Which kernels layout 0 uses: 6 (default: version 2 kernels with one copy buffer per warp,
+    /// docs/gpu.md), 2 (version 2 with two buffers), 3 (version 2 waiting for each block's copy
+    /// before decoding it; timing only) or 1 (the first version, kept for side-by-side timing).
+    /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 always runs version 1.
     pub kernel_version: u8,
 }
 
@@ -139,9 +137,9 @@ impl GpuMatrix {
             stored_bytes,
             kernel_version: match std::env::var("NWC_KERNEL").as_deref() {
                 Ok("1") => 1,
-                Ok("4") => 4,
-                Ok("5") => 5,
-                _ => 2,
+                Ok("2") => 2,
+                Ok("3") => 3,
+                _ => 6,
             },
         })
     }
@@ -198,7 +196,9 @@ impl GpuMatrix {
 
     /// Dynamic shared memory of a version 2 CTA of `threads` threads.
     fn v2_smem(&self, threads: u32) -> u32 {
-        threads / 32 * v2_warp_smem(self.mode.elem == ElemType::Fp8E4m3)
+        let double = threads / 32 * v2_warp_smem(self.mode.elem == ElemType::Fp8E4m3);
+        // Version 6 keeps one copy buffer per warp instead of two.
+        if self.kernel_version == 6 { double / 2 } else { double }
     }
 
     /// A persistent grid: as many CTAs of `threads` as fit on the device at once, at most `ctas`.
@@ -210,7 +210,9 @@ impl GpuMatrix {
     /// Spec 15.2, version 2 (layout 0): one warp per block.
     fn dequant2(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
-        let name = if self.mode.elem == ElemType::Bf16 { "nwc_dequant2_bf16_l0" } else { "nwc_dequant2_fp8_l0" };
+        let v = if self.kernel_version == 6 { 6 } else { 2 };
+        let name = if self.mode.elem == ElemType::Bf16 { format!("nwc_dequant{v}_bf16_l0") } else { format!("nwc_dequant{v}_fp8_l0") };
+        let name = name.as_str();
         let blocks = self.geo.row_blocks * self.geo.col_blocks;
         let smem = self.v2_smem(THREADS);
         let grid = self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?;
@@ -360,7 +362,7 @@ impl GpuMatrix {
         let v2 = self.v2();
         let name = match (v2, self.kernel_version) {
             (false, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
-            (true, v @ (4 | 5)) => format!("nwc_matvec{v}_{}_{xname}", self.suffix()),
+            (true, 6) => format!("nwc_matvec6_{}_{xname}", self.suffix()),
             (true, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
         };
         let f = self.gpu.function(&name);

@@ -1,0 +1,94 @@
+//! Spec 19: the bounded (tensor-core) matvec class. [`bound`] computes B of spec 19.3 for one
+//! output, [`check_f32`] and [`check_bf16`] decide spec 19.4. No device is needed: a test feeds
+//! them a result computed in another order and the canonical one from the reference.
+
+/// Spec 19.3: g(j, u) = j·u / (1 − j·u).
+fn g(j: f64, u: f64) -> f64 {
+    j * u / (1.0 - j * u)
+}
+
+const U_IMPL: f64 = 1.0 / (1u64 << 22) as f64; // 2^-22
+const U_CANON: f64 = 1.0 / (1u64 << 24) as f64; // 2^-24
+const TWO_M123: f64 = 9.403954806578300e-38; // 2^-123
+/// 2^128 (1 − 2^-25): f32 values at or above this round to infinity (spec 19.2).
+const F32_OVERFLOW: f64 = 3.4028235677973366e38;
+
+/// Spec 19.3/19.2: the bound B for one output from its K weights (f32, FP8 unscaled), its K
+/// activations, the row's FP8 scale (None for BF16) and its bias (None: 0). None when the output
+/// lies outside the domain of 19.2 (K > 2^21 − 1, a non-finite input, or possible overflow).
+/// Evaluated in f64 and enlarged by (K + 16)·2^-52, more than the f64 rounding of the sums.
+pub fn bound(weights: &[f32], x: &[f32], scale: Option<f32>, bias: Option<f32>) -> Option<f64> {
+    assert_eq!(weights.len(), x.len(), "one activation per weight");
+    let k = weights.len() as f64;
+    if (k + 1.0) * U_IMPL > 0.5 {
+        return None;
+    }
+    let s = f64::from(scale.unwrap_or(1.0));
+    let b = f64::from(bias.unwrap_or(0.0));
+    if !s.is_finite() || !b.is_finite() || weights.iter().chain(x).any(|v| !v.is_finite()) {
+        return None;
+    }
+    // |w·x| is exact in f64 (at most 8 + 24 significant bits); the sum rounds at most K times.
+    let sum_abs: f64 = weights.iter().zip(x).map(|(&w, &v)| (f64::from(w) * f64::from(v)).abs()).sum();
+    let a = s.abs() * sum_abs + b.abs();
+    let a_wide = s.abs().max(1.0) * sum_abs + b.abs();
+    if (1.0 + g(k + 1.0, U_IMPL)) * a_wide >= F32_OVERFLOW {
+        return None;
+    }
+    let eps = g(k + 1.0, U_IMPL) + g(k + 1.0, U_CANON);
+    let eta = (k + 1.0) * TWO_M123 * s.abs().max(1.0);
+    Some((eps * a + eta) * (1.0 + (k + 16.0) * f64::EPSILON))
+}
+
+/// Spec 19.4, f32 output: |y − y_c| ≤ B.
+pub fn check_f32(y: f32, y_c: f32, b: f64) -> bool {
+    y.is_finite() && y_c.is_finite() && (f64::from(y) - f64::from(y_c)).abs() <= b
+}
+
+/// BF16 words in order of value: -0 and +0 map to 0, negatives below.
+fn ordered(word: u16) -> i32 {
+    let mag = i32::from(word & 0x7FFF);
+    if word & 0x8000 != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+fn unordered(o: i32) -> u16 {
+    if o < 0 {
+        0x8000 | (-o) as u16
+    } else {
+        o as u16
+    }
+}
+
+fn bf16_value(word: u16) -> f64 {
+    f64::from(f32::from_bits(u32::from(word) << 16))
+}
+
+/// Spec 19.4/19.6, BF16 output: `word` is the RNE rounding of some real within B of y_c, i.e. the
+/// interval of reals that round to `word` (bounded by the midpoints to its neighbours; closed
+/// when its last mantissa bit is 0, since ties go to even) meets [y_c − B, y_c + B]. Infinite
+/// and NaN words never pass (the domain excludes overflow).
+pub fn check_bf16(word: u16, y_c: f32, b: f64) -> bool {
+    let v = bf16_value(word);
+    if !v.is_finite() || !y_c.is_finite() {
+        return false;
+    }
+    let o = ordered(word);
+    // Past the largest finite BF16 the neighbour is ±2^128 (where rounding overflows).
+    let neighbour = |o: i32, sign: f64| {
+        let n = bf16_value(unordered(o));
+        if n.is_finite() { n } else { sign * 2f64.powi(128) }
+    };
+    let lower = (neighbour(o - 1, -1.0) + v) / 2.0;
+    let upper = (neighbour(o + 1, 1.0) + v) / 2.0;
+    let closed = word & 1 == 0;
+    let (lo_ok, hi_ok) = if closed {
+        (lower <= f64::from(y_c) + b, upper >= f64::from(y_c) - b)
+    } else {
+        (lower < f64::from(y_c) + b, upper > f64::from(y_c) - b)
+    };
+    lo_ok && hi_ok
+}
