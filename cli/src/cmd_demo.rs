@@ -104,7 +104,10 @@ pub fn run(reps: usize) -> Result<(), CliError> {
     } else {
         "release build"
     };
-    println!("codec: nwc-reference (written for clarity, not speed), single thread, best of {reps} runs, {build}");
+    println!(
+        "codecs: nwc-reference (written for clarity, not speed, one thread) and nwc-fast ({} threads), best of {reps} runs, {build}",
+        rayon::current_num_threads()
+    );
     println!(
         "throughput: MB/s of BF16 input ({} bytes) per second\n",
         SAMPLE.len()
@@ -119,8 +122,8 @@ pub fn run(reps: usize) -> Result<(), CliError> {
     );
 
     println!(
-        "{:<13} {:>12} {:>8} {:>9} {:>8} {:>12} {:>12}  round trip",
-        "mode", "stored bytes", "vs BF16", "vs input", "escapes", "encode MB/s", "decode MB/s"
+        "{:<13} {:>12} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}  round trip",
+        "mode", "stored bytes", "vs BF16", "vs input", "escapes", "ref enc", "ref dec", "fast enc", "fast dec"
     );
     for mode in Mode::ALL {
         let (weights, mode_scales) = match mode.elem {
@@ -133,6 +136,18 @@ pub fn run(reps: usize) -> Result<(), CliError> {
         let (t_dec, dec) = best_of(reps, || decode(&enc.matrix));
         let dec =
             dec.map_err(|e| failure(format!("{mode}: decoding our own encoding failed: {e}")))?;
+        // The fast codec must be byte-identical to the reference (its own tests and fuzzing check
+        // that in general; the demo checks it on real weights).
+        let (t_fenc, fenc) = best_of(reps, || nwc_fast::encode(mode, shape, weights));
+        let mut fenc = fenc.map_err(|e| failure(format!("{mode}: fast encode failed: {e}")))?;
+        fenc.matrix.scale = enc.matrix.scale.clone();
+        if fenc.matrix != enc.matrix {
+            return Err(failure(format!("{mode}: the fast encoder differs from the reference")));
+        }
+        let (t_fdec, fdec) = best_of(reps, || nwc_fast::decode(&enc.matrix));
+        if fdec.map_err(|e| failure(format!("{mode}: fast decode failed: {e}")))? != dec {
+            return Err(failure(format!("{mode}: the fast decoder differs from the reference")));
+        }
         let exact = match (&dec.elements, weights) {
             (Elements::Bf16(got), Weights::Bf16(want)) => got == want,
             (Elements::Fp8(got), Weights::Fp8(want)) => got == want,
@@ -152,7 +167,7 @@ pub fn run(reps: usize) -> Result<(), CliError> {
         let stored = stored_bytes(&enc, mode_scales);
         let input = n * mode.elem.input_bytes();
         println!(
-            "{:<13} {:>12} {:>8.4} {:>9.4} {:>8} {:>12.1} {:>12.1}  {check}",
+            "{:<13} {:>12} {:>8.4} {:>9.4} {:>8} {:>9.1} {:>9.1} {:>9.1} {:>9.1}  {check}",
             mode.to_string(),
             stored,
             stored as f64 / (2 * n) as f64,
@@ -160,9 +175,12 @@ pub fn run(reps: usize) -> Result<(), CliError> {
             enc.escapes,
             mb_per_s(SAMPLE.len(), t_enc),
             mb_per_s(SAMPLE.len(), t_dec),
+            mb_per_s(SAMPLE.len(), t_fenc),
+            mb_per_s(SAMPLE.len(), t_fdec),
         );
     }
-    println!("\nstored bytes: every field (data, bases, hdr, lut, low, and the fp8 scales)");
+    println!("\nenc/dec: MB/s of BF16 input; fast = nwc-fast, byte-identical to the reference (checked above)");
+    println!("stored bytes: every field (data, bases, hdr, lut, low, and the fp8 scales)");
     println!("vs input: BF16 for bf16 modes, the fp8 matrix for fp8 modes");
     println!("layout 0 codes each row in 512-column blocks (spec 7), so K = 384 carries 128 filler codes per row; layout 1 pads K to 32 (spec 8)");
     Ok(())
