@@ -1,6 +1,6 @@
 //! A speed baseline for the benchmark, not part of the format: an uncompressed fp8 e4m3
 //! weight-only matvec (1 byte per weight, row stride K16, one f32 scale per row), the kernel
-//! `fp8_native_matvec` in kernels/nwc.cu. It shows what the fused FP8 path has to beat.
+//! `fp8_native_matvec` in kernels/fp8_native.cu. It shows what the fused FP8 path has to beat.
 
 use crate::gpu::Gpu;
 use crate::kernels::THREADS;

@@ -4,8 +4,14 @@
 use crate::GpuError;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
-/// `kernels/nwc.cu`, compiled at run time.
-pub const SOURCE: &str = include_str!("../kernels/nwc.cu");
+/// The kernels, compiled at run time as one translation unit: `kernels/nwc.cu` (version 1 and
+/// the shared helpers), `kernels/nwc_v2.cu` (version 2) and `kernels/fp8_native.cu` (the bench's
+/// uncompressed fp8 baseline).
+pub const SOURCE: &str = concat!(
+    include_str!("../kernels/nwc.cu"),
+    include_str!("../kernels/nwc_v2.cu"),
+    include_str!("../kernels/fp8_native.cu"),
+);
 
 /// Every entry point of [`SOURCE`] the crate launches.
 pub const KERNELS: [&str; 25] = [

@@ -9,7 +9,7 @@ fn g(j: f64, u: f64) -> f64 {
 
 const U_IMPL: f64 = 1.0 / (1u64 << 22) as f64; // 2^-22
 const U_CANON: f64 = 1.0 / (1u64 << 24) as f64; // 2^-24
-const TWO_M123: f64 = 9.403954806578300e-38; // 2^-123
+const TWO_M123: f64 = 9.403_954_806_578_3e-38; // 2^-123
 /// 2^128 (1 − 2^-25): f32 values at or above this round to infinity (spec 19.2).
 const F32_OVERFLOW: f64 = 3.4028235677973366e38;
 

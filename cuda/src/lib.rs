@@ -5,7 +5,7 @@
 //! (spec 15.2), gather rows (spec 15.3) and the fused matvec `y = scale * (W x) + bias` in the
 //! canonical accumulation order (spec 15.4), bit-exact with `nwc-reference`.
 //!
-//! Kernels live in `kernels/nwc.cu` and are compiled by NVRTC at run time for the device's
+//! Kernels live in `kernels/*.cu` (see [`kernels::SOURCE`]) and are compiled by NVRTC at run time for the device's
 //! architecture, once per process and device ([`Gpu::get`]).
 
 pub mod baseline;
@@ -26,8 +26,8 @@ pub enum GpuError {
     NoDevice(String),
     #[error("CUDA driver error: {0}")]
     Driver(#[from] cudarc::driver::DriverError),
-    /// NVRTC is missing or rejected `kernels/nwc.cu` (the log is included).
-    #[error("NVRTC could not compile kernels/nwc.cu: {0}")]
+    /// NVRTC is missing or rejected the kernel source (the log is included).
+    #[error("NVRTC could not compile kernels/*.cu: {0}")]
     Compile(String),
     /// The host-side validation (spec 13) rejected the matrix; it never reached the device.
     #[error("matrix rejected before upload: {0}")]

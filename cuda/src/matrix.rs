@@ -226,7 +226,7 @@ impl GpuMatrix {
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name));
         b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&out_ptr).arg(&geo);
-        // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc.cu; every pointer is a live
+        // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc_v2.cu; every pointer is a live
         // allocation of this matrix (data and low padded by the spec 9.3/9.4 slacks); `out` holds
         // M * K16 words (asserted by the caller); the matrix passed the validity rules on upload.
         unsafe { b.launch(cfg) }?;
@@ -390,7 +390,7 @@ impl GpuMatrix {
             let y_ptr = y + col * m * y_elem;
             let mut b = s.launch_builder(f);
             b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16).arg(&geo);
-            // SAFETY: the argument list matches NWC_MATVEC and NWC_MATVEC2 in kernels/nwc.cu; matrix pointers are
+            // SAFETY: the argument list matches NWC_MATVEC (kernels/nwc.cu) and NWC_MATVEC2 (kernels/nwc_v2.cu); matrix pointers are
             // live allocations padded by the spec 9.3/9.4 slacks; x_ptr points at Kp activations
             // (vector `col` of a batch x Kp buffer, length checked above); bias has M values or is
             // null; the caller of matvec_raw guarantees `y` holds batch x M outputs of `kind`

@@ -1,7 +1,9 @@
 //! Spec 19 (bounded matvec class) without a device: results computed in other orders than the
 //! canonical one (reversed, pairwise, grouped with aligned truncation like a matrix unit) must lie
 //! within the bound B of the reference's canonical result, some of them must differ from it (so
-//! the test can see a reordering), and a result just past B must fail.
+//! the test can see a reordering), and a result just past B must fail. It exercises spec 19.1
+//! (what the bounded class allows), spec 19.3 (the bound B, computed by `bound`) and spec 19.4
+//! (the requirement, decided by `check_f32`/`check_bf16`), checking outputs as spec 19.6 prescribes.
 
 use nwc_cuda::level2::{bound, check_bf16, check_f32};
 use nwc_reference::{decode, encode, quantize_fp8, Mode, Shape, Weights};
@@ -96,7 +98,7 @@ fn run(case: &Case, seed: u64) -> (usize, usize) {
         encode(Mode::BF16_L0, shape, Weights::Bf16(&words)).unwrap().matrix
     };
     let dec = decode(&enc).unwrap();
-    let k16 = dec.row_stride();
+    let k16 = dec.row_stride() as usize;
     let deq = dec.dequant();
     // BF16 activations (spec 19.2), with a wide exponent range so that sums cancel.
     let x: Vec<f32> = (0..k).map(|_| widen(rng.bf16(4.0, 12.0))).collect();
