@@ -4,6 +4,8 @@
 //! exit 0 or 3 (never a crash), a named error on stderr, no output file after a failure, no
 //! temporary files left behind, and every run within a fixed time.
 
+mod common;
+
 use nwc_reference::Shape;
 use nwc_testkit::gen::{le_bytes, Dist, Generator};
 use std::fs;
@@ -79,29 +81,8 @@ fn encoded_dir(tmp: &Path, elem: &str, layout: u8, quantize: bool) -> PathBuf {
     let raw = tmp.join(format!("{name}.raw"));
     fs::write(&raw, input).unwrap();
     let dir = tmp.join(&name);
-    let (l, m, k) = (
-        layout.to_string(),
-        shape.rows.to_string(),
-        shape.cols.to_string(),
-    );
-    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
-        &"encode",
-        &"--elem",
-        &elem,
-        &"--layout",
-        &l,
-        &"--rows",
-        &m,
-        &"--cols",
-        &k,
-    ];
-    if quantize {
-        args.push(&"--quantize-from-bf16");
-    }
-    args.push(&raw);
-    args.push(&dir);
-    let r = nwc(&args);
-    assert_eq!(r.code, 0, "encode: {}", r.stderr);
+    let extra: &[&str] = if quantize { &["--quantize-from-bf16"] } else { &[] };
+    common::encode_ok(elem, layout, shape, &raw, &dir, extra);
     dir
 }
 

@@ -55,6 +55,37 @@ pub(crate) fn sha256_file(path: &Path) -> Result<String, String> {
     Ok(Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect())
 }
 
+/// Downloads the pinned wheel `package` from PyPI into `dir` (no dependencies) unless a file whose
+/// name starts with `file_prefix` is already there, and checks its SHA-256. Returns its path.
+pub(crate) fn download_wheel(package: &str, dir: &Path, file_prefix: &str, sha256: &str) -> Result<PathBuf, String> {
+    let find = || -> Result<Option<PathBuf>, String> {
+        Ok(std::fs::read_dir(dir)
+            .map_err(|e| format!("read {}: {e}", dir.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(file_prefix)) && p.extension().is_some_and(|x| x == "whl")))
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    let wheel = match find()? {
+        Some(w) => w,
+        None => {
+            let status = Command::new("python3")
+                .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", package, "-d"])
+                .arg(dir)
+                .status()
+                .map_err(|e| format!("run pip: {e}"))?;
+            if !status.success() {
+                return Err(format!("pip download {package} failed ({status})"));
+            }
+            find()?.ok_or_else(|| format!("no {file_prefix} wheel after pip download"))?
+        }
+    };
+    let digest = sha256_file(&wheel)?;
+    if digest != sha256 {
+        return Err(format!("{} has sha256 {digest}, expected {sha256}", wheel.display()));
+    }
+    Ok(wheel)
+}
+
 /// Downloads (once) and unpacks the wheel; returns the path of `nwc_ops.so`.
 pub fn fetch() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("NWC_PEER_LIB") {
@@ -65,24 +96,7 @@ pub fn fetch() -> Result<PathBuf, String> {
     if so.exists() {
         return Ok(so);
     }
-    std::fs::create_dir_all(&cache).map_err(|e| format!("create {}: {e}", cache.display()))?;
-    let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", PACKAGE, "-d"])
-        .arg(&cache)
-        .status()
-        .map_err(|e| format!("run pip: {e}"))?;
-    if !status.success() {
-        return Err(format!("pip download {PACKAGE} failed ({status})"));
-    }
-    let wheel = std::fs::read_dir(&cache)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or("no wheel after pip download")?;
-    let digest = sha256_file(&wheel)?;
-    if digest != WHEEL_SHA256 {
-        return Err(format!("{} has sha256 {digest}, expected {WHEEL_SHA256}", wheel.display()));
-    }
+    let wheel = download_wheel(PACKAGE, &cache, "neural_weight_compression-0.10.1", WHEEL_SHA256)?;
     let status = Command::new("python3")
         .args(["-m", "zipfile", "-e"])
         .arg(&wheel)

