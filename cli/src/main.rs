@@ -8,9 +8,11 @@ mod cmd_decode;
 mod cmd_demo;
 mod cmd_encode;
 mod cmd_info;
-mod error;
 mod model_cmds;
-mod store;
+
+// The directory reader and the error type live in the library target (src/lib.rs), shared with
+// the fuzz target `cli_readers`; these imports keep `crate::error` and `crate::store` paths working.
+use nwc_cli::{error, store};
 
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use nwc_reference::{ElemType, Layout, Mode, Shape};
