@@ -26,7 +26,7 @@ pub fn f32_to_fp8_rne(v: f32) -> u8 {
     } else if e == -6 && n < 8 {
         n as u8 // subnormal: exponent field 0, mantissa n
     } else if n == 16 {
-        (((e + 1 + 7) as u8) << 3) | 0 // rounded up into the next binade
+        ((e + 1 + 7) as u8) << 3 // rounded up into the next binade, mantissa 0
     } else {
         (((e + 7) as u8) << 3) | (n - 8) as u8
     };
