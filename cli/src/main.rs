@@ -1,8 +1,10 @@
-//! `nwc`: encode, decode, inspect and demo NWC format 10 weight matrices with the reference codec.
+//! `nwc`: NWC format 10 weight matrices (encode, decode, info, demo) and whole model checkpoints
+//! (compress, decompress, verify, inspect, slice).
 //!
 //! Exit status: 0 ok, 1 the output could not be written, 2 usage error, 3 invalid input (bad
 //! sizes, truncated or missing files, shapes over the limits, NaN in fp8 input, any validity rule
-//! of spec 13). Errors go to stderr and name the broken rule and the file.
+//! of spec 13), 4 `verify` found a mismatch. Errors go to stderr and name the broken rule and the
+//! file.
 
 mod cmd_decode;
 mod cmd_demo;

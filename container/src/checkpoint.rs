@@ -160,6 +160,22 @@ impl Checkpoint {
 
     /// Spec 17.7: the stored fields of matrix `id`, exactly as stored (slacks and all); the
     /// decoder's validation (spec 13) decides whether they are a valid matrix.
+    /// Loads one matrix and decodes it with the fast decoder, which checks every rule of spec 13
+    /// (a broken rule is reported with the file, the matrix id and the tensors using it, 17.10).
+    pub fn decoded_matrix(&self, entry: &WeightEntry) -> Result<nwc_reference::DecodedMatrix> {
+        self.decode(entry, &self.matrix(entry)?)
+    }
+
+    /// Decodes matrix `m`, loaded from `entry`, as [`Checkpoint::decoded_matrix`] does.
+    pub fn decode(&self, entry: &WeightEntry, m: &EncodedMatrix) -> Result<nwc_reference::DecodedMatrix> {
+        nwc_fast::decode(m).map_err(|source| ContainerError::Matrix {
+            file: self.dir.join("model.safetensors"),
+            id: entry.id,
+            names: self.names_of(entry.id),
+            source,
+        })
+    }
+
     pub fn matrix(&self, entry: &WeightEntry) -> Result<EncodedMatrix> {
         let id = entry.id;
         let mode = entry_mode(entry).ok_or_else(|| ContainerError::Unsupported {

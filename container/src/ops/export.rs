@@ -21,13 +21,7 @@ fn decode_all(ck: &Checkpoint, progress: Progress) -> Result<HashMap<u64, Decode
     entries
         .par_iter()
         .map(|e| {
-            let m = ck.matrix(e)?;
-            let d = nwc_fast::decode(&m).map_err(|source| ContainerError::Matrix {
-                file: ck.dir.join("model.safetensors"),
-                id: e.id,
-                names: ck.names_of(e.id),
-                source,
-            })?;
+            let d = ck.decoded_matrix(e)?;
             progress(2 * e.out * e.inp);
             Ok((e.id, d))
         })

@@ -2,7 +2,7 @@
 //! escapes.
 
 use crate::checkpoint::{accounted_bytes, Checkpoint};
-use crate::error::{ContainerError, Result};
+use crate::error::Result;
 use nwc_reference::element::fp8_split;
 use nwc_reference::{Elements, Mode, Shape};
 use rayon::prelude::*;
@@ -49,12 +49,7 @@ pub fn inspect(input: &Path) -> Result<Inspection> {
         .par_iter()
         .map(|e| {
             let m = ck.matrix(e)?;
-            let d = nwc_fast::decode(&m).map_err(|source| ContainerError::Matrix {
-                file: ck.dir.join("model.safetensors"),
-                id: e.id,
-                names: ck.names_of(e.id),
-                source,
-            })?;
+            let d = ck.decode(e, &m)?;
             let mut hist = vec![0u64; 256];
             let mut escapes = 0;
             match &d.elements {
