@@ -29,9 +29,15 @@ impl BitWriter {
     /// when 32 bits are complete (a partial word is rewritten by later pushes or by `finish`).
     #[inline(always)]
     pub fn push(&mut self, code: Packed) {
-        let len = code & 31;
         // pending < 32 and len <= 24, so the accumulator never needs more than 56 bits.
-        self.acc = (self.acc << len) | u64::from(code >> 5);
+        self.append(u64::from(code >> 5), code & 31);
+    }
+
+    /// Appends `len` <= 32 bits (right-aligned in `bits`) and stores the word they complete, if
+    /// any: the word slot is always written, and only counted once it is full.
+    #[inline(always)]
+    fn append(&mut self, bits: u64, len: u32) {
+        self.acc = (self.acc << len) | bits;
         self.pending += len;
         let full = (self.pending >= 32) as u32;
         self.pending -= 32 * full;
@@ -50,13 +56,7 @@ impl BitWriter {
             self.push(b);
             return;
         }
-        let bits = (u64::from(a >> 5) << lb) | u64::from(b >> 5);
-        self.acc = (self.acc << len) | bits;
-        self.pending += len;
-        let full = (self.pending >= 32) as u32;
-        self.pending -= 32 * full;
-        self.words[self.n & 255] = (self.acc >> self.pending) as u32;
-        self.n += full as usize;
+        self.append((u64::from(a >> 5) << lb) | u64::from(b >> 5), len);
     }
 
     /// Four codes at once when together they fit in 32 bits, else two pairs.
@@ -71,13 +71,7 @@ impl BitWriter {
         }
         let lo = (u64::from(c[2] >> 5) << lens[3]) | u64::from(c[3] >> 5);
         let hi = (u64::from(c[0] >> 5) << lens[1]) | u64::from(c[1] >> 5);
-        let bits = (hi << (lens[2] + lens[3])) | lo;
-        self.acc = (self.acc << len) | bits;
-        self.pending += len;
-        let full = (self.pending >= 32) as u32;
-        self.pending -= 32 * full;
-        self.words[self.n & 255] = (self.acc >> self.pending) as u32;
-        self.n += full as usize;
+        self.append((hi << (lens[2] + lens[3])) | lo, len);
     }
 
     /// Sixteen fillers (32 bits) at once.
