@@ -19,7 +19,7 @@ t0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - t0 )) s)"; }
 {
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-for v in ${NWC_CONFORM_VERSIONS:-2 6}; do
+for v in ${NWC_CONFORM_VERSIONS:-7 6}; do
   step "conformance (kernel version $v)"
   NWC_KERNEL=$v timeout 60 $B/nwc-conform-gpu $vec --sweep "$sweep" --seed 1 | awk '/^FAIL/ {n++; if (n <= 5) print; next} {print}'; echo "exit ${PIPESTATUS[0]}"
 done
@@ -31,7 +31,7 @@ step "bench"; timeout 200 $B/nwc-gpu-bench --real $B/minilm.bf16
 [ -n "${NWC_NCU:-}" ] && {
 step "ncu (one launch of each version, 6144x4096 synthetic BF16)"
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-timeout 120 $ncu --clock-control none -k regex:"nwc_(matvec|dequant|expand)" --launch-skip 0 \
+timeout 120 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_(matvec|dequant|expand)}" --launch-skip 0 \
   --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
   --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis $B/nwc-gpu-bench --profile > "$OUT/ncu.log" 2>&1
 echo "ncu exit $?"; grep -E "^  nwc_|Duration|Executed Ipc Active|Issue Slots Busy|Warp Cycles Per Issued|Achieved Occupancy|Memory Throughput|No Eligible|Registers Per|profile:" "$OUT/ncu.log" | head -120
@@ -42,7 +42,7 @@ python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weig
   PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 80 python3 $B/peer_bench.py
 } 2>&1 | tee "$OUT/peer.log"
 {
-for v in ${NWC_CONFORM_VERSIONS:-2 6}; do
+for v in ${NWC_CONFORM_VERSIONS:-7 6}; do
   step "memcheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 16 --max-dim 600 --seed 5 | tail -3
   step "racecheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 8 --max-dim 600 --seed 6 | tail -3
 done

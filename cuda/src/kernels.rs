@@ -5,16 +5,17 @@ use crate::GpuError;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 /// The kernels, compiled at run time as one translation unit: `kernels/nwc.cu` (version 1 and
-/// the shared helpers), `kernels/nwc_v2.cu` (version 2) and `kernels/fp8_native.cu` (the bench's
-/// uncompressed fp8 baseline).
+/// the shared helpers), `kernels/nwc_v2.cu` (versions 2 and 6), `kernels/fp8_native.cu` (the
+/// bench's uncompressed fp8 baseline) and `kernels/nwc_v7.cu` (version 7, the layout 0 default).
 pub const SOURCE: &str = concat!(
     include_str!("../kernels/nwc.cu"),
     include_str!("../kernels/nwc_v2.cu"),
     include_str!("../kernels/fp8_native.cu"),
+    include_str!("../kernels/nwc_v7.cu"),
 );
 
 /// Every entry point of [`SOURCE`] the crate launches.
-pub const KERNELS: [&str; 25] = [
+pub const KERNELS: [&str; 31] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -40,6 +41,25 @@ pub const KERNELS: [&str; 25] = [
     "nwc_matvec6_fp8_l0_xbf16",
     "nwc_dequant6_bf16_l0",
     "nwc_dequant6_fp8_l0",
+    "nwc_matvec7_bf16_l0_xf32",
+    "nwc_matvec7_bf16_l0_xbf16",
+    "nwc_matvec7_fp8_l0_xf32",
+    "nwc_matvec7_fp8_l0_xbf16",
+    "nwc_dequant7_bf16_l0",
+    "nwc_dequant7_fp8_l0",
+];
+
+/// Version 7 kernels: CTAs of 16 warps (`V7_THREADS`), each warp with two stream staging buffers
+/// of `V7_STAGE` bytes in dynamic shared memory.
+pub const V7_THREADS: u32 = 512;
+pub const V7_SMEM: u32 = (V7_THREADS / 32) * 2 * 2304;
+pub const V7_KERNELS: [&str; 6] = [
+    "nwc_matvec7_bf16_l0_xf32",
+    "nwc_matvec7_bf16_l0_xbf16",
+    "nwc_matvec7_fp8_l0_xf32",
+    "nwc_matvec7_fp8_l0_xbf16",
+    "nwc_dequant7_bf16_l0",
+    "nwc_dequant7_fp8_l0",
 ];
 
 /// Version 2 kernels take dynamic shared memory: two buffers per warp of the block's raw plane

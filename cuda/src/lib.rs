@@ -14,6 +14,7 @@ pub mod gpu;
 pub mod kernels;
 pub mod level2;
 pub mod matrix;
+pub mod pair_table;
 
 pub use gpu::Gpu;
 pub use matrix::{DeviceActivations, GpuMatrix, OutputKind};

@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{v2_warp_smem, THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, V7_SMEM, V7_THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -61,12 +61,21 @@ pub struct GpuMatrix {
     lut: CudaSlice<u32>,
     low: CudaSlice<u8>,
     scale: Option<CudaSlice<f32>>,
+    /// Version 7 matvec scratch: 8 block partials per block, and one counter per row block that
+    /// the kernel leaves at zero (spec 15.4.5 order is kept by the last warp of each row block).
+    /// Every launch of this matrix runs on the one stream of its `Gpu`, so launches never share
+    /// the scratch concurrently.
+    partial: CudaSlice<f32>,
+    count: CudaSlice<u32>,
+    /// Version 7's two-code table and exp_of_rank (`crate::pair_table`).
+    pairs: CudaSlice<u32>,
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 6 (default: version 2 kernels with one copy buffer per warp,
-    /// docs/gpu.md), 2 (version 2 with two buffers), 3 (version 2 waiting for each block's copy
-    /// before decoding it; timing only) or 1 (the first version, kept for side-by-side timing).
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
+    /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
+    /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
+    /// for side-by-side timing.
     /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 always runs version 1.
     pub kernel_version: u8,
 }
@@ -109,6 +118,8 @@ impl GpuMatrix {
             Some(v) => Some(s.clone_htod(v)?),
             None => None,
         };
+        let (partial, count) = Self::scratch(gpu, &g)?;
+        let pairs = s.clone_htod(&crate::pair_table::build(m.mode.elem, &m.lut))?;
         let stored_bytes = stream_end
             + 4 * m.bases.len() as u64
             + m.hdr.len() as u64
@@ -134,14 +145,25 @@ impl GpuMatrix {
             lut: s.clone_htod(&m.lut)?,
             low,
             scale,
+            partial,
+            count,
+            pairs,
             stored_bytes,
             kernel_version: match std::env::var("NWC_KERNEL").as_deref() {
                 Ok("1") => 1,
                 Ok("2") => 2,
                 Ok("3") => 3,
-                _ => 6,
+                Ok("6") => 6,
+                _ => 7,
             },
         })
+    }
+
+    /// Version 7 matvec scratch for geometry `g` (zeroed counters).
+    fn scratch(gpu: &Arc<Gpu>, g: &Geometry) -> Result<(CudaSlice<f32>, CudaSlice<u32>), GpuError> {
+        let s = &gpu.stream;
+        let blocks = (g.row_blocks * g.col_blocks) as usize;
+        Ok((s.alloc_zeros(8 * blocks.max(1))?, s.alloc_zeros((g.row_blocks as usize).max(1))?))
     }
 
     /// A second device copy of the same matrix (benchmarks rotate copies past the L2 cache).
@@ -161,6 +183,9 @@ impl GpuMatrix {
                 Some(v) => Some(s.clone_dtod(v)?),
                 None => None,
             },
+            partial: s.alloc_zeros(self.partial.len())?,
+            count: s.alloc_zeros(self.count.len())?,
+            pairs: s.clone_dtod(&self.pairs)?,
             stored_bytes: self.stored_bytes,
             kernel_version: self.kernel_version,
         })
@@ -191,7 +216,23 @@ impl GpuMatrix {
 
     /// True when this matrix runs the version 2 kernels (layout 0 only).
     fn v2(&self) -> bool {
-        self.kernel_version >= 2 && self.mode.layout == Layout::Rows8
+        (2..=6).contains(&self.kernel_version) && self.mode.layout == Layout::Rows8
+    }
+
+    /// True when this matrix runs the version 7 kernels (layout 0 only).
+    fn v7(&self) -> bool {
+        self.kernel_version == 7 && self.mode.layout == Layout::Rows8
+    }
+
+    /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
+    fn flags(&self) -> u64 {
+        u64::from(self.kernel_version == 3)
+    }
+
+    /// Version 7 grid: as many 16-warp CTAs as fit at once, at most one warp per block.
+    fn v7_grid(&self, name: &str) -> Result<u32, GpuError> {
+        let blocks = self.geo.row_blocks * self.geo.col_blocks;
+        self.resident_grid(name, V7_THREADS, V7_SMEM, blocks.div_ceil(u64::from(V7_THREADS / 32)))
     }
 
     /// Dynamic shared memory of a version 2 CTA of `threads` threads.
@@ -207,26 +248,34 @@ impl GpuMatrix {
         Ok(ctas.clamp(1, u64::from(self.gpu.sm_count) * u64::from(per_sm)) as u32)
     }
 
-    /// Spec 15.2, version 2 (layout 0): one warp per block.
+    /// Spec 15.2, versions 2, 6 and 7 (layout 0): one warp per block.
     fn dequant2(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
-        let v = if self.kernel_version == 6 { 6 } else { 2 };
+        let v = match self.kernel_version.max(2) {
+            3 => 2,
+            v => v,
+        };
         let name = if self.mode.elem == ElemType::Bf16 { format!("nwc_dequant{v}_bf16_l0") } else { format!("nwc_dequant{v}_fp8_l0") };
         let name = name.as_str();
         let blocks = self.geo.row_blocks * self.geo.col_blocks;
-        let smem = self.v2_smem(THREADS);
-        let grid = self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?;
+        let (threads, smem, grid) = if v == 7 {
+            (V7_THREADS, V7_SMEM, self.v7_grid(name)?)
+        } else {
+            let smem = self.v2_smem(THREADS);
+            (THREADS, smem, self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?)
+        };
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
-        let (lut, _g4) = self.lut.device_ptr(s);
+        // Version 7 takes its own table (crate::pair_table) where version 2 takes the stored one.
+        let (lut, _g4) = if v == 7 { self.pairs.device_ptr(s) } else { self.lut.device_ptr(s) };
         let (low, _g5) = self.low.device_ptr(s);
         let (out_ptr, _g6) = out.device_ptr(s);
-        let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (THREADS, 1, 1), shared_mem_bytes: smem };
+        let geo = Geo { flags: self.flags(), ..self.geo };
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name));
         b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&out_ptr).arg(&geo);
-        // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc_v2.cu; every pointer is a live
+        // SAFETY: the argument list matches NWC_DEQUANT2 in kernels/nwc_v2.cu and NWC_DEQUANT7 in kernels/nwc_v7.cu; every pointer is a live
         // allocation of this matrix (data and low padded by the spec 9.3/9.4 slacks); `out` holds
         // M * K16 words (asserted by the caller); the matrix passed the validity rules on upload.
         unsafe { b.launch(cfg) }?;
@@ -245,7 +294,7 @@ impl GpuMatrix {
         if tasks == 0 {
             return Ok(());
         }
-        if sel.is_none() && self.v2() {
+        if sel.is_none() && (self.v2() || self.v7()) {
             return self.dequant2(out);
         }
         let f = self.gpu.function(match self.suffix() {
@@ -359,15 +408,18 @@ impl GpuMatrix {
             DeviceActivations::Bf16 { buf, batch, kp } => (buf.device_ptr(s).0, 2u64, *kp, *batch, "xbf16"),
         };
         Self::check_len("padded activations", kp, self.geo.kp as usize)?;
-        let v2 = self.v2();
-        let name = match (v2, self.kernel_version) {
-            (false, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
-            (true, 6) => format!("nwc_matvec6_{}_{xname}", self.suffix()),
-            (true, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
+        let (v2, v7) = (self.v2(), self.v7());
+        let name = match (v2, v7, self.kernel_version) {
+            (_, true, _) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
+            (false, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
+            (true, _, 6) => format!("nwc_matvec6_{}_{xname}", self.suffix()),
+            (true, _, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
         };
         let f = self.gpu.function(&name);
         // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
-        let (threads, grid, smem) = if v2 {
+        let (threads, grid, smem) = if v7 {
+            (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
+        } else if v2 {
             let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
             let smem = self.v2_smem(threads);
             (threads, self.resident_grid(&name, threads, smem, self.geo.row_blocks)?, smem)
@@ -377,20 +429,26 @@ impl GpuMatrix {
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
-        let (lut, _g4) = self.lut.device_ptr(s);
+        let (lut, _g4) = if v7 { self.pairs.device_ptr(s) } else { self.lut.device_ptr(s) };
         let (low, _g5) = self.low.device_ptr(s);
         let scale = self.scale.as_ref().map_or(0u64, |v| v.device_ptr(s).0);
+        let (partial, _g6) = self.partial.device_ptr(s);
+        let (count, _g7) = self.count.device_ptr(s);
         let bias_ptr = bias.map_or(0u64, |v| v.device_ptr(s).0);
         let out_bf16: i32 = i32::from(kind == OutputKind::Bf16);
         let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
-        let geo = Geo { flags: u64::from(self.kernel_version == 3), ..self.geo };
+        let geo = Geo { flags: self.flags(), ..self.geo };
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
         for col in 0..batch as u64 {
             let x_ptr = x_base + col * kp as u64 * x_elem;
             let y_ptr = y + col * m * y_elem;
             let mut b = s.launch_builder(f);
             b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16).arg(&geo);
-            // SAFETY: the argument list matches NWC_MATVEC (kernels/nwc.cu) and NWC_MATVEC2 (kernels/nwc_v2.cu); matrix pointers are
+            if v7 {
+                b.arg(&partial).arg(&count);
+            }
+            // SAFETY: the argument list matches NWC_MATVEC (kernels/nwc.cu), NWC_MATVEC2 (kernels/nwc_v2.cu) and NWC_MATVEC7
+            // (kernels/nwc_v7.cu, which also takes the scratch: 8 floats per block, one zeroed counter per row block); matrix pointers are
             // live allocations padded by the spec 9.3/9.4 slacks; x_ptr points at Kp activations
             // (vector `col` of a batch x Kp buffer, length checked above); bias has M values or is
             // null; the caller of matvec_raw guarantees `y` holds batch x M outputs of `kind`

@@ -1,5 +1,5 @@
-//! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernels (version 1 and
-//! version 2, docs/gpu.md), same shapes, one run, plus dequant throughput and, for FP8, a plain
+//! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernels (versions 1, 6
+//! and 7, docs/gpu.md; 7 is the default), same shapes, one run, plus dequant throughput and, for FP8, a plain
 //! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. Usage: nwc-gpu-bench [--real model.safetensors] [--quick]
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
@@ -98,21 +98,28 @@ fn tile(pool: &[u16], n: usize) -> Vec<u16> {
     pool.iter().copied().cycle().take(n).collect()
 }
 
+/// Kernel versions timed side by side (`GpuMatrix::kernel_version`); the last is the default.
+const VERSIONS: [u8; 3] = [1, 6, 7];
+
 struct Row {
     label: String,
     cublas_us: f64,
-    v1_us: f64,
-    /// Version 2 with two copy buffers per warp (kernel_version 2).
-    v2_us: f64,
-    /// The default, version 2 with one buffer per warp (kernel_version 6).
-    ours_us: f64,
+    /// Matvec microseconds per entry of VERSIONS (NaN when the output was not exact).
+    us: Vec<f64>,
     stored: u64,
-    dequant_v1_us: f64,
-    dequant_us: f64,
+    /// Dequant microseconds per entry of VERSIONS (NaN when the output was not exact).
+    dequant_us: Vec<f64>,
     /// The uncompressed fp8 baseline (FP8 rows only) and its relative L2 distance from our output.
     native_us: Option<(f64, f64)>,
     m: u64,
     k: u64,
+}
+
+impl Row {
+    /// The default version's matvec time.
+    fn ours_us(&self) -> f64 {
+        self.us[VERSIONS.len() - 1]
+    }
 }
 
 /// Host work done in parallel before any timing: encode, validate, reference output, upload.
@@ -205,40 +212,32 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         }
         Ok(us)
     };
-    let v1_us = timed(1, &mut mats)?;
-    let v2_us = timed(2, &mut mats)?;
-    let ours_us = timed(6, &mut mats)?;
+    let us: Vec<f64> = VERSIONS.iter().map(|&v| timed(v, &mut mats)).collect::<Res<_>>()?;
     let k16 = k.div_ceil(16) * 16;
     let mut deq: CudaSlice<u16> = s.alloc_zeros((m * k16) as usize)?;
-    let deq_at = |version: u8, mats: &mut Vec<GpuMatrix>, deq: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {
+    // Dequant of every version must equal the original weights (BF16) or version 1's output,
+    // which the conformance run checks against the reference (FP8).
+    let mut first: Option<Vec<u16>> = None;
+    let mut dequant_us = Vec::new();
+    for &v in &VERSIONS {
         for g in mats.iter_mut() {
-            g.kernel_version = version;
+            g.kernel_version = v;
         }
-        s.memset_zeros(deq)?;
-        let us = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(deq)?))?;
-        Ok((us, s.clone_dtoh(deq)?))
-    };
-    let (dequant_v1_us, out_v1) = deq_at(1, &mut mats, &mut deq)?;
-    let (dequant2_us, out_v2) = deq_at(2, &mut mats, &mut deq)?;
-    let (dequant_us, out_v6) = deq_at(6, &mut mats, &mut deq)?;
-    if out_v6 != out_v2 {
-        println!("MISMATCH {}: dequant version 6 differs from version 2", p.label);
+        s.memset_zeros(&mut deq)?;
+        let t = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(&mut deq)?))?;
+        let out = s.clone_dtoh(&deq)?;
+        let exact = match (&p.fp8, &first) {
+            (None, _) => (0..m as usize).all(|r| out[r * k16 as usize..][..k as usize] == p.words[r * k as usize..][..k as usize]),
+            (Some(_), Some(f)) => &out == f,
+            (Some(_), None) => true,
+        };
+        if !exact {
+            println!("MISMATCH {}: dequant version {v} differs from the expected weights", p.label);
+        }
+        dequant_us.push(if exact { t } else { f64::NAN });
+        first.get_or_insert(out);
     }
-    println!("    dequant version 2: {:.0} GB/s of BF16 output", (m * k16 * 2) as f64 / dequant2_us / 1e3);
-    let out_v2 = out_v6;
     drop(deq);
-    // Dequant: version 2 equals version 1 (checked against the reference by the conformance run)
-    // and, for BF16, the original weights row by row.
-    let mut dequant_us = dequant_us;
-    if out_v1 != out_v2 {
-        println!("MISMATCH {}: dequant version 6 differs from version 1", p.label);
-        dequant_us = f64::NAN;
-    }
-    if p.fp8.is_none() && (0..m as usize).any(|r| out_v2[r * k16 as usize..][..k as usize] != p.words[r * k as usize..][..k as usize]) {
-        println!("MISMATCH {}: dequant differs from the original weights", p.label);
-        dequant_us = f64::NAN;
-    }
-    drop((out_v1, out_v2));
     let native_us = match &p.fp8 {
         None => None,
         Some((q, scales)) => {
@@ -251,7 +250,7 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
                 nwc_cuda::DeviceActivations::Bf16 { buf, .. } => buf,
                 _ => unreachable!("bench activations are BF16"),
             };
-            let us = time_us(gpu, &mut |i| Ok(nat[i % copies].matvec_into_bf16(xb, &mut y16)?))?;
+            let t = time_us(gpu, &mut |i| Ok(nat[i % copies].matvec_into_bf16(xb, &mut y16)?))?;
             let got = s.clone_dtoh(&y16)?;
             let f = |w: u16| f64::from(f32::from_bits(u32::from(w) << 16));
             let (mut num, mut den) = (0f64, 0f64);
@@ -263,10 +262,10 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
             if rel.is_nan() || rel >= 1e-2 {
                 return Err(format!("{}: fp8 baseline relative error {rel:e} against the reference", p.label).into());
             }
-            Some((us, rel))
+            Some((t, rel))
         }
     };
-    Ok(Row { label: p.label, cublas_us, v1_us, v2_us, ours_us, stored, dequant_v1_us, dequant_us, native_us, m, k })
+    Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, m, k })
 }
 
 fn main() -> Res<()> {
@@ -297,7 +296,7 @@ fn main() -> Res<()> {
         let xd = g.activations_bf16(&p.x, 1)?;
         let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(6144)?;
         let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros(6144 * 4096)?;
-        for v in [1u8, 2, 6] {
+        for v in VERSIONS {
             g.kernel_version = v;
             for _ in 0..2 {
                 g.matvec_into_bf16(&xd, None, &mut y)?;
@@ -341,34 +340,31 @@ fn main() -> Res<()> {
     })?;
     println!("host preparation (encode, validate, reference matvec, upload) took {:.1} s", t0.elapsed().as_secs_f64());
     let mut rows = Vec::new();
-    println!(
-        "{:<48} | {:>9} | {:>8} {:>6} | {:>8} {:>6} | {:>8} {:>6} {:>6} | {:>9} {:>6} | {:>8} {:>8} | {:>6}",
-        "matrix", "cuBLAS us", "v1 us", "v1/cB", "v2 us", "v2/cB", "v6 us", "GB/s", "v6/cB", "fp8nat us", "v6/nat", "deq1GB/s", "deq6GB/s", "ratio"
-    );
+    let mut head = format!("{:<48} | {:>9} |", "matrix", "cuBLAS us");
+    for v in VERSIONS {
+        head += &format!(" {:>8} {:>6} |", format!("v{v} us"), format!("v{v}/cB"));
+    }
+    head += &format!(" {:>6} | {:>9} {:>6} |", "GB/s", "fp8nat us", "nat/v");
+    for v in VERSIONS {
+        head += &format!(" {:>8}", format!("deq{v}GB/s"));
+    }
+    println!("{head} | ratio");
     for p in prepared {
         let r = bench(&gpu, &blas, p)?;
         let deq_bytes = (r.m * r.k.div_ceil(16) * 16 * 2) as f64;
         let (nat, vs_nat) = match r.native_us {
-            Some((us, _)) => (format!("{us:9.2}"), format!("{:5.2}x", us / r.ours_us)),
+            Some((us, _)) => (format!("{us:9.2}"), format!("{:5.2}x", us / r.ours_us())),
             None => ("-".into(), "-".into()),
         };
-        println!(
-            "{:<48} | {:9.2} | {:8.2} {:5.2}x | {:8.2} {:5.2}x | {:8.2} {:6.0} {:5.2}x | {:>9} {:>6} | {:8.0} {:8.0} | {:.4}",
-            r.label,
-            r.cublas_us,
-            r.v1_us,
-            r.cublas_us / r.v1_us,
-            r.v2_us,
-            r.cublas_us / r.v2_us,
-            r.ours_us,
-            r.stored as f64 / r.ours_us / 1e3,
-            r.cublas_us / r.ours_us,
-            nat,
-            vs_nat,
-            deq_bytes / r.dequant_v1_us / 1e3,
-            deq_bytes / r.dequant_us / 1e3,
-            r.stored as f64 / (r.m * r.k * 2) as f64,
-        );
+        let mut line = format!("{:<48} | {:9.2} |", r.label, r.cublas_us);
+        for &t in &r.us {
+            line += &format!(" {t:8.2} {:5.2}x |", r.cublas_us / t);
+        }
+        line += &format!(" {:6.0} | {nat:>9} {vs_nat:>6} |", r.stored as f64 / r.ours_us() / 1e3);
+        for &t in &r.dequant_us {
+            line += &format!(" {:8.0}", deq_bytes / t / 1e3);
+        }
+        println!("{line} | {:.4}", r.stored as f64 / (r.m * r.k * 2) as f64);
         if let Some((_, rel)) = r.native_us {
             println!("    fp8 baseline relative L2 distance from the exact result: {rel:.2e}");
         }
@@ -379,16 +375,17 @@ fn main() -> Res<()> {
             let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind) && r.label.ends_with(elem)).collect();
             if !sel.is_empty() {
                 let geo = |f: &dyn Fn(&Row) -> f64| (sel.iter().map(|r| f(r).ln()).sum::<f64>() / sel.len() as f64).exp();
-                let (g1, g2, g6) = (geo(&|r| r.cublas_us / r.v1_us), geo(&|r| r.cublas_us / r.v2_us), geo(&|r| r.cublas_us / r.ours_us));
-                println!("geomean speed vs cuBLAS, {kind} {elem}: v1 {g1:.3}x, v2 {g2:.3}x, v6 (default) {g6:.3}x over {} shapes", sel.len());
+                let per_version: Vec<String> =
+                    (0..VERSIONS.len()).map(|i| format!("v{} {:.3}x", VERSIONS[i], geo(&|r| r.cublas_us / r.us[i]))).collect();
+                println!("geomean speed vs cuBLAS, {kind} {elem}: {} over {} shapes (default v{})", per_version.join(", "), sel.len(), VERSIONS[VERSIONS.len() - 1]);
                 let head: Vec<&&Row> = sel.iter().filter(|r| [(6144, 4096), (4096, 4096), (24576, 4096), (4096, 12288), (151936, 4096)].contains(&(r.m, r.k))).collect();
                 if head.len() == 5 {
-                    let g = (head.iter().map(|r| (r.cublas_us / r.ours_us).ln()).sum::<f64>() / 5.0).exp();
-                    println!("  issue-7 geomean (5 headline shapes), {kind} {elem}: v6 {g:.3}x");
+                    let g = (head.iter().map(|r| (r.cublas_us / r.ours_us()).ln()).sum::<f64>() / 5.0).exp();
+                    println!("  issue-7 geomean (5 headline shapes), {kind} {elem}: {g:.3}x");
                 }
                 if elem == "fp8 " {
-                    let g = geo(&|r| r.native_us.map_or(1.0, |(us, _)| us / r.ours_us));
-                    println!("  fused FP8 v6 vs uncompressed fp8 baseline: {g:.3}x (geomean)");
+                    let g = geo(&|r| r.native_us.map_or(1.0, |(us, _)| us / r.ours_us()));
+                    println!("  fused FP8 (default version) vs uncompressed fp8 baseline: {g:.3}x (geomean)");
                 }
             }
         }

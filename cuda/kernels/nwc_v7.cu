@@ -1,0 +1,433 @@
+// NWC format 10 GPU kernels, version 7 (issue 7): layout 0 matvec and dequant with fewer
+// instructions per code than version 2. Compiled by NVRTC after nwc.cu and nwc_v2.cu (one
+// translation unit; kernels.rs concatenates the files), whose types and cp.async helpers it uses.
+// Same results bit for bit (spec 15.2, 15.4); docs/gpu.md has the reasons and the measurements.
+//
+// What changed from version 2, and why:
+//  - No bit buffer. Each lane keeps only its bit position `pos` in the block's staged stream. Every
+//    four codes it loads the two words holding bit `pos` and the 32 bits after it, and one funnel
+//    shift makes the left-aligned window: the refill branch and its bookkeeping disappear.
+//  - A table entry carries the length of its two codes twice, in byte 0 (funnel shifts use the low
+//    5 bits of their amount) and in byte 3 (so `pos += e >> 24` is one shift-add); its bytes 1, 2
+//    are the two coded bytes. Byte 0 is below 0x80, so a byte permute that replicates its sign
+//    gives the zero bytes a weight's f32 needs. An entry without two complete codes has bit 31 set.
+//  - The rare slow case is tested once per four codes for the whole warp (one vote): the lanes
+//    that hit it decode those four codes one at a time from the saved position. No reconvergence
+//    bookkeeping in the common path.
+//  - Raw bytes come straight from global memory one row ahead in registers; the block after the
+//    current one is prefetched into L2 while the current one decodes, and only the stream is
+//    staged in shared memory (two small buffers per warp), so 32 warps fit an SM.
+//  - Block partials go to a global scratch array; the warp that finishes a row block's last
+//    column block (a per-row-block counter) adds them in ascending column-block order (spec
+//    15.4.5). Warps never wait for each other, and any warp may take any block.
+
+#define V7_WARPS 16
+#define V7_THREADS (32 * V7_WARPS)
+#define V7_STAGE 2304 // bytes of staged stream per warp and buffer (4096 codes at <= 4.4 bits)
+#define V7_SLOW 0x80000000u
+
+// The two-code table and exp_of_rank (spec 10.6), built once per matrix by the host
+// (nwc_cuda::pair_table, which documents the entry layout) and copied into every CTA.
+__shared__ __align__(16) u32 v7_tab[4096 + 16];
+#define v7_eor (v7_tab + 4096)
+
+__device__ void copy_tables7(const u32* __restrict__ pairs) {
+    const uint4* src = reinterpret_cast<const uint4*>(pairs);
+    uint4* dst = reinterpret_cast<uint4*>(v7_tab);
+    for (u32 i = threadIdx.x; i < (4096 + 16) / 4; i += blockDim.x) dst[i] = __ldg(src + i);
+    __syncthreads();
+}
+
+// The 32 stream bits from bit `pos` on, left-aligned (spec 6.4: MSB first in little-endian
+// words). `words` is the staged copy in shared memory or `data` itself.
+template <bool STAGED>
+__device__ __forceinline__ void window7(const u32* words, u32 pos, u32& hi, u32& lo) {
+    const u32 i = pos >> 5;
+    u32 w0, w1;
+    if (STAGED) {
+        w0 = words[i];
+        w1 = words[i + 1];
+    } else {
+        w0 = __ldg(words + i);
+        w1 = __ldg(words + i + 1);
+    }
+    hi = __funnelshift_l(w1, w0, pos); // the shift amount is pos & 31
+    lo = __funnelshift_l(0u, w1, pos);
+}
+
+// Spec 6.1/6.2, one code from bit `pos` by counting zeros: its coded byte; advances pos.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ u32 one7(const u32* words, u32& pos) {
+    u32 top, unused;
+    window7<STAGED>(words, pos, top, unused);
+    const u32 z = min((u32)__clz(top), 15u); // a valid stream never has more; the clamp bounds v7_eor
+    const bool escape = !FP8 && z == 15;       // 15 zeros, the one, 8 verbatim bits (spec 6.2)
+    const u32 coded = (((top >> (30 - z)) & 1) << 7) | v7_eor[z];
+    pos += escape ? 24 : z + 2;
+    return escape ? (top >> 8) & 0xFF : coded;
+}
+
+// __any_sync over the full warp, as PTX: every lane of the warp runs quad7 together, and the
+// intrinsic's convergence check (a BRA.DIV and a mask register per call) is not needed.
+__device__ __forceinline__ bool any7(bool v) {
+    u32 r;
+    asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; vote.sync.any.pred q, p, 0xffffffff; selp.u32 %0, 1, 0, q; }"
+                 : "=r"(r) : "r"((u32)v));
+    return r != 0;
+}
+
+// Four codes from bit `pos` as two table-layout entries (coded bytes in bytes 1 and 2, byte 0
+// zero). The fast path does two look-ups; the slow one (any lane of the warp met an entry
+// without two complete codes, spec 10.1) redoes the four codes one by one on those lanes.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void quad7(const u32* words, u32& pos, u32& ea, u32& eb) {
+    u32 hi, lo;
+    window7<STAGED>(words, pos, hi, lo);
+    ea = v7_tab[hi >> 20];
+    const u32 h2 = __funnelshift_l(lo, hi, ea); // drop the first pair: shift by ea & 31 = its length
+    eb = v7_tab[h2 >> 20];
+    const bool slow = (int)(ea | eb) < 0;
+    u32 next = pos + (ea >> 24) + (eb >> 24);
+    if (slow) { // rare (spec 10.1: a pair longer than 12 bits, a rank >= 10, an escape): one by one
+        u32 p = pos;
+        const u32 c0 = one7<FP8, STAGED>(words, p);
+        const u32 c1 = one7<FP8, STAGED>(words, p);
+        const u32 c2 = one7<FP8, STAGED>(words, p);
+        const u32 c3 = one7<FP8, STAGED>(words, p);
+        ea = (c0 << 8) | (c1 << 16);
+        eb = (c2 << 8) | (c3 << 16);
+        next = p;
+    }
+    pos = next;
+}
+
+// f32 bits of a weight: byte 3 = coded byte `which` (1 or 2) of entry e, byte 2 = raw byte
+// `rb` (0..3) of q, bytes 1 and 0 = sign copies of e's byte 0, which is below 0x80 (zero).
+// (PTX prmt replicates the sign of a byte when bit 3 of its selector is set; __byte_perm ignores
+// that bit, hence the inline PTX.)
+__device__ __forceinline__ float weight7(u32 e, u32 q, u32 rb, u32 which) {
+    u32 r;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(e), "r"(q), "r"(0x0088u | ((4u + rb) << 8) | (which << 12)));
+    return __uint_as_float(r);
+}
+
+// The dequant word of two codes (raw, coded, raw, coded) from entry e and raw word q.
+__device__ __forceinline__ u32 word7(u32 e, u32 q, u32 rb) {
+    return __byte_perm(e, q, (4u + rb) | (1u << 4) | ((5u + rb) << 8) | (2u << 12));
+}
+
+// One lane's raw row (16 BF16 bytes or 8 FP8 nibble bytes), zeros for rows past M or lanes past
+// K16 (spec 15.4.3: those positions are fillers, and a zero raw part keeps them finite).
+template <bool FP8>
+__device__ __forceinline__ void raw7(const u8* __restrict__ p, bool ok, u32 (&r)[4]) {
+    r[0] = r[1] = r[2] = r[3] = 0;
+    if (ok) load_raw<FP8>(p, r);
+}
+
+// Lane start and staging of one block (spec 9.1/9.2): the lane's first bit counted from byte
+// `start16` of `data` (the block's offset rounded down to 16), and whether the stream from there
+// was staged in shared memory. Positions stay below 2^17 whatever the size of `data`.
+struct Start7 {
+    u32 pos;
+    bool staged;
+    u32 start16;
+};
+
+__device__ __forceinline__ Start7 stage7(u8* buf, const u8* __restrict__ data, u32 lane, u32 words, u32 base) {
+    u32 incl = words;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= (u32)d) incl += v;
+    }
+    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
+    const u32 start16 = base & ~15u;
+    const u32 n16 = (base + 4 * total - start16 + 15) >> 4;
+    Start7 st;
+    // A lane reads at most two words past its last one: +16 keeps that inside the buffer, and the
+    // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
+    st.staged = n16 * 16 + 16 <= V7_STAGE;
+    if (st.staged) {
+        const u32 dst = smem_u32(buf);
+        for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
+    }
+    st.pos = 32 * ((base - start16) / 4 + (incl - words));
+    st.start16 = start16;
+    return st;
+}
+
+// Asks L2 for block (rb, cb)'s raw rows (8 rows x 512 BF16 bytes or 256 FP8 bytes), one 128-byte
+// line per lane, so the row loads of the next block hit L2.
+template <bool FP8>
+__device__ __forceinline__ void prefetch_raw7(const u8* __restrict__ low, const Geo& g, u32 rb, u32 cb, u32 lane) {
+    constexpr u32 LINES = FP8 ? 2 : 4; // lines per row
+    const u32 i = lane / LINES, part = lane % LINES;
+    const u64 row = 8ull * rb + i;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    const u64 col = (FP8 ? 256ull : 512ull) * cb + 128ull * part;
+    if (i < 8 && row < g.rows && col < stride) asm volatile("prefetch.global.L2 [%0];" ::"l"(low + row * stride + col));
+}
+
+// Spec 15.4.3 for two rows of a block (lane partials, stream order, fma from +0), then the
+// spec 15.4.4 halving tree of both at once: lanes 0..15 finish row `a`, lanes 16..31 row `b`
+// (the value at lane 0, resp. 16, is the tree's v[0]: f32 addition is commutative).
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ float row_pair7(const u32* words, u32& pos, const u32 (&qa)[4], const u32 (&qb)[4],
+                                           const float (&xv)[16], u32 lane) {
+    float acc[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        u32 q[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) q[j] = h ? qb[j] : qa[j];
+        if (FP8) { // nibble t at byte (t & 3) + 4 (t >> 3), high half when bit 2 of t is set (spec 7.4)
+            const u32 r0 = q[0], r1 = q[1];
+            q[0] = (r0 << 4) & 0xF0F0F0F0u;
+            q[1] = r0 & 0xF0F0F0F0u;
+            q[2] = (r1 << 4) & 0xF0F0F0F0u;
+            q[3] = r1 & 0xF0F0F0F0u;
+        }
+        float a = 0.0f;
+#pragma unroll
+        for (int d = 0; d < 4; d++) { // codes 4d .. 4d + 3 of the row; raw word q[d]
+            u32 ea, eb;
+            quad7<FP8, STAGED>(words, pos, ea, eb);
+            a = __fmaf_rn(weight7(ea, q[d], 0, 1), xv[4 * d], a);
+            a = __fmaf_rn(weight7(ea, q[d], 1, 2), xv[4 * d + 1], a);
+            a = __fmaf_rn(weight7(eb, q[d], 2, 1), xv[4 * d + 2], a);
+            a = __fmaf_rn(weight7(eb, q[d], 3, 2), xv[4 * d + 3], a);
+        }
+        acc[h] = a;
+    }
+    const bool upper = lane >= 16;
+    const float keep = upper ? acc[1] : acc[0];
+    const float give = upper ? acc[0] : acc[1];
+    float v = keep + __shfl_xor_sync(0xffffffffu, give, 16);
+#pragma unroll
+    for (int d = 8; d >= 1; d >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, d);
+    return v;
+}
+
+// Spec 15.4.6 for one row.
+__device__ __forceinline__ void output7(float s, u64 row, const float* __restrict__ scale, const float* __restrict__ bias,
+                                        void* y, int out_bf16) {
+    float v = s;
+    if (scale) v = v * scale[row];
+    if (bias) v = v + bias[row];
+    if (out_bf16) reinterpret_cast<u16*>(y)[row] = bf16_rne(v);
+    else reinterpret_cast<float*>(y)[row] = v;
+}
+
+// The block loop both kernels share: warp `gw` of `tw` takes blocks b = gw, gw + tw, ... in
+// row-major order, copies block n + 1's stream into its other buffer and asks L2 for block n + 1's
+// raw rows while it decodes block n (`work(b, rb, cb, buf, start)`; the stream is in `buf` when
+// start.staged, else in `data`: two template instances, so the compiler knows which memory the
+// words come from).
+template <bool FP8, class Setup, class Work>
+__device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __restrict__ data, const u32* __restrict__ bases,
+                                        const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,
+                                        Setup setup, Work work) {
+    const u32 cbs = (u32)g.col_blocks;
+    const u32 nb = (u32)(g.row_blocks * g.col_blocks); // < 2^32 (spec 3 hard limits)
+    // The first block's stream copy, its raw rows and the next block's header byte and offset
+    // are requested before `setup` (the table build) so their latency overlaps it. `setup` runs
+    // on every thread of the CTA (it has barriers), also on warps without a block.
+    u32 b = gw;
+    Start7 cur = {0, false, 0};
+    bool has_next = false;
+    u32 words_next = 0, base_next = 0;
+    if (b < nb) {
+        cur = stage7(mybuf, data, lane, hdr[(u64)b * 32 + lane], bases[b]);
+        prefetch_raw7<FP8>(low, g, b / cbs, b % cbs, lane);
+        // Header byte and offset of the block after the next one are loaded a step early, so
+        // the staging of each block never waits for them.
+        has_next = b + tw < nb && b + tw > b;
+        if (has_next) {
+            words_next = hdr[(u64)(b + tw) * 32 + lane];
+            base_next = bases[b + tw];
+        }
+    }
+    cp_commit();
+    setup();
+    if (b >= nb) return;
+    for (u32 n = 0;; n++) {
+        const u32 bn = b + tw;
+        const bool next = has_next;
+        Start7 nxt = {0, false, 0};
+        if (next) {
+            nxt = stage7(mybuf + ((n + 1) & 1) * V7_STAGE, data, lane, words_next, base_next);
+            prefetch_raw7<FP8>(low, g, bn / cbs, bn % cbs, lane);
+        }
+        cp_commit();
+        has_next = next && bn + tw < nb && bn + tw > bn;
+        if (has_next) {
+            words_next = hdr[(u64)(bn + tw) * 32 + lane];
+            base_next = bases[bn + tw];
+        }
+        cp_wait<1>(); // block b's stream has landed
+        __syncwarp();
+        work(b, b / cbs, b % cbs, mybuf + (n & 1) * V7_STAGE, cur);
+        __syncwarp(); // every lane is done with buffer n & 1 before step n + 1 refills it
+        if (!next) break;
+        b = bn;
+        cur = nxt;
+    }
+    cp_wait<0>();
+}
+
+// Spec 15.4 with version 7. `partial` holds 8 floats per block and `count` one counter per row
+// block (zero before the launch; the kernel leaves it zero again).
+template <bool FP8, bool XBF16>
+__device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+                        const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
+                        const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
+                        float* __restrict__ partial, u32* __restrict__ count) {
+    extern __shared__ __align__(16) u8 v7_dyn[];
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 warps = blockDim.x >> 5;
+    const u32 cbs = (u32)g.col_blocks;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    auto work = [&](u32 b, u32 rb, u32 cb, const u8* buf, Start7 st) {
+        const u64 col0 = 512ull * cb + 16 * lane;
+        const bool lane_in = col0 < g.k16;
+        const u32* staged = reinterpret_cast<const u32*>(buf);
+        const u32* direct = reinterpret_cast<const u32*>(data + st.start16);
+        float xv[16];
+        load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
+        load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
+        const u8* rowp = low + 8ull * rb * stride + (FP8 ? col0 / 2 : col0);
+        const u64 row0 = 8ull * rb;
+        u32 pos = st.pos;
+        u32 qa[4], qb[4];
+        raw7<FP8>(rowp, lane_in && row0 < g.rows, qa);
+        raw7<FP8>(rowp + stride, lane_in && row0 + 1 < g.rows, qb);
+        // Lane 0: block partials of rows 0, 2, 4, 6; lane 16: rows 1, 3, 5, 7. The loop is not
+        // unrolled: fully unrolled, the kernel outgrew the instruction cache (ncu: "no
+        // instruction" stalls, docs/gpu.md).
+        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll 1
+        for (int i = 0; i < 4; i++) {
+            u32 na[4], nb2[4]; // the next two raw rows, one pair ahead
+            raw7<FP8>(rowp + (2 * i + 2) * stride, lane_in && i < 3 && row0 + 2 * i + 2 < g.rows, na);
+            raw7<FP8>(rowp + (2 * i + 3) * stride, lane_in && i < 3 && row0 + 2 * i + 3 < g.rows, nb2);
+            const float v = st.staged ? row_pair7<FP8, true>(staged, pos, qa, qb, xv, lane)
+                                      : row_pair7<FP8, false>(direct, pos, qa, qb, xv, lane);
+            part[0] = i == 0 ? v : part[0];
+            part[1] = i == 1 ? v : part[1];
+            part[2] = i == 2 ? v : part[2];
+            part[3] = i == 3 ? v : part[3];
+#pragma unroll
+            for (int j = 0; j < 4; j++) { qa[j] = na[j]; qb[j] = nb2[j]; }
+        }
+        if (cbs == 1) { // spec 15.4.5 with one column block: S = +0 + P
+            if ((lane & 15) == 0) {
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const u64 row = row0 + 2 * i + (lane >> 4);
+                    if (row < g.rows) output7(0.0f + part[i], row, scale, bias, y, out_bf16);
+                }
+            }
+            return;
+        }
+        // Lanes 0 and 16 publish the block's 8 partials; a fence, then one atomic counts the
+        // block, and the warp that counts the row block's last block adds the partials in
+        // ascending cb order (spec 15.4.5). (Measured on the H200 against a release-only atomic
+        // with one writer lane, and an acquire-release one: this was the fastest, docs/gpu.md.)
+        if ((lane & 15) == 0) {
+#pragma unroll
+            for (int i = 0; i < 4; i++) partial[(u64)b * 8 + 2 * i + (lane >> 4)] = part[i];
+            __threadfence();
+        }
+        __syncwarp();
+        u32 old = 0;
+        if (lane == 0) old = atomicAdd(count + rb, 1u);
+        old = __shfl_sync(0xffffffffu, old, 0);
+        if (old == cbs - 1) {
+            __threadfence();
+            if (lane < 8 && row0 + lane < g.rows) {
+                const float* src = partial + (u64)rb * cbs * 8 + lane;
+                float s = 0.0f;
+                for (u32 c = 0; c < cbs; c++) s = s + __ldcg(src + 8ull * c);
+                output7(s, row0 + lane, scale, bias, y, out_bf16);
+            }
+            if (lane == 0) count[rb] = 0; // ready for the next launch (kernel boundaries order it)
+        }
+    };
+    blocks7<FP8>(v7_dyn + warp * 2 * V7_STAGE, blockIdx.x * warps + warp, gridDim.x * warps, data, bases, hdr, low, g, lane,
+                 [&] { copy_tables7(pairs); }, work);
+}
+
+#define NWC_MATVEC7(NAME, FP8, XBF16)                                                                          \
+    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
+             const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
+        matvec7<FP8, XBF16>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count);     \
+    }
+NWC_MATVEC7(nwc_matvec7_bf16_l0_xf32, false, false)
+NWC_MATVEC7(nwc_matvec7_bf16_l0_xbf16, false, true)
+NWC_MATVEC7(nwc_matvec7_fp8_l0_xf32, true, false)
+NWC_MATVEC7(nwc_matvec7_fp8_l0_xbf16, true, true)
+
+// Spec 15.2, layout 0, version 7: each lane writes its 16 BF16 words of a row as two 16-byte
+// stores; four codes make two output words.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void rows_dequant7(const u32* words, u32 pos, const u8* __restrict__ rowp, u64 stride, bool lane_in,
+                                              u64 nrows, u16* dst, u64 k16) {
+    u32 qn[4];
+    raw7<FP8>(rowp, lane_in && nrows > 0, qn);
+#pragma unroll 2
+    for (int i = 0; i < 8; i++) {
+        u32 q[4];
+#pragma unroll
+        for (int j = 0; j < 4; j++) q[j] = qn[j];
+        raw7<FP8>(rowp + (i + 1) * stride, lane_in && i < 7 && (u64)(i + 1) < nrows, qn);
+        if (FP8) {
+            const u32 r0 = q[0], r1 = q[1];
+            q[0] = (r0 << 4) & 0xF0F0F0F0u;
+            q[1] = r0 & 0xF0F0F0F0u;
+            q[2] = (r1 << 4) & 0xF0F0F0F0u;
+            q[3] = r1 & 0xF0F0F0F0u;
+        }
+        u32 w[8];
+#pragma unroll
+        for (int d = 0; d < 4; d++) {
+            u32 ea, eb;
+            quad7<FP8, STAGED>(words, pos, ea, eb);
+            w[2 * d] = word7(ea, q[d], 0);
+            w[2 * d + 1] = word7(eb, q[d], 2);
+        }
+        if (lane_in && (u64)i < nrows) {
+            uint4* d = reinterpret_cast<uint4*>(dst + i * k16);
+            d[0] = make_uint4(w[0], w[1], w[2], w[3]);
+            d[1] = make_uint4(w[4], w[5], w[6], w[7]);
+        }
+    }
+}
+
+template <bool FP8>
+__device__ void dequant7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+                         const u32* __restrict__ pairs, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
+    extern __shared__ __align__(16) u8 v7_dyn[];
+    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const u32 warps = blockDim.x >> 5;
+    const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    auto work = [&](u32, u32 rb, u32 cb, const u8* buf, Start7 st) {
+        const u64 col0 = 512ull * cb + 16 * lane;
+        const bool lane_in = col0 < g.k16;
+        const u64 nrows = g.rows - 8ull * rb;
+        const u8* rowp = low + 8ull * rb * stride + (FP8 ? col0 / 2 : col0);
+        u16* dst = out + 8ull * rb * g.k16 + col0;
+        if (st.staged) rows_dequant7<FP8, true>(reinterpret_cast<const u32*>(buf), st.pos, rowp, stride, lane_in, nrows, dst, g.k16);
+        else rows_dequant7<FP8, false>(reinterpret_cast<const u32*>(data + st.start16), st.pos, rowp, stride, lane_in, nrows, dst, g.k16);
+    };
+    blocks7<FP8>(v7_dyn + warp * 2 * V7_STAGE, blockIdx.x * warps + warp, gridDim.x * warps, data, bases, hdr, low, g, lane,
+                 [&] { copy_tables7(pairs); }, work);
+}
+
+#define NWC_DEQUANT7(NAME, FP8)                                                                               \
+    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, u16* out, Geo g) { \
+        dequant7<FP8>(data, bases, hdr, pairs, low, out, g);                                                   \
+    }
+NWC_DEQUANT7(nwc_dequant7_bf16_l0, false)
+NWC_DEQUANT7(nwc_dequant7_fp8_l0, true)
