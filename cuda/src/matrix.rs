@@ -78,6 +78,9 @@ pub struct GpuMatrix {
     /// for side-by-side timing.
     /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 always runs version 1.
     pub kernel_version: u8,
+    /// Which kernels layout 0 dequant uses: 6 (default: measured faster than 7 on 6 of the 8
+    /// bench shapes, docs/results.md), 7, 2 or 1. `NWC_DEQUANT_KERNEL=N` at upload picks one.
+    pub dequant_version: u8,
 }
 
 fn pad_to(mut v: Vec<u8>, len: usize) -> Vec<u8> {
@@ -156,6 +159,12 @@ impl GpuMatrix {
                 Ok("6") => 6,
                 _ => 7,
             },
+            dequant_version: match std::env::var("NWC_DEQUANT_KERNEL").as_deref() {
+                Ok("1") => 1,
+                Ok("2") => 2,
+                Ok("7") => 7,
+                _ => 6,
+            },
         })
     }
 
@@ -188,6 +197,7 @@ impl GpuMatrix {
             pairs: s.clone_dtod(&self.pairs)?,
             stored_bytes: self.stored_bytes,
             kernel_version: self.kernel_version,
+            dequant_version: self.dequant_version,
         })
     }
 
@@ -236,10 +246,10 @@ impl GpuMatrix {
     }
 
     /// Dynamic shared memory of a version 2 CTA of `threads` threads.
-    fn v2_smem(&self, threads: u32) -> u32 {
+    fn v2_smem(&self, threads: u32, version: u8) -> u32 {
         let double = threads / 32 * v2_warp_smem(self.mode.elem == ElemType::Fp8E4m3);
         // Version 6 keeps one copy buffer per warp instead of two.
-        if self.kernel_version == 6 { double / 2 } else { double }
+        if version == 6 { double / 2 } else { double }
     }
 
     /// A persistent grid: as many CTAs of `threads` as fit on the device at once, at most `ctas`.
@@ -251,7 +261,7 @@ impl GpuMatrix {
     /// Spec 15.2, versions 2, 6 and 7 (layout 0): one warp per block.
     fn dequant2(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
-        let v = match self.kernel_version.max(2) {
+        let v = match self.dequant_version.max(2) {
             3 => 2,
             v => v,
         };
@@ -261,7 +271,7 @@ impl GpuMatrix {
         let (threads, smem, grid) = if v == 7 {
             (V7_THREADS, V7_SMEM, self.v7_grid(name)?)
         } else {
-            let smem = self.v2_smem(THREADS);
+            let smem = self.v2_smem(THREADS, v);
             (THREADS, smem, self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?)
         };
         let (data, _g1) = self.data.device_ptr(s);
@@ -271,7 +281,7 @@ impl GpuMatrix {
         let (lut, _g4) = if v == 7 { self.pairs.device_ptr(s) } else { self.lut.device_ptr(s) };
         let (low, _g5) = self.low.device_ptr(s);
         let (out_ptr, _g6) = out.device_ptr(s);
-        let geo = Geo { flags: self.flags(), ..self.geo };
+        let geo = Geo { flags: u64::from(self.dequant_version == 3), ..self.geo };
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name));
         b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&out_ptr).arg(&geo);
@@ -294,7 +304,7 @@ impl GpuMatrix {
         if tasks == 0 {
             return Ok(());
         }
-        if sel.is_none() && (self.v2() || self.v7()) {
+        if sel.is_none() && self.dequant_version >= 2 && self.mode.layout == Layout::Rows8 {
             return self.dequant2(out);
         }
         let f = self.gpu.function(match self.suffix() {
@@ -421,7 +431,7 @@ impl GpuMatrix {
             (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
         } else if v2 {
             let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
-            let smem = self.v2_smem(threads);
+            let smem = self.v2_smem(threads, self.kernel_version);
             (threads, self.resident_grid(&name, threads, smem, self.geo.row_blocks)?, smem)
         } else {
             (THREADS, self.grid(self.geo.row_blocks), 0)

@@ -221,7 +221,7 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
     let mut dequant_us = Vec::new();
     for &v in &VERSIONS {
         for g in mats.iter_mut() {
-            g.kernel_version = v;
+            g.dequant_version = v;
         }
         s.memset_zeros(&mut deq)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(&mut deq)?))?;
@@ -298,6 +298,7 @@ fn main() -> Res<()> {
         let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros(6144 * 4096)?;
         for v in VERSIONS {
             g.kernel_version = v;
+            g.dequant_version = v;
             for _ in 0..2 {
                 g.matvec_into_bf16(&xd, None, &mut y)?;
             }
