@@ -168,13 +168,15 @@ __device__ __forceinline__ void prefetch_raw7(const u8* __restrict__ low, const 
     if (i < 8 && row < g.rows && col < stride) asm volatile("prefetch.global.L2 [%0];" ::"l"(low + row * stride + col));
 }
 
-// Spec 15.4.3 for two rows of a block (lane partials, stream order, fma from +0), then the
-// spec 15.4.4 halving tree of both at once: lanes 0..15 finish row `a`, lanes 16..31 row `b`
-// (the value at lane 0, resp. 16, is the tree's v[0]: f32 addition is commutative).
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ float row_pair7(const u32* words, u32& pos, const u32 (&qa)[4], const u32 (&qb)[4],
-                                           const float (&xv)[16], u32 lane) {
-    float acc[2];
+// Spec 15.4.3 for two rows of a block and NX activation columns (lane partials, stream order, fma
+// from +0, one chain per column: each weight is decoded once and multiplied into every column),
+// then per column the spec 15.4.4 halving tree of both rows at once: lanes 0..15 finish row `a`,
+// lanes 16..31 row `b` (the value at lane 0, resp. 16, is the tree's v[0]: f32 addition is
+// commutative). v[n] is column n's result.
+template <bool FP8, bool STAGED, int NX, class X>
+__device__ __forceinline__ void row_pair7(const u32* words, u32& pos, const u32 (&qa)[4], const u32 (&qb)[4],
+                                          const X& xs, u32 lane, float (&v)[NX]) {
+    float acc[2][NX];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         u32 q[4];
@@ -187,26 +189,77 @@ __device__ __forceinline__ float row_pair7(const u32* words, u32& pos, const u32
             q[2] = (r1 << 4) & 0xF0F0F0F0u;
             q[3] = r1 & 0xF0F0F0F0u;
         }
-        float a = 0.0f;
+        float a[NX];
+#pragma unroll
+        for (int n = 0; n < NX; n++) a[n] = 0.0f;
 #pragma unroll
         for (int d = 0; d < 4; d++) { // codes 4d .. 4d + 3 of the row; raw word q[d]
             u32 ea, eb;
             quad7<FP8, STAGED>(words, pos, ea, eb);
-            a = __fmaf_rn(weight7(ea, q[d], 0, 1), xv[4 * d], a);
-            a = __fmaf_rn(weight7(ea, q[d], 1, 2), xv[4 * d + 1], a);
-            a = __fmaf_rn(weight7(eb, q[d], 2, 1), xv[4 * d + 2], a);
-            a = __fmaf_rn(weight7(eb, q[d], 3, 2), xv[4 * d + 3], a);
+            const float w0 = weight7(ea, q[d], 0, 1), w1 = weight7(ea, q[d], 1, 2);
+            const float w2 = weight7(eb, q[d], 2, 1), w3 = weight7(eb, q[d], 3, 2);
+#pragma unroll
+            for (int n = 0; n < NX; n++) {
+                a[n] = __fmaf_rn(w0, xs.get(n, 4 * d), a[n]);
+                a[n] = __fmaf_rn(w1, xs.get(n, 4 * d + 1), a[n]);
+                a[n] = __fmaf_rn(w2, xs.get(n, 4 * d + 2), a[n]);
+                a[n] = __fmaf_rn(w3, xs.get(n, 4 * d + 3), a[n]);
+            }
         }
-        acc[h] = a;
+#pragma unroll
+        for (int n = 0; n < NX; n++) acc[h][n] = a[n];
     }
     const bool upper = lane >= 16;
-    const float keep = upper ? acc[1] : acc[0];
-    const float give = upper ? acc[0] : acc[1];
-    float v = keep + __shfl_xor_sync(0xffffffffu, give, 16);
 #pragma unroll
-    for (int d = 8; d >= 1; d >>= 1) v = v + __shfl_xor_sync(0xffffffffu, v, d);
-    return v;
+    for (int n = 0; n < NX; n++) {
+        const float keep = upper ? acc[1][n] : acc[0][n];
+        const float give = upper ? acc[0][n] : acc[1][n];
+        float t = keep + __shfl_xor_sync(0xffffffffu, give, 16);
+#pragma unroll
+        for (int d = 8; d >= 1; d >>= 1) t = t + __shfl_xor_sync(0xffffffffu, t, d);
+        v[n] = t;
+    }
 }
+
+// A lane's 16 activations of each of NX columns (spec 15.4.2: f32, or BF16 widened exactly).
+// Unpacked: 16 f32 registers per column. Packed (BF16 input, NX > 1, where registers are short):
+// 8 registers of BF16 pairs per column, widened at each use (one shift or mask).
+template <bool XBF16, int NX>
+struct XUnpacked {
+    float v[NX][16];
+    __device__ __forceinline__ void load(const void* x, u64 kp, u64 col0) {
+#pragma unroll
+        for (int n = 0; n < NX; n++) {
+            const void* xn = reinterpret_cast<const u8*>(x) + n * kp * (XBF16 ? 2 : 4);
+            load_x8<XBF16>(xn, col0, *reinterpret_cast<float(*)[8]>(&v[n][0]));
+            load_x8<XBF16>(xn, col0 + 8, *reinterpret_cast<float(*)[8]>(&v[n][8]));
+        }
+    }
+    __device__ __forceinline__ float get(int n, int k) const { return v[n][k]; }
+};
+
+template <int NX>
+struct XPacked {
+    u32 w[NX][8];
+    __device__ __forceinline__ void load(const void* x, u64 kp, u64 col0) {
+#pragma unroll
+        for (int n = 0; n < NX; n++) {
+            const uint4* p = reinterpret_cast<const uint4*>(reinterpret_cast<const u16*>(x) + n * kp + col0);
+            const uint4 a = p[0], b = p[1];
+            w[n][0] = a.x; w[n][1] = a.y; w[n][2] = a.z; w[n][3] = a.w;
+            w[n][4] = b.x; w[n][5] = b.y; w[n][6] = b.z; w[n][7] = b.w;
+        }
+    }
+    // volatile: otherwise the compiler hoists the widening out of the row loop and is back to 16
+    // registers per column (and spills).
+    __device__ __forceinline__ float get(int n, int k) const {
+        const u32 p = w[n][k >> 1];
+        u32 r;
+        if (k & 1) asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(r) : "r"(p));
+        else asm volatile("shl.b32 %0, %1, 16;" : "=r"(r) : "r"(p));
+        return __uint_as_float(r);
+    }
+};
 
 // Spec 15.4.6 for one row.
 __device__ __forceinline__ void output7(float s, u64 row, const float* __restrict__ scale, const float* __restrict__ bias,
@@ -275,9 +328,24 @@ __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __r
     cp_wait<0>();
 }
 
-// Spec 15.4 with version 7. `partial` holds 8 floats per block and `count` one counter per row
-// block (zero before the launch; the kernel leaves it zero again).
-template <bool FP8, bool XBF16>
+template <bool XBF16, int NX>
+struct XKind {
+    typedef XUnpacked<XBF16, NX> T;
+};
+template <int NX>
+struct XKind<true, NX> {
+    typedef XPacked<NX> T;
+};
+template <>
+struct XKind<true, 1> {
+    typedef XUnpacked<true, 1> T;
+};
+
+// Spec 15.4 with version 7, for NX activation columns at once (spec 15.4.7: each column is
+// computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
+// per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
+// at element n * Kp, column n of y at element n * M.
+template <bool FP8, bool XBF16, int NX>
 __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -287,68 +355,67 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
     const u32 warps = blockDim.x >> 5;
     const u32 cbs = (u32)g.col_blocks;
     const u64 stride = FP8 ? g.k16 / 2 : g.k16;
+    const u64 y_elem = out_bf16 ? 2 : 4;
+    auto out = [&](float s, u64 row, int n) {
+        output7(s, row, scale, bias, reinterpret_cast<u8*>(y) + n * g.rows * y_elem, out_bf16);
+    };
     auto work = [&](u32 b, u32 rb, u32 cb, const u8* buf, Start7 st) {
         const u64 col0 = 512ull * cb + 16 * lane;
         const bool lane_in = col0 < g.k16;
         const u32* staged = reinterpret_cast<const u32*>(buf);
         const u32* direct = reinterpret_cast<const u32*>(data + st.start16);
-        float xv[16];
-        load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
-        load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
-        const u8* rowp = low + 8ull * rb * stride + (FP8 ? col0 / 2 : col0);
+        typename XKind<XBF16, NX>::T xs;
+        xs.load(x, g.kp, col0);
+        // Rows of this block that exist (8 except in the last row block), and this lane's raw
+        // bytes of row 0; the row loop advances one pointer (32-bit counts, no 64-bit products).
+        const u32 nrows = (u32)min(8ull, g.rows - 8ull * rb);
         const u64 row0 = 8ull * rb;
+        const u8* rowp = low + row0 * stride + (FP8 ? col0 / 2 : col0);
         u32 pos = st.pos;
         u32 qa[4], qb[4];
-        raw7<FP8>(rowp, lane_in && row0 < g.rows, qa);
-        raw7<FP8>(rowp + stride, lane_in && row0 + 1 < g.rows, qb);
-        // Lane 0: block partials of rows 0, 2, 4, 6; lane 16: rows 1, 3, 5, 7. The loop is not
-        // unrolled: fully unrolled, the kernel outgrew the instruction cache (ncu: "no
-        // instruction" stalls, docs/gpu.md).
-        float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        raw7<FP8>(rowp, lane_in, qa);
+        raw7<FP8>(rowp + stride, lane_in && nrows > 1, qb);
+        // The loop is not unrolled: fully unrolled, the kernel outgrew the instruction cache
+        // (ncu: "no instruction" stalls, docs/gpu.md).
 #pragma unroll 1
-        for (int i = 0; i < 4; i++) {
+        for (u32 i = 0; i < 4; i++) {
+            rowp += 2 * stride;
             u32 na[4], nb2[4]; // the next two raw rows, one pair ahead
-            raw7<FP8>(rowp + (2 * i + 2) * stride, lane_in && i < 3 && row0 + 2 * i + 2 < g.rows, na);
-            raw7<FP8>(rowp + (2 * i + 3) * stride, lane_in && i < 3 && row0 + 2 * i + 3 < g.rows, nb2);
-            const float v = st.staged ? row_pair7<FP8, true>(staged, pos, qa, qb, xv, lane)
-                                      : row_pair7<FP8, false>(direct, pos, qa, qb, xv, lane);
-            part[0] = i == 0 ? v : part[0];
-            part[1] = i == 1 ? v : part[1];
-            part[2] = i == 2 ? v : part[2];
-            part[3] = i == 3 ? v : part[3];
+            raw7<FP8>(rowp, lane_in && 2 * i + 2 < nrows, na);
+            raw7<FP8>(rowp + stride, lane_in && 2 * i + 3 < nrows, nb2);
+            float v[NX];
+            if (st.staged) row_pair7<FP8, true, NX>(staged, pos, qa, qb, xs, lane, v);
+            else row_pair7<FP8, false, NX>(direct, pos, qa, qb, xs, lane, v);
+            // Lane 0 holds row 2i, lane 16 row 2i + 1, of every column.
+            const u32 r = 2 * i + (lane >> 4);
+            if ((lane & 15) == 0 && r < nrows) {
+#pragma unroll
+                for (int n = 0; n < NX; n++) {
+                    if (cbs == 1) out(0.0f + v[n], row0 + r, n); // spec 15.4.5 with one column block: +0 + P
+                    else partial[((u64)b * NX + n) * 8 + r] = v[n];
+                }
+            }
 #pragma unroll
             for (int j = 0; j < 4; j++) { qa[j] = na[j]; qb[j] = nb2[j]; }
         }
-        if (cbs == 1) { // spec 15.4.5 with one column block: S = +0 + P
-            if ((lane & 15) == 0) {
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    const u64 row = row0 + 2 * i + (lane >> 4);
-                    if (row < g.rows) output7(0.0f + part[i], row, scale, bias, y, out_bf16);
-                }
-            }
-            return;
-        }
-        // Lanes 0 and 16 publish the block's 8 partials; a fence, then one atomic counts the
+        if (cbs == 1) return;
+        // Lanes 0 and 16 published the block's partials; a fence, then one atomic counts the
         // block, and the warp that counts the row block's last block adds the partials in
         // ascending cb order (spec 15.4.5). (Measured on the H200 against a release-only atomic
         // with one writer lane, and an acquire-release one: this was the fastest, docs/gpu.md.)
-        if ((lane & 15) == 0) {
-#pragma unroll
-            for (int i = 0; i < 4; i++) partial[(u64)b * 8 + 2 * i + (lane >> 4)] = part[i];
-            __threadfence();
-        }
+        if ((lane & 15) == 0) __threadfence();
         __syncwarp();
         u32 old = 0;
         if (lane == 0) old = atomicAdd(count + rb, 1u);
         old = __shfl_sync(0xffffffffu, old, 0);
         if (old == cbs - 1) {
             __threadfence();
-            if (lane < 8 && row0 + lane < g.rows) {
-                const float* src = partial + (u64)rb * cbs * 8 + lane;
-                float s = 0.0f;
-                for (u32 c = 0; c < cbs; c++) s = s + __ldcg(src + 8ull * c);
-                output7(s, row0 + lane, scale, bias, y, out_bf16);
+            const u32 n = lane / 8, r = lane % 8; // lane = column * 8 + row
+            if (n < NX && r < nrows) {
+                const float* src = partial + ((u64)rb * cbs * NX + n) * 8 + r;
+                float sum = 0.0f;
+                for (u32 c = 0; c < cbs; c++) sum = sum + __ldcg(src + 8ull * NX * c);
+                out(sum, row0 + r, n);
             }
             if (lane == 0) count[rb] = 0; // ready for the next launch (kernel boundaries order it)
         }
@@ -357,16 +424,26 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
                  [&] { copy_tables7(pairs); }, work);
 }
 
-#define NWC_MATVEC7(NAME, FP8, XBF16)                                                                          \
-    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
+// Entry points: NX = 1 (batch 1; 2 CTAs of 16 warps per SM) and NX = 2, 4 (a batch's columns in
+// groups; more registers for the activations, so 1 CTA per SM).
+#define NWC_MATVEC7(NAME, FP8, XBF16, NX)                                                                      \
+    extern "C" __global__ void __launch_bounds__(V7_THREADS, NX == 1 ? 2 : 1)                                   \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
              const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
-        matvec7<FP8, XBF16>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count);     \
+        matvec7<FP8, XBF16, NX>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
     }
-NWC_MATVEC7(nwc_matvec7_bf16_l0_xf32, false, false)
-NWC_MATVEC7(nwc_matvec7_bf16_l0_xbf16, false, true)
-NWC_MATVEC7(nwc_matvec7_fp8_l0_xf32, true, false)
-NWC_MATVEC7(nwc_matvec7_fp8_l0_xbf16, true, true)
+NWC_MATVEC7(nwc_matvec7_bf16_l0_xf32, false, false, 1)
+NWC_MATVEC7(nwc_matvec7_bf16_l0_xbf16, false, true, 1)
+NWC_MATVEC7(nwc_matvec7_fp8_l0_xf32, true, false, 1)
+NWC_MATVEC7(nwc_matvec7_fp8_l0_xbf16, true, true, 1)
+NWC_MATVEC7(nwc_matvec7x2_bf16_l0_xf32, false, false, 2)
+NWC_MATVEC7(nwc_matvec7x2_bf16_l0_xbf16, false, true, 2)
+NWC_MATVEC7(nwc_matvec7x2_fp8_l0_xf32, true, false, 2)
+NWC_MATVEC7(nwc_matvec7x2_fp8_l0_xbf16, true, true, 2)
+NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xf32, false, false, 4)
+NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xbf16, false, true, 4)
+NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xf32, true, false, 4)
+NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xbf16, true, true, 4)
 
 // Spec 15.2, layout 0, version 7: each lane writes its 16 BF16 words of a row as two 16-byte
 // stores; four codes make two output words.

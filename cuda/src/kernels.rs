@@ -15,7 +15,7 @@ pub const SOURCE: &str = concat!(
 );
 
 /// Every entry point of [`SOURCE`] the crate launches.
-pub const KERNELS: [&str; 31] = [
+pub const KERNELS: [&str; 39] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -47,20 +47,40 @@ pub const KERNELS: [&str; 31] = [
     "nwc_matvec7_fp8_l0_xbf16",
     "nwc_dequant7_bf16_l0",
     "nwc_dequant7_fp8_l0",
+    "nwc_matvec7x2_bf16_l0_xf32",
+    "nwc_matvec7x2_bf16_l0_xbf16",
+    "nwc_matvec7x2_fp8_l0_xf32",
+    "nwc_matvec7x2_fp8_l0_xbf16",
+    "nwc_matvec7x4_bf16_l0_xf32",
+    "nwc_matvec7x4_bf16_l0_xbf16",
+    "nwc_matvec7x4_fp8_l0_xf32",
+    "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
 /// Version 7 kernels: CTAs of 16 warps (`V7_THREADS`), each warp with two stream staging buffers
 /// of `V7_STAGE` bytes in dynamic shared memory.
 pub const V7_THREADS: u32 = 512;
 pub const V7_SMEM: u32 = (V7_THREADS / 32) * 2 * 2304;
-pub const V7_KERNELS: [&str; 6] = [
+pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7_bf16_l0_xf32",
     "nwc_matvec7_bf16_l0_xbf16",
     "nwc_matvec7_fp8_l0_xf32",
     "nwc_matvec7_fp8_l0_xbf16",
     "nwc_dequant7_bf16_l0",
     "nwc_dequant7_fp8_l0",
+    "nwc_matvec7x2_bf16_l0_xf32",
+    "nwc_matvec7x2_bf16_l0_xbf16",
+    "nwc_matvec7x2_fp8_l0_xf32",
+    "nwc_matvec7x2_fp8_l0_xbf16",
+    "nwc_matvec7x4_bf16_l0_xf32",
+    "nwc_matvec7x4_bf16_l0_xbf16",
+    "nwc_matvec7x4_fp8_l0_xf32",
+    "nwc_matvec7x4_fp8_l0_xbf16",
 ];
+
+/// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split
+/// into groups of 4, then 2, then 1.
+pub const V7_MAX_COLUMNS: usize = 4;
 
 /// Version 2 kernels take dynamic shared memory: two buffers per warp of the block's raw plane
 /// (8 x 512 BF16 bytes or FP8 nibbles) and its staged stream (`V2Buf` and `V2_STAGE` in the

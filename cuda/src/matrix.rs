@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{v2_warp_smem, THREADS, V7_SMEM, V7_THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -61,7 +61,8 @@ pub struct GpuMatrix {
     lut: CudaSlice<u32>,
     low: CudaSlice<u8>,
     scale: Option<CudaSlice<f32>>,
-    /// Version 7 matvec scratch: 8 block partials per block, and one counter per row block that
+    /// Version 7 matvec scratch: 8 block partials per block and column (up to V7_MAX_COLUMNS
+    /// columns per launch), and one counter per row block that
     /// the kernel leaves at zero (spec 15.4.5 order is kept by the last warp of each row block).
     /// Every launch of this matrix runs on the one stream of its `Gpu`, so launches never share
     /// the scratch concurrently.
@@ -78,6 +79,10 @@ pub struct GpuMatrix {
     /// for side-by-side timing.
     /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 always runs version 1.
     pub kernel_version: u8,
+    /// Version 7 only: a batch's columns go through the batched kernels in groups of up to
+    /// V7_MAX_COLUMNS (each weight decoded once per group) instead of one launch per column.
+    /// Default true; `NWC_BATCH_FUSED=0` at upload turns it off (same results either way).
+    pub fused_batch: bool,
     /// Which kernels layout 0 dequant uses: 6 (default: measured faster than 7 on 6 of the 8
     /// bench shapes, docs/results.md), 7, 2 or 1. `NWC_DEQUANT_KERNEL=N` at upload picks one.
     pub dequant_version: u8,
@@ -159,6 +164,7 @@ impl GpuMatrix {
                 Ok("6") => 6,
                 _ => 7,
             },
+            fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
             dequant_version: match std::env::var("NWC_DEQUANT_KERNEL").as_deref() {
                 Ok("1") => 1,
                 Ok("2") => 2,
@@ -172,7 +178,7 @@ impl GpuMatrix {
     fn scratch(gpu: &Arc<Gpu>, g: &Geometry) -> Result<(CudaSlice<f32>, CudaSlice<u32>), GpuError> {
         let s = &gpu.stream;
         let blocks = (g.row_blocks * g.col_blocks) as usize;
-        Ok((s.alloc_zeros(8 * blocks.max(1))?, s.alloc_zeros((g.row_blocks as usize).max(1))?))
+        Ok((s.alloc_zeros(8 * V7_MAX_COLUMNS * blocks.max(1))?, s.alloc_zeros((g.row_blocks as usize).max(1))?))
     }
 
     /// A second device copy of the same matrix (benchmarks rotate copies past the L2 cache).
@@ -197,6 +203,7 @@ impl GpuMatrix {
             pairs: s.clone_dtod(&self.pairs)?,
             stored_bytes: self.stored_bytes,
             kernel_version: self.kernel_version,
+            fused_batch: self.fused_batch,
             dequant_version: self.dequant_version,
         })
     }
@@ -399,8 +406,9 @@ impl GpuMatrix {
     }
 
     /// Spec 15.4: y = scale * (W x) + bias for every vector of `x`, written to `y` (batch x M
-    /// elements of `kind`: f32 or BF16 words). Batch > 1 launches once per vector for now; each
-    /// launch is the batch-1 canonical order, so the result is exact.
+    /// elements of `kind`: f32 or BF16 words). Batch > 1: version 7 decodes once per group of up to
+    /// 4 columns (`fused_batch`), other versions launch once per column; each column follows the
+    /// batch-1 canonical order either way, so the result is exact (spec 15.4.7).
     fn matvec_raw(
         &self,
         x: &DeviceActivations,
@@ -419,23 +427,16 @@ impl GpuMatrix {
         };
         Self::check_len("padded activations", kp, self.geo.kp as usize)?;
         let (v2, v7) = (self.v2(), self.v7());
-        let name = match (v2, v7, self.kernel_version) {
-            (_, true, _) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
-            (false, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
-            (true, _, 6) => format!("nwc_matvec6_{}_{xname}", self.suffix()),
-            (true, _, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
-        };
-        let f = self.gpu.function(&name);
-        // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
-        let (threads, grid, smem) = if v7 {
-            (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
-        } else if v2 {
-            let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
-            let smem = self.v2_smem(threads, self.kernel_version);
-            (threads, self.resident_grid(&name, threads, smem, self.geo.row_blocks)?, smem)
-        } else {
-            (THREADS, self.grid(self.geo.row_blocks), 0)
-        };
+        // Launches: (first column, columns). Version 7 with `fused_batch` decodes each weight once
+        // for up to V7_MAX_COLUMNS columns (groups of 4, then 2, then 1); otherwise one launch per
+        // column. Either way each column is the exact batch-1 computation (spec 15.4.7).
+        let mut groups = Vec::new();
+        let mut col = 0usize;
+        while col < batch {
+            let n = if v7 && self.fused_batch { [4, 2, 1].into_iter().find(|&n| n <= batch - col).unwrap_or(1) } else { 1 };
+            groups.push((col as u64, n));
+            col += n;
+        }
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
@@ -448,8 +449,26 @@ impl GpuMatrix {
         let out_bf16: i32 = i32::from(kind == OutputKind::Bf16);
         let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
         let geo = Geo { flags: self.flags(), ..self.geo };
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
-        for col in 0..batch as u64 {
+        for (col, n) in groups {
+            let name = match (v2, v7, self.kernel_version, n) {
+                (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
+                (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
+                (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
+                (true, _, 6, _) => format!("nwc_matvec6_{}_{xname}", self.suffix()),
+                (true, _, _, _) => format!("nwc_matvec2_{}_{xname}", self.suffix()),
+            };
+            let f = self.gpu.function(&name);
+            // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
+            let (threads, grid, smem) = if v7 {
+                (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
+            } else if v2 {
+                let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
+                let smem = self.v2_smem(threads, self.kernel_version);
+                (threads, self.resident_grid(&name, threads, smem, self.geo.row_blocks)?, smem)
+            } else {
+                (THREADS, self.grid(self.geo.row_blocks), 0)
+            };
+            let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
             let x_ptr = x_base + col * kp as u64 * x_elem;
             let y_ptr = y + col * m * y_elem;
             let mut b = s.launch_builder(f);
@@ -458,11 +477,12 @@ impl GpuMatrix {
                 b.arg(&partial).arg(&count);
             }
             // SAFETY: the argument list matches NWC_MATVEC (kernels/nwc.cu), NWC_MATVEC2 (kernels/nwc_v2.cu) and NWC_MATVEC7
-            // (kernels/nwc_v7.cu, which also takes the scratch: 8 floats per block, one zeroed counter per row block); matrix pointers are
-            // live allocations padded by the spec 9.3/9.4 slacks; x_ptr points at Kp activations
-            // (vector `col` of a batch x Kp buffer, length checked above); bias has M values or is
-            // null; the caller of matvec_raw guarantees `y` holds batch x M outputs of `kind`
-            // (the safe wrappers below allocate exactly that); the matrix passed the validity rules.
+            // (kernels/nwc_v7.cu, which also takes the scratch: 8 floats per block and column for up to V7_MAX_COLUMNS
+            // columns, one zeroed counter per row block); matrix pointers are live allocations padded by the spec 9.3/9.4
+            // slacks; x_ptr points at `n` vectors of Kp activations (vectors col.. of a batch x Kp buffer, length checked
+            // above, col + n <= batch); bias has M values or is null; the caller of matvec_raw guarantees `y` holds
+            // batch x M outputs of `kind` (the safe wrappers below allocate exactly that), so y_ptr has n x M of them;
+            // the matrix passed the validity rules.
             unsafe { b.launch(cfg) }?;
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernels (versions 1, 6
 //! and 7, docs/gpu.md; 7 is the default), same shapes, one run, plus dequant throughput and, for FP8, a plain
-//! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. Usage: nwc-gpu-bench [--real model.safetensors] [--quick]
+//! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--batch]
+//! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -268,16 +269,82 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
     Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, m, k })
 }
 
+/// Batch 1..16 on one shape (synthetic BF16): cuBLAS GEMM with N columns against version 7 with
+/// the batched kernels (each weight decoded once per group of 4 columns) and with one launch per
+/// column. The batched output must equal the per-column one bit for bit (per-column = the batch-1
+/// kernel, exact by the conformance run), or the row says MISMATCH.
+fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
+    let s = &gpu.stream;
+    let words = gaussian_bf16((m * k) as usize, 11);
+    let enc = encode(Mode::BF16_L0, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
+    let (g0, _) = GpuMatrix::upload_and_decode(gpu, &enc)?;
+    let copies = (3 * L2_BYTES / g0.stored_bytes + 1).clamp(1, 8) as usize;
+    let mut mats = vec![g0];
+    for _ in 1..copies {
+        mats.push(mats[0].try_clone()?);
+    }
+    let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
+    let w_dev: Vec<CudaSlice<half::bf16>> =
+        (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
+    println!("batched matvec, {m}x{k} synthetic BF16 (BF16 activations and outputs):");
+    println!("{:>5} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>7}", "N", "cuBLAS us", "fused us", "/cB", "percol us", "/cB", "fused/percol");
+    for n in [1usize, 2, 3, 4, 8, 16] {
+        let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
+        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
+        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
+        let cfg = GemmConfig {
+            transa: cublasOperation_t::CUBLAS_OP_T,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: m as i32,
+            n: n as i32,
+            k: k as i32,
+            alpha: half::bf16::ONE,
+            lda: k as i32,
+            ldb: k as i32,
+            beta: half::bf16::ZERO,
+            ldc: m as i32,
+        };
+        let cublas_us = time_us(gpu, &mut |i| {
+            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
+            unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
+            Ok(())
+        })?;
+        let xd = mats[0].activations_bf16(&xs, n)?;
+        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
+        let run = |fused: bool, mats: &mut Vec<GpuMatrix>, y: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {
+            for g in mats.iter_mut() {
+                g.kernel_version = 7;
+                g.fused_batch = fused;
+            }
+            s.memset_zeros(y)?;
+            let us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, y)?))?;
+            Ok((us, s.clone_dtoh(y)?))
+        };
+        let (fused_us, out_fused) = run(true, &mut mats, &mut y)?;
+        let (percol_us, out_percol) = run(false, &mut mats, &mut y)?;
+        let tag = if out_fused == out_percol { "" } else { "  MISMATCH: batched output differs from per-column" };
+        println!(
+            "{n:>5} | {cublas_us:9.2} | {fused_us:9.2} {:5.2}x | {percol_us:9.2} {:5.2}x | {:6.2}x{tag}",
+            cublas_us / fused_us,
+            cublas_us / percol_us,
+            percol_us / fused_us
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
     let mut profile = false;
+    let mut batch_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--real" => real = args.next(),
             "--quick" => quick = true,
             "--profile" => profile = true,
+            "--batch" => batch_only = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -311,6 +378,12 @@ fn main() -> Res<()> {
         return Ok(());
     }
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
+    if batch_only {
+        for (m, k) in [(6144, 4096), (4096, 4096)] {
+            bench_batch(&gpu, &blas, m, k)?;
+        }
+        return Ok(());
+    }
     let mut sources: Vec<(&str, Option<Vec<u16>>)> = vec![("synthetic N(0,0.02)", None)];
     if let Some(p) = &real {
         sources.push(("real MiniLM-L6 tiled", Some(real_pool(p)?)));
