@@ -24,7 +24,7 @@ cargo build --workspace --bins
 
 step "unit, property, interop, snapshot, validity, coverage and kernel-compile tests"
 cargo test --workspace
-cargo test -p nwc-fast --release --features simd # the differential tests on the SSE2 (unsafe) decoder path
+cargo test -p nwc-fast --release --features simd # nwc-fast tests again on its `simd` build (its only unsafe code)
 
 step "conformance: the reference, our CLI and the 0.10.1 library's encoder against the corpus"
 conform=target/debug/nwc-conform

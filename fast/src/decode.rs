@@ -3,10 +3,13 @@
 //! any rule, it asks the reference decoder for the exact error (rule, block, lane, offset), so both
 //! decoders always report the same thing.
 
-use crate::bits::{BitReader, Broken};
+#[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
+use self::decode_row_block as decode_row_block_best;
+use crate::bits::{entry_count, Broken, Cursor, LaneBuf, MultiTable, MULTI, STEPS_PER_REFILL};
+#[cfg(all(feature = "simd", target_arch = "x86_64"))]
+use crate::simd::decode_row_block_best;
 use nwc_reference::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
-use nwc_reference::geometry::{LANES, LUT_ENTRIES};
-use nwc_reference::lut::PARTIAL;
+use nwc_reference::geometry::LANES;
 use nwc_reference::{
     check_structure, DecodeError, DecodedMatrix, Elements, EncodedMatrix, Geometry, Layout, Limits,
 };
@@ -18,16 +21,28 @@ pub fn decode(m: &EncodedMatrix) -> Result<DecodedMatrix, DecodeError> {
 }
 
 /// Validates and decodes; equals `nwc_reference::decode_with_limits`, errors included.
-pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedMatrix, DecodeError> {
+pub fn decode_with_limits(
+    m: &EncodedMatrix,
+    limits: &Limits,
+) -> Result<DecodedMatrix, DecodeError> {
     let exp_of_rank = check_structure(m, limits)?;
     match decode_lanes(m, &exp_of_rank) {
-        Some(elements) => Ok(DecodedMatrix { mode: m.mode, shape: m.shape, exp_of_rank, elements, scale: m.scale.clone() }),
+        Some(elements) => Ok(DecodedMatrix {
+            mode: m.mode,
+            shape: m.shape,
+            exp_of_rank,
+            elements,
+            scale: m.scale.clone(),
+        }),
         None => {
             // Some lane broke a rule: the reference names it (rule, block, lane, offset). Should
             // the reference accept it, its output is the right answer; debug builds stop so that
             // the disagreement gets fixed.
             let reference = nwc_reference::decode_with_limits(m, limits);
-            debug_assert!(reference.is_err(), "nwc-fast rejected a matrix the reference accepts");
+            debug_assert!(
+                reference.is_err(),
+                "nwc-fast rejected a matrix the reference accepts"
+            );
             reference
         }
     }
@@ -44,7 +59,7 @@ pub fn fast_path_accepts(m: &EncodedMatrix) -> bool {
 /// lane breaks a rule. The structural rules must have been checked.
 fn decode_lanes(m: &EncodedMatrix, exp_of_rank: &[u8; 15]) -> Option<Elements> {
     let g = Geometry::new(m.mode, m.shape).expect("checked by check_structure");
-    let tables = Tables::new(exp_of_rank);
+    let tables = Tables::new(exp_of_rank, m.mode.elem);
     let rows_per_task = m.mode.layout.block_rows() as usize * m.shape.cols as usize;
     let n = m.shape.weights() as usize;
     match m.mode.elem {
@@ -53,7 +68,9 @@ fn decode_lanes(m: &EncodedMatrix, exp_of_rank: &[u8; 15]) -> Option<Elements> {
             let ok = out
                 .par_chunks_mut(rows_per_task)
                 .enumerate()
-                .all(|(rb, rows)| decode_row_block::<Bf16>(m, &g, &tables, rb, rows).is_ok());
+                .all(|(rb, rows)| {
+                    decode_row_block_best::<Bf16>((m, &g, &tables, rb, rows)).is_ok()
+                });
             ok.then_some(Elements::Bf16(out))
         }
         nwc_reference::ElemType::Fp8E4m3 => {
@@ -61,24 +78,26 @@ fn decode_lanes(m: &EncodedMatrix, exp_of_rank: &[u8; 15]) -> Option<Elements> {
             let ok = out
                 .par_chunks_mut(rows_per_task)
                 .enumerate()
-                .all(|(rb, rows)| decode_row_block::<Fp8>(m, &g, &tables, rb, rows).is_ok());
+                .all(|(rb, rows)| decode_row_block_best::<Fp8>((m, &g, &tables, rb, rows)).is_ok());
             ok.then_some(Elements::Fp8(out))
         }
     }
 }
 
 /// Decoding tables built once per matrix from the recovered exp_of_rank (spec 10.6).
-struct Tables {
+pub(crate) struct Tables {
     /// Byte of a rank code: (rank << 1 | sign) -> sign << 7 | exp_of_rank[rank], ranks 0..14
     /// (the byte the lookup table holds for it, spec 10.2).
     byte: [u8; 32],
     /// FP8: the fp8 magnitude for (symbol byte << 4 | nibble), or 0xFFFF where spec 4.7/4.8 forbid
     /// the pair (rules 13.16 fp8-nibble, 13.17 fp8-nan).
     fp8: Vec<u16>,
+    /// Several codes per look-up (spec 6.1).
+    multi: MultiTable,
 }
 
 impl Tables {
-    fn new(exp_of_rank: &[u8; 15]) -> Tables {
+    fn new(exp_of_rank: &[u8; 15], elem: nwc_reference::ElemType) -> Tables {
         let mut byte = [0u8; 32];
         for r in 0..15 {
             byte[2 * r] = exp_of_rank[r];
@@ -87,12 +106,26 @@ impl Tables {
         let mut fp8 = vec![0xFFFFu16; 128 * 16];
         for (symbol, &sb) in FP8_SYMBOL_BYTE.iter().enumerate() {
             for nibble in 0..16u8 {
-                if let Some(b) = fp8_join(Fp8Parts { sign: 0, symbol: symbol as u8, nibble }) {
+                if let Some(b) = fp8_join(Fp8Parts {
+                    sign: 0,
+                    symbol: symbol as u8,
+                    nibble,
+                }) {
                     fp8[usize::from(sb) * 16 + usize::from(nibble)] = u16::from(b);
                 }
             }
         }
-        Tables { byte, fp8 }
+        // Spec 6.1, 6.2: BF16 codes ranks 0..14 (15 zeros start an escape), FP8 ranks 0..9.
+        let max_rank = if elem == nwc_reference::ElemType::Bf16 {
+            14
+        } else {
+            9
+        };
+        Tables {
+            multi: MultiTable::new(&byte, max_rank),
+            byte,
+            fp8,
+        }
     }
 
     /// Spec 6.3: a filler is rank 0 with sign 0 (never an escape).
@@ -102,17 +135,28 @@ impl Tables {
     }
 }
 
+/// Most codes in a lane: 16 super-chunks of 16 in layout 1 (spec 8.2), 128 in layout 0.
+const MAX_CODES: usize = 256;
+
 /// The codes of one lane, decoded: the byte each stands for (sign << 7 | symbol byte, or the
-/// escape's high byte) and which were escapes.
+/// escape's high byte) and which were escapes. A table step stores 4 bytes at once, so the last
+/// code may be followed by one byte of junk.
 struct LaneCodes {
-    bytes: [u8; 256],
+    bytes: [u8; MAX_CODES + 4],
     escaped: [u64; 4],
 }
 
 /// One code decoded from its leading zeros (spec 6.1, 6.2), stored at `n`.
 #[inline(always)]
-fn read_single(r: &mut BitReader, t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<(), Broken> {
-    let (rank, x) = r.read(escape)?;
+fn read_single(
+    c: &mut Cursor,
+    lane: &LaneBuf,
+    t: &Tables,
+    escape: bool,
+    codes: &mut LaneCodes,
+    n: usize,
+) -> Result<(), Broken> {
+    let (rank, x) = c.read(lane, escape)?;
     if rank < 15 {
         codes.bytes[n] = t.byte[(2 * rank + x) as usize];
     } else {
@@ -122,56 +166,102 @@ fn read_single(r: &mut BitReader, t: &Tables, escape: bool, codes: &mut LaneCode
     Ok(())
 }
 
-/// One step of a lane: two codes through the lookup table when both are complete inside its 12-bit
-/// window (spec 10.3), else one from its leading zeros. Returns how many codes were decoded.
+/// [`read_single`] out of line: long codes are rare, and keeping them out of the step keeps the
+/// lockstep loop small enough to be unrolled. The cursor goes in and out by value, so that its
+/// address is never taken and the loop keeps every cursor in registers.
+#[cold]
+#[inline(never)]
+fn read_long(
+    mut c: Cursor,
+    lane: &LaneBuf,
+    t: &Tables,
+    escape: bool,
+    codes: &mut LaneCodes,
+    n: usize,
+) -> (Cursor, Result<(), Broken>) {
+    let r = read_single(&mut c, lane, t, escape, codes, n);
+    (c, r)
+}
+
+/// One step of a lane: up to [`MULTI`] codes through the multi-code table, or one code from its
+/// leading zeros when the window holds no complete code (a long code, an escape, a broken code).
+/// Returns how many codes were decoded; `n + MULTI <= MAX_CODES` (checked by the caller's loop).
+/// The cursor must have been refilled at most [`STEPS_PER_REFILL`] steps ago.
 #[inline(always)]
-fn step(r: &mut BitReader, lut: &[u32; LUT_ENTRIES], t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<usize, Broken> {
-    let e = lut[r.peek12()];
-    if e & PARTIAL == 0 {
-        r.skip(e & 0xFF); // both lengths together
-        codes.bytes[n] = (e >> 8) as u8;
-        codes.bytes[n + 1] = (e >> 16) as u8;
-        Ok(2)
-    } else {
-        read_single(r, t, escape, codes, n)?;
-        Ok(1)
+fn step(
+    c: &mut Cursor,
+    lane: &LaneBuf,
+    t: &Tables,
+    escape: bool,
+    codes: &mut LaneCodes,
+    n: usize,
+) -> Result<usize, Broken> {
+    let e = c.step(&t.multi);
+    let at = n % MAX_CODES; // n < MAX_CODES already; lets the compiler drop the bounds check
+    codes.bytes[at..at + 4].copy_from_slice(&e.to_le_bytes());
+    match entry_count(e) {
+        0 => {
+            let (after, r) = read_long(*c, lane, t, escape, codes, n);
+            *c = after;
+            r.map(|()| 1)
+        }
+        k => Ok(k),
     }
 }
 
 /// Decodes `count` codes of `N` lanes in lockstep: their bit streams are independent, so the
-/// chains of table look-ups overlap in the processor.
+/// chains of table look-ups overlap in the processor. A step decodes at most [`MULTI`] codes, so
+/// `(count - most advanced lane) / MULTI` steps can run with no per-step check; they run in rounds
+/// of one refill and [`STEPS_PER_REFILL`] steps.
 #[inline(always)]
 fn read_lanes<const N: usize>(
-    readers: &mut [BitReader; N],
+    lanes: &[LaneBuf; N],
+    cursors: &mut [Cursor; N],
     codes: &mut [LaneCodes; N],
-    lut: &[u32; LUT_ENTRIES],
     t: &Tables,
     count: usize,
     escape: bool,
 ) -> Result<(), Broken> {
+    let mut cur = *cursors; // a local copy stays in registers
     let mut n = [0usize; N];
     for c in codes.iter_mut() {
         c.escaped = [0; 4];
     }
-    while n.iter().all(|&k| k + 2 <= count) {
-        for i in 0..N {
-            n[i] += step(&mut readers[i], lut, t, escape, &mut codes[i], n[i])?;
+    let count = count.min(MAX_CODES);
+    loop {
+        let rounds =
+            (count - n.iter().copied().max().unwrap_or(count)) / (MULTI * STEPS_PER_REFILL);
+        if rounds == 0 {
+            break;
+        }
+        for _ in 0..rounds {
+            for i in 0..N {
+                cur[i].refill(&lanes[i]);
+            }
+            for _ in 0..STEPS_PER_REFILL {
+                for i in 0..N {
+                    n[i] += step(&mut cur[i], &lanes[i], t, escape, &mut codes[i], n[i])?;
+                }
+            }
         }
     }
     for i in 0..N {
-        while n[i] + 2 <= count {
-            n[i] += step(&mut readers[i], lut, t, escape, &mut codes[i], n[i])?;
+        while n[i] + MULTI <= count {
+            cur[i].refill(&lanes[i]);
+            n[i] += step(&mut cur[i], &lanes[i], t, escape, &mut codes[i], n[i])?;
         }
-        if n[i] < count {
-            read_single(&mut readers[i], t, escape, &mut codes[i], n[i])?;
+        while n[i] < count {
+            read_single(&mut cur[i], &lanes[i], t, escape, &mut codes[i], n[i])?;
+            n[i] += 1;
         }
     }
+    *cursors = cur;
     Ok(())
 }
 
 /// Where a position's raw part is.
 #[derive(Clone, Copy)]
-enum Raw {
+pub(crate) enum Raw {
     /// BF16 byte at this index of `low`.
     Byte(usize),
     /// FP8 nibble `t` of the 16-nibble group starting at this index of `low` (spec 7.6).
@@ -194,7 +284,7 @@ fn read_raw(low: &[u8], raw: Raw) -> u8 {
 }
 
 /// The element type being decoded.
-trait Kind {
+pub(crate) trait Kind {
     type W: Copy + Send;
     const ESCAPE: bool;
     /// Raw slot of column `j` (0..15) of a layout-0 lane segment starting at `col0` of `row`.
@@ -203,10 +293,69 @@ trait Kind {
     fn raw_l1(lane_start: usize, t: usize) -> Raw;
     /// Spec 15.1: the weight from its code byte and raw part.
     fn weight(t: &Tables, byte: u8, raw: u8) -> Result<Self::W, Broken>;
+    /// [`Kind::weight`] for 16 positions at once, in stream order (no early exit: a bad pair is
+    /// remembered and reported after the loop).
+    fn weights16(t: &Tables, bytes: &[u8; 16], raw: &[u8; 16]) -> Result<[Self::W; 16], Broken>;
+
+    /// Layout 0: a whole lane whose 8 x 16 positions are all weights, rows `row0..row0 + 8` of
+    /// the matrix (rows 0..8 of `out`, which has `k` columns), columns `col0..col0 + 16`.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(always)]
+    fn place_lane_l0(
+        t: &Tables,
+        bytes: &[u8; 128],
+        low: &[u8],
+        k16: usize,
+        row0: usize,
+        col0: usize,
+        out: &mut [Self::W],
+        k: usize,
+        _: &mut Scratch,
+    ) -> Result<(), Broken> {
+        for i in 0..8 {
+            let raw = Self::raw16(low, Some(row0 + i), k16, col0, 0);
+            let codes = bytes[16 * i..16 * i + 16].try_into().expect("16 codes");
+            out[i * k + col0..i * k + col0 + 16].copy_from_slice(&Self::weights16(t, codes, &raw)?);
+        }
+        Ok(())
+    }
+
+    /// Layout 1: a whole lane whose positions are all weights.
+    #[inline(always)]
+    fn place_lane_l1(
+        t: &Tables,
+        bytes: &[u8; 256],
+        low: &[u8],
+        lane: &L1Lane,
+        out: &mut [Self::W],
+        _: &mut Scratch,
+    ) -> Result<(), Broken> {
+        let (k, r8) = (lane.k, lane.r8);
+        let (above, below) = out.split_at_mut((r8 + 8) * k);
+        for c in 0..lane.chunks {
+            let col = lane.col0 + 32 * c;
+            let raw = Self::raw16(low, None, 0, 0, lane.slot0 + 32 * c);
+            let codes = bytes[16 * c..16 * c + 16].try_into().expect("16 codes");
+            let w = Self::weights16(t, codes, &raw)?;
+            // Spec 8.3: positions 0, 1, 4, 5, 8, 9, 12, 13 are the upper row, the others the lower.
+            for j in 0..8 {
+                let at = 4 * (j >> 1) + (j & 1);
+                above[r8 * k + col + j] = w[at];
+                below[col + j] = w[at + 2];
+            }
+        }
+        Ok(())
+    }
 
     /// The 16 raw parts of a whole lane segment, in stream order: layout 0 (`Some(row)`: columns
     /// col0.. of that row) or layout 1 (`None`: the lane chunk at slot `lane_start`).
-    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16];
+    fn raw16(
+        low: &[u8],
+        l0_row: Option<usize>,
+        k16: usize,
+        col0: usize,
+        lane_start: usize,
+    ) -> [u8; 16];
 }
 
 /// Spec 7.6 / 8.6: the 16 nibbles of a group of 8 bytes, in stream order.
@@ -239,7 +388,84 @@ impl Kind for Bf16 {
         Ok(u16::from(byte) << 8 | u16::from(raw))
     }
     #[inline(always)]
-    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16] {
+    fn weights16(_: &Tables, bytes: &[u8; 16], raw: &[u8; 16]) -> Result<[u16; 16], Broken> {
+        let mut w = [0u16; 16];
+        for j in 0..16 {
+            w[j] = u16::from(bytes[j]) << 8 | u16::from(raw[j]);
+        }
+        Ok(w)
+    }
+    /// The raw bytes of the 8 rows are gathered first, so that the join runs over 128 positions
+    /// at once: a loop the compiler turns into byte-interleaving vector instructions, which it does
+    /// not for 16 positions.
+    #[inline(always)]
+    fn place_lane_l0(
+        _: &Tables,
+        bytes: &[u8; 128],
+        low: &[u8],
+        k16: usize,
+        row0: usize,
+        col0: usize,
+        out: &mut [u16],
+        k: usize,
+        scratch: &mut Scratch,
+    ) -> Result<(), Broken> {
+        let raw: &mut [u8; 128] = (&mut scratch.raw[..128]).try_into().expect("128");
+        for (i, r) in raw.chunks_exact_mut(16).enumerate() {
+            let start = (row0 + i) * k16 + col0;
+            r.copy_from_slice(&low[start..start + 16]);
+        }
+        let w: &mut [u16; 128] = (&mut scratch.joined[..128]).try_into().expect("128");
+        for ((d, &b), &r) in w.iter_mut().zip(bytes).zip(raw.iter()) {
+            *d = u16::from(b) << 8 | u16::from(r);
+        }
+        for (i, row) in w.chunks_exact(16).enumerate() {
+            out[i * k + col0..i * k + col0 + 16].copy_from_slice(row);
+        }
+        Ok(())
+    }
+    /// As for layout 0: gather the raw bytes of every super-chunk, join all 256 positions in one
+    /// vectorizable loop, then move each pair of columns to its row (spec 8.3: pairs 0, 2, 4, 6
+    /// of a super-chunk go to the upper row, 1, 3, 5, 7 to the lower one).
+    #[inline(always)]
+    fn place_lane_l1(
+        _: &Tables,
+        bytes: &[u8; 256],
+        low: &[u8],
+        lane: &L1Lane,
+        out: &mut [u16],
+        scratch: &mut Scratch,
+    ) -> Result<(), Broken> {
+        let raw = &mut scratch.raw;
+        for (c, r) in raw.chunks_exact_mut(16).take(lane.chunks).enumerate() {
+            let start = (lane.slot0 + 32 * c) * 16;
+            r.copy_from_slice(&low[start..start + 16]);
+        }
+        let w = &mut scratch.joined;
+        for ((d, &b), &r) in w.iter_mut().zip(bytes).zip(raw.iter()) {
+            *d = u16::from(b) << 8 | u16::from(r);
+        }
+        let (k, r8) = (lane.k, lane.r8);
+        let (above, below) = out.split_at_mut((r8 + 8) * k);
+        for (c, chunk) in w.chunks_exact(16).take(lane.chunks).enumerate() {
+            let col = lane.col0 + 32 * c;
+            let upper = &mut above[r8 * k + col..r8 * k + col + 8];
+            let lower = &mut below[col..col + 8];
+            for p in 0..4 {
+                upper[2 * p..2 * p + 2].copy_from_slice(&chunk[4 * p..4 * p + 2]);
+                lower[2 * p..2 * p + 2].copy_from_slice(&chunk[4 * p + 2..4 * p + 4]);
+            }
+        }
+        Ok(())
+    }
+    #[inline(always)]
+    fn raw16(
+        low: &[u8],
+        l0_row: Option<usize>,
+        k16: usize,
+        col0: usize,
+        lane_start: usize,
+    ) -> [u8; 16] {
         let start = match l0_row {
             Some(row) => row * k16 + col0,
             None => lane_start * 16,
@@ -268,7 +494,26 @@ impl Kind for Fp8 {
         Ok(mag as u8 | (byte & 0x80))
     }
     #[inline(always)]
-    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16] {
+    fn weights16(t: &Tables, bytes: &[u8; 16], raw: &[u8; 16]) -> Result<[u8; 16], Broken> {
+        let (mut w, mut bad) = ([0u8; 16], 0u16);
+        for j in 0..16 {
+            let mag = t.fp8[usize::from(bytes[j] & 0x7F) * 16 + usize::from(raw[j] & 0xF)];
+            bad |= mag;
+            w[j] = mag as u8 | (bytes[j] & 0x80);
+        }
+        if bad > 0xFF {
+            return Err(Broken); // rules 13.16, 13.17
+        }
+        Ok(w)
+    }
+    #[inline(always)]
+    fn raw16(
+        low: &[u8],
+        l0_row: Option<usize>,
+        k16: usize,
+        col0: usize,
+        lane_start: usize,
+    ) -> [u8; 16] {
         let start = match l0_row {
             Some(row) => row * k16 / 2 + col0 / 2,
             None => lane_start * 8,
@@ -277,30 +522,54 @@ impl Kind for Fp8 {
     }
 }
 
-fn decode_row_block<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, rb: usize, out: &mut [K::W]) -> Result<(), Broken> {
-    let lut: &[u32; LUT_ENTRIES] = m.lut.as_slice().try_into().map_err(|_| Broken)?;
+/// The arguments of [`decode_row_block`]: matrix, geometry, tables, row block, its rows of the output.
+pub(crate) type RowBlockArgs<'a, K> = (
+    &'a EncodedMatrix,
+    &'a Geometry,
+    &'a Tables,
+    usize,
+    &'a mut [<K as Kind>::W],
+);
+
+/// Decodes row block `rb` into `out` (its rows of the output).
+#[inline(always)] // also into the `simd` feature's build for newer processors
+pub(crate) fn decode_row_block<K: Kind>(
+    (m, g, t, rb, out): RowBlockArgs<'_, K>,
+) -> Result<(), Broken> {
     let cb_count = g.col_blocks as usize;
     const GROUP: usize = 4; // lanes decoded in lockstep
-    let mut codes: [LaneCodes; GROUP] = core::array::from_fn(|_| LaneCodes { bytes: [0; 256], escaped: [0; 4] });
-    let mut readers: [BitReader; GROUP] = core::array::from_fn(|_| BitReader::new());
+    let mut codes: [LaneCodes; GROUP] = core::array::from_fn(|_| LaneCodes {
+        bytes: [0; MAX_CODES + 4],
+        escaped: [0; 4],
+    });
+    let mut lanes: [LaneBuf; GROUP] = core::array::from_fn(|_| LaneBuf::new());
+    let mut scratch = Scratch {
+        raw: [0; MAX_CODES],
+        joined: [0; MAX_CODES],
+    };
     for cb in 0..cb_count {
         let block = rb * cb_count + cb;
         let count = g.codes_per_lane(block as u64);
         let mut start = m.bases[block] as usize;
         for group in 0..LANES / GROUP {
             // check_structure proved every lane lies inside `data`.
-            for (i, r) in readers.iter_mut().enumerate() {
+            let mut cursors = [Cursor::default(); GROUP];
+            for i in 0..GROUP {
                 let words = 4 * usize::from(m.hdr[block * LANES + GROUP * group + i]);
-                r.start(&m.data[start..start + words]);
+                cursors[i] = lanes[i].start(&m.data[start..start + words]);
                 start += words;
             }
-            read_lanes(&mut readers, &mut codes, lut, t, count, K::ESCAPE)?;
+            read_lanes(&lanes, &mut cursors, &mut codes, t, count, K::ESCAPE)?;
             for i in 0..GROUP {
-                readers[i].finish()?; // rules 13.11 - 13.13
+                cursors[i].finish(&lanes[i])?; // rules 13.11 - 13.13
                 let lane = GROUP * group + i;
                 match g.mode.layout {
-                    Layout::Rows8 => place_l0::<K>(m, g, t, &codes[i], rb, cb, lane, out)?,
-                    Layout::Fragment16 => place_l1::<K>(m, g, t, &codes[i], rb, cb, lane, out)?,
+                    Layout::Rows8 => {
+                        place_l0::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?
+                    }
+                    Layout::Fragment16 => {
+                        place_l1::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?
+                    }
                 }
             }
         }
@@ -312,10 +581,25 @@ fn decode_row_block<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, rb: us
 /// Fillers must be `10` (13.14) and their raw slots, where they have one, zero (13.18).
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn place_l0<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCodes, rb: usize, cb: usize, lane: usize, out: &mut [K::W]) -> Result<(), Broken> {
+fn place_l0<K: Kind>(
+    m: &EncodedMatrix,
+    g: &Geometry,
+    t: &Tables,
+    codes: &LaneCodes,
+    rb: usize,
+    cb: usize,
+    lane: usize,
+    out: &mut [K::W],
+    scratch: &mut Scratch,
+) -> Result<(), Broken> {
     let (rows, k, k16) = (g.shape.rows as usize, g.shape.cols as usize, g.k16 as usize);
     let col0 = 512 * cb + 16 * lane;
     let real_cols = k.saturating_sub(col0).min(16);
+    if 8 * rb + 8 <= rows && real_cols == 16 {
+        // The common case: all 8 x 16 positions are weights.
+        let bytes: &[u8; 128] = codes.bytes[..128].try_into().expect("128 codes");
+        return K::place_lane_l0(t, bytes, &m.low, k16, 8 * rb, col0, out, k, scratch);
+    }
     for i in 0..8 {
         let row = 8 * rb + i;
         let row_real = row < rows;
@@ -323,19 +607,22 @@ fn place_l0<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCo
         if row_real && real_cols == 16 {
             let raw = K::raw16(&m.low, Some(row), k16, col0, 0);
             let bytes: &[u8; 16] = codes.bytes[n0..n0 + 16].try_into().expect("16 codes");
-            let dst = &mut out[i * k + col0..i * k + col0 + 16];
-            for j in 0..16 {
-                dst[j] = K::weight(t, bytes[j], raw[j])?;
-            }
+            out[i * k + col0..i * k + col0 + 16].copy_from_slice(&K::weights16(t, bytes, &raw)?);
             continue;
         }
         for j in 0..16 {
             let col = col0 + j;
             if row_real && j < real_cols {
-                out[i * k + col] = K::weight(t, codes.bytes[n0 + j], read_raw(&m.low, K::raw_l0(row, k16, col0, j)))?;
+                out[i * k + col] = K::weight(
+                    t,
+                    codes.bytes[n0 + j],
+                    read_raw(&m.low, K::raw_l0(row, k16, col0, j)),
+                )?;
             } else {
                 let pad_slot = row_real && col < k16;
-                if !t.is_filler(codes, n0 + j) || (pad_slot && read_raw(&m.low, K::raw_l0(row, k16, col0, j)) != 0) {
+                if !t.is_filler(codes, n0 + j)
+                    || (pad_slot && read_raw(&m.low, K::raw_l0(row, k16, col0, j)) != 0)
+                {
                     return Err(Broken);
                 }
             }
@@ -344,38 +631,69 @@ fn place_l0<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCo
     Ok(())
 }
 
+/// Buffers for placing a whole lane, made once per row block (not zeroed for every lane).
+pub(crate) struct Scratch {
+    /// The lane's raw bytes, in stream order.
+    raw: [u8; MAX_CODES],
+    /// The lane's weights, in stream order.
+    joined: [u16; MAX_CODES],
+}
+
+/// Where a layout-1 lane whose positions are all weights goes (spec 8.2, 8.3, 8.5).
+pub(crate) struct L1Lane {
+    /// Raw slot of its first super-chunk; the next ones are 32 slots apart.
+    slot0: usize,
+    /// Super-chunks in the lane (16 codes each).
+    chunks: usize,
+    /// Columns of the matrix.
+    k: usize,
+    /// Upper row of the lane in the row block (the lower one is 8 further down).
+    r8: usize,
+    /// Column of its first super-chunk; the next ones are 32 columns apart.
+    col0: usize,
+}
+
 /// Spec 8.3: a layout-1 lane holds, per super-chunk, 16 weights in A-fragment order; raw plane by
 /// row group, super-chunk and lane (spec 8.5, 8.6). Every position has a raw slot.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn place_l1<K: Kind>(m: &EncodedMatrix, g: &Geometry, t: &Tables, codes: &LaneCodes, rg: usize, cb: usize, lane: usize, out: &mut [K::W]) -> Result<(), Broken> {
+fn place_l1<K: Kind>(
+    m: &EncodedMatrix,
+    g: &Geometry,
+    t: &Tables,
+    codes: &LaneCodes,
+    rg: usize,
+    cb: usize,
+    lane: usize,
+    out: &mut [K::W],
+    scratch: &mut Scratch,
+) -> Result<(), Broken> {
     let (rows, k) = (g.shape.rows as usize, g.shape.cols as usize);
     let (r8, q) = (lane >> 2, lane & 3);
     let first = 16 * cb;
-    for s in first..first + g.chunks_in_block(cb as u64) as usize {
+    let chunks = g.chunks_in_block(cb as u64) as usize;
+    if 16 * rg + r8 + 8 < rows && 32 * (first + chunks - 1) + 8 * q + 8 <= k {
+        // The common case: every position of every super-chunk is a weight.
+        let lane = L1Lane {
+            slot0: (rg * g.super_chunks as usize + first) * 32 + lane,
+            chunks,
+            k,
+            r8,
+            col0: 32 * first + 8 * q,
+        };
+        let bytes: &[u8; 256] = codes.bytes[..256].try_into().expect("256 codes");
+        return K::place_lane_l1(t, bytes, &m.low, &lane, out, scratch);
+    }
+    for s in first..first + chunks {
         let c0 = 32 * s + 8 * q;
         let lane_start = (rg * g.super_chunks as usize + s) * 32 + lane;
         let n0 = 16 * (s - first);
-        let all_real = 16 * rg + r8 + 8 < rows && c0 + 8 <= k;
-        if all_real {
-            // Spec 8.3: t = 0, 1, 4, 5, 8, 9, 12, 13 are row r8, columns c0..c0+7; the others row r8 + 8.
-            let raw = K::raw16(&m.low, None, 0, 0, lane_start);
-            let bytes: &[u8; 16] = codes.bytes[n0..n0 + 16].try_into().expect("16 codes");
-            for h in 0..2 {
-                let dst = &mut out[(r8 + 8 * h) * k + c0..(r8 + 8 * h) * k + c0 + 8];
-                for (j, d) in dst.iter_mut().enumerate() {
-                    let tt = 4 * (j >> 1) + (j & 1) + 2 * h;
-                    *d = K::weight(t, bytes[tt], raw[tt])?;
-                }
-            }
-            continue;
-        }
         for tt in 0..16 {
             let j = 2 * (tt >> 2) + (tt & 1);
             let row_in_block = r8 + 8 * ((tt >> 1) & 1);
             let col = c0 + j;
             let raw = read_raw(&m.low, K::raw_l1(lane_start, tt));
-            if all_real || (16 * rg + row_in_block < rows && col < k) {
+            if 16 * rg + row_in_block < rows && col < k {
                 out[row_in_block * k + col] = K::weight(t, codes.bytes[n0 + tt], raw)?;
             } else if !t.is_filler(codes, n0 + tt) || raw != 0 {
                 return Err(Broken);

@@ -2,6 +2,10 @@
 //! row block by row block in parallel.
 
 use crate::bits::{pack, BitWriter, Packed, FILLER};
+#[cfg(all(feature = "simd", target_arch = "x86_64"))]
+use crate::simd::encode_row_block_best;
+#[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
+use self::encode_row_block as encode_row_block_best;
 use nwc_reference::element::{bf16_symbol, fp8_is_nan, fp8_split, FP8_SYMBOLS, FP8_SYMBOL_BYTE};
 use nwc_reference::geometry::{hard, LANES, TAIL_SLACK};
 use nwc_reference::ranking::{exchange_order, CODED_RANKS};
@@ -29,25 +33,31 @@ pub fn encode_le_bytes(mode: Mode, shape: Shape, input: &[u8]) -> Result<Encodin
     }
 }
 
-/// Counts `key(value)` with four interleaved tables: consecutive equal keys (the common case in
+/// Counts `key(value)` with eight interleaved tables: consecutive equal keys (the common case in
 /// weights) would otherwise wait on each other's increment. `values` has at most 2^32 entries.
-fn count4<T: Copy>(values: &[T], key: impl Fn(T) -> u8) -> [u64; 256] {
-    let mut h = [[0u32; 256]; 4];
-    let mut quads = values.chunks_exact(4);
-    for q in &mut quads {
-        h[0][key(q[0]) as usize] += 1;
-        h[1][key(q[1]) as usize] += 1;
-        h[2][key(q[2]) as usize] += 1;
-        h[3][key(q[3]) as usize] += 1;
+fn count8<T: Copy>(values: &[T], key: impl Fn(T) -> u8) -> [u64; 256] {
+    const WAYS: usize = 8;
+    let mut h = [[0u32; 256]; WAYS];
+    let mut groups = values.chunks_exact(WAYS);
+    for g in &mut groups {
+        for j in 0..WAYS {
+            h[j][key(g[j]) as usize] += 1;
+        }
     }
-    for &v in quads.remainder() {
+    for &v in groups.remainder() {
         h[0][key(v) as usize] += 1;
     }
-    core::array::from_fn(|i| u64::from(h[0][i]) + u64::from(h[1][i]) + u64::from(h[2][i]) + u64::from(h[3][i]))
+    let mut total = [0u64; 256];
+    for t in &h {
+        for (s, &n) in total.iter_mut().zip(t) {
+            *s += u64::from(n);
+        }
+    }
+    total
 }
 
 /// Per-input-byte code words and raw parts for one matrix (spec 5.4, 6.1, 6.2).
-struct Codebook {
+pub(crate) struct Codebook {
     /// BF16: indexed by the high byte. FP8: indexed by the fp8 byte.
     code: [Packed; 256],
     /// FP8 only: the raw nibble of each fp8 byte (spec 4.5).
@@ -66,9 +76,13 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
             let hist = words
                 .par_chunks(CHUNK)
                 .map(|c| {
-                    let h = count4(c, bf16_symbol);
+                    // Count whole high bytes (no masking in the hot loop), then fold the sign away
+                    // (spec 5.1: the symbol is the exponent).
+                    let h = count8(c, |v| (v >> 8) as u8);
                     let mut out = [0u64; 128];
-                    out.iter_mut().zip(h).for_each(|(o, n)| *o = n);
+                    for (hi, n) in h.into_iter().enumerate() {
+                        out[usize::from(bf16_symbol((hi as u16) << 8))] += n;
+                    }
                     out
                 })
                 .reduce(|| [0u64; 128], |mut a, b| {
@@ -98,7 +112,7 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
         Weights::Fp8(bytes) => {
             let byte_hist = bytes
                 .par_chunks(CHUNK)
-                .map(|c| count4(c, |b| b))
+                .map(|c| count8(c, |b| b))
                 .reduce(|| [0u64; 256], |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                     a
@@ -127,7 +141,7 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
 /// The streams of one row block: its column blocks back to back, each starting at an offset that
 /// is 8-aligned relative to the row block's start (spec 9.3). Row blocks start 8-aligned too, so
 /// relative alignment equals absolute alignment.
-struct RowBlockStreams {
+pub(crate) struct RowBlockStreams {
     data: Vec<u8>,
     bases: Vec<usize>,
     hdr: Vec<u8>,
@@ -172,7 +186,7 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
     let parts: Vec<RowBlockStreams> = low
         .par_chunks_mut(height * plane_row)
         .enumerate()
-        .map(|(rb, low_rows)| encode_row_block(&g, weights, &book, rb, low_rows))
+        .map(|(rb, low_rows)| encode_row_block_best((&g, weights, &book, rb, low_rows)))
         .collect();
 
     // Spec 9.3: prefix sum of the row blocks' lengths, each started at the next multiple of 8.
@@ -209,7 +223,13 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
     Ok(Encoding { matrix, exp_of_rank, stream_end: end as u64, escapes })
 }
 
-fn encode_row_block(g: &Geometry, weights: Weights<'_>, book: &Codebook, rb: usize, low_rows: &mut [u8]) -> RowBlockStreams {
+/// The arguments of [`encode_row_block`]: geometry, weights, codebook, row block, its rows of the
+/// raw plane.
+pub(crate) type EncodeArgs<'a> = (&'a Geometry, Weights<'a>, &'a Codebook, usize, &'a mut [u8]);
+
+/// Encodes row block `rb`, whose rows of the raw plane are `low_rows`.
+#[inline(always)] // also into the `simd` feature's build for newer processors
+pub(crate) fn encode_row_block((g, weights, book, rb, low_rows): EncodeArgs<'_>) -> RowBlockStreams {
     let cb_count = g.col_blocks as usize;
     let (m, k) = (g.shape.rows as usize, g.shape.cols as usize);
     // A block of 4096 weights codes to about 1.5 KB at 3 bits per weight.
@@ -227,15 +247,23 @@ fn encode_row_block(g: &Geometry, weights: Weights<'_>, book: &Codebook, rb: usi
             dst[..k].iter_mut().zip(src).for_each(|(d, &v)| *d = v as u8);
         }
     }
+    let mut words = [0u8; 4 * 256]; // the lane writers' buffer
     for cb in 0..cb_count {
         out.data.resize(align8(out.data.len()), 0);
         out.bases.push(out.data.len());
         for lane in 0..LANES {
-            let mut w = BitWriter::new();
+            let mut w = BitWriter::new(&mut words);
             match (g.mode.layout, weights) {
                 (Layout::Rows8, Weights::Bf16(x)) => lane_l0(g, rb, cb, lane, &mut w, |_, row, col, real, w| {
                     let seg = &x[row * k + col..row * k + col + real];
                     let c = |v: u16| book.code[usize::from(v >> 8)];
+                    if let Ok(full) = <&[u16; 16]>::try_from(seg) {
+                        // The common case, with a fixed trip count: no loop left after unrolling.
+                        for q in full.chunks_exact(4) {
+                            w.push4([c(q[0]), c(q[1]), c(q[2]), c(q[3])]);
+                        }
+                        return;
+                    }
                     let mut quads = seg.chunks_exact(4);
                     for q in &mut quads {
                         w.push4([c(q[0]), c(q[1]), c(q[2]), c(q[3])]);

@@ -1,23 +1,43 @@
 //! CPU throughput, side by side in one run: the reference codec, nwc-fast on 1 thread and on all
 //! threads, and the 0.10.1 library's host encoder (fetched from PyPI by the test kit).
 //!
-//! cargo run --release -p nwc-fast --bin nwc-cpu-bench -- [ROWS COLS [REPS]] [--minilm]
+//! cargo run --release -p nwc-fast [--features simd] --bin nwc-cpu-bench -- [ROWS COLS [REPS]] [--minilm]
+//!     [--fast-only] [--only-encode | --only-decode] [--case TEXT] [--one-thread]
 //!
-//! MB/s counts uncompressed input bytes (2 per BF16 weight, 1 per fp8 weight), best of REPS runs.
+//! MB/s counts uncompressed input bytes (2 per BF16 weight, 1 per fp8 weight), best of REPS
+//! measurements, each of which repeats the work for at least 0.25 s.
 //! `--minilm` also runs all 40 matrices of all-MiniLM-L6-v2 (real weights, converted to BF16).
 
 use nwc_reference::{Mode, Shape, Weights};
 use nwc_testkit::gen::{le_bytes, Dist, Generator};
 use std::time::Instant;
 
-fn best_of<T>(reps: usize, mut f: impl FnMut() -> T) -> f64 {
-    let mut best = f64::INFINITY;
-    for _ in 0..reps {
-        let t = Instant::now();
+/// Shortest span one measurement covers: `f` is repeated until it is reached. The thread CPU time
+/// below comes from the scheduler's statistics, which are brought up to date only at ticks and
+/// context switches (1 - 4 ms apart); a single run of a few ms could read as much faster than it
+/// is (or as taking no time at all), and a best-of-N would pick exactly those readings.
+const MIN_SPAN_S: f64 = 0.25;
+
+/// Runs `f` at least once and until `MIN_SPAN_S` passed (`NWC_BENCH_ONCE=1`: exactly once, for
+/// instruction counts under valgrind); returns (wall seconds, thread CPU seconds) per run.
+fn timed_runs<T>(f: &impl Fn() -> T) -> (f64, f64) {
+    let span = if std::env::var_os("NWC_BENCH_ONCE").is_some() { 0.0 } else { MIN_SPAN_S };
+    let (t, c0) = (Instant::now(), thread_cpu_ns());
+    let mut runs = 0u32;
+    while runs == 0 || t.elapsed().as_secs_f64() < span {
         std::hint::black_box(f());
-        best = best.min(t.elapsed().as_secs_f64());
+        runs += 1;
     }
-    best
+    let cpu = match (c0, thread_cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => f64::NAN,
+    };
+    (t.elapsed().as_secs_f64() / f64::from(runs), cpu / f64::from(runs))
+}
+
+/// Best wall time per run of `reps` measurements (see [`timed_runs`]).
+fn best_of<T>(reps: usize, f: impl Fn() -> T) -> f64 {
+    (0..reps).map(|_| timed_runs(&f).0).fold(f64::INFINITY, f64::min)
 }
 
 /// CPU time of the calling thread in ns (Linux schedstat), to see through a machine shared with
@@ -26,19 +46,11 @@ fn thread_cpu_ns() -> Option<u64> {
     std::fs::read_to_string("/proc/thread-self/schedstat").ok()?.split_whitespace().next()?.parse().ok()
 }
 
-/// Best wall time and best thread-CPU time of `reps` runs of `f` on a one-thread pool.
+/// Best wall time and best thread-CPU time per run of `reps` measurements on a one-thread pool.
 fn best_of_one_thread<T: Send>(p: &rayon::ThreadPool, reps: usize, f: impl Fn() -> T + Sync) -> (f64, f64) {
     let (mut wall, mut cpu) = (f64::INFINITY, f64::INFINITY);
     for _ in 0..reps {
-        let (w, c) = p.install(|| {
-            let (t, c0) = (Instant::now(), thread_cpu_ns());
-            std::hint::black_box(f());
-            let c = match (c0, thread_cpu_ns()) {
-                (Some(a), Some(b)) => (b - a) as f64 / 1e9,
-                _ => f64::NAN,
-            };
-            (t.elapsed().as_secs_f64(), c)
-        });
+        let (w, c) = p.install(|| timed_runs(&f));
         wall = wall.min(w);
         cpu = cpu.min(c);
     }
@@ -82,6 +94,8 @@ fn main() {
     let fast_only = args.iter().any(|a| a == "--fast-only");
     // --only-encode / --only-decode: one direction (for profiling).
     let (do_enc, do_dec) = (!args.iter().any(|a| a == "--only-decode"), !args.iter().any(|a| a == "--only-encode"));
+    // --case TEXT: only the cases whose name contains TEXT (e.g. "BF16 L0").
+    let only_case = args.iter().position(|a| a == "--case").and_then(|i| args.get(i + 1)).cloned();
     let nums: Vec<u64> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let (rows, cols) = (nums.first().copied().unwrap_or(2048), nums.get(1).copied().unwrap_or(4096));
     let reps = nums.get(2).copied().unwrap_or(3) as usize;
@@ -90,7 +104,9 @@ fn main() {
     // Thread counts for the scaling rows: powers of two below the core count, and all cores.
     let mut counts: Vec<usize> = [2, 4, 8].into_iter().filter(|&n| n < all).collect();
     counts.push(all);
-    let pools: Vec<(usize, rayon::ThreadPool)> = counts.iter().filter(|&&n| n > 1).map(|&n| (n, pool(n))).collect();
+    // --one-thread: no multi-thread rows (for instruction counts under valgrind).
+    let one_thread = args.iter().any(|a| a == "--one-thread");
+    let pools: Vec<(usize, rayon::ThreadPool)> = counts.iter().filter(|&&n| n > 1 && !one_thread).map(|&n| (n, pool(n))).collect();
     let peer = if fast_only { Err("skipped (--fast-only)".to_string()) } else { nwc_testkit::peer::PeerLib::load() };
     if let Err(e) = &peer {
         eprintln!("peer library unavailable ({e}); its rows are skipped");
@@ -116,7 +132,11 @@ fn main() {
         }
     }
 
-    println!("threads available: {all}; best of {reps}; MB/s of uncompressed input");
+    if let Some(text) = &only_case {
+        cases.retain(|c| c.name.contains(text.as_str()));
+    }
+    let build = if cfg!(feature = "simd") { "nwc-fast built with --features simd" } else { "nwc-fast default build (no unsafe)" };
+    println!("{build}; threads available: {all}; best of {reps}; MB/s of uncompressed input");
     for case in &cases {
         let bytes: f64 = case.matrices.iter().map(|(_, b)| b.len() as f64).sum();
         let words: Vec<Vec<u16>> = case.matrices.iter().map(|(_, b)| words_of(case.mode, b)).collect();
