@@ -56,7 +56,7 @@ mod tests {
             for seed in 0..8u8 {
                 let mut eor = [0u8; 16];
                 for (r, e) in eor.iter_mut().enumerate() {
-                    *e = if elem == ElemType::Fp8E4m3 && r >= 10 { 0 } else { (r as u8 * 37 + seed * 11) & 0x7F };
+                    *e = if elem == ElemType::Fp8E4m3 && r >= 10 { 0 } else { ((r as u32 * 37 + u32::from(seed) * 11) & 0x7F) as u8 };
                 }
                 let lut = build_lut(elem, &eor);
                 let ours = build(elem, &lut);
