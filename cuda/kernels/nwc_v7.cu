@@ -11,15 +11,19 @@
 //    5 bits of their amount) and in byte 3 (so `pos += e >> 24` is one shift-add); its bytes 1, 2
 //    are the two coded bytes. Byte 0 is below 0x80, so a byte permute that replicates its sign
 //    gives the zero bytes a weight's f32 needs. An entry without two complete codes has bit 31 set.
-//  - The rare slow case is tested once per four codes for the whole warp (one vote): the lanes
-//    that hit it decode those four codes one at a time from the saved position. No reconvergence
-//    bookkeeping in the common path.
-//  - Raw bytes come straight from global memory one row ahead in registers; the block after the
+//  - The rare slow case (a pair longer than 12 bits, an escape) is tested once per four codes per
+//    lane: that lane decodes the four codes one at a time from the saved position. (A warp vote
+//    instead cost more instructions per quad than the divergence it saved, docs/gpu.md.)
+//  - The table is built once per matrix on the host and copied by each CTA (the per-CTA build cost
+//    ~2 us of a ~25 us kernel).
+//  - Raw bytes come straight from global memory one row pair ahead in registers; the block after the
 //    current one is prefetched into L2 while the current one decodes, and only the stream is
 //    staged in shared memory (two small buffers per warp), so 32 warps fit an SM.
 //  - Block partials go to a global scratch array; the warp that finishes a row block's last
 //    column block (a per-row-block counter) adds them in ascending column-block order (spec
 //    15.4.5). Warps never wait for each other, and any warp may take any block.
+//  - Batches: the NX = 2 and 4 entry points decode each weight once and keep one fma chain per
+//    activation column (spec 15.4.7: each column exactly as alone).
 
 #define V7_WARPS 16
 #define V7_THREADS (32 * V7_WARPS)
@@ -67,18 +71,9 @@ __device__ __forceinline__ u32 one7(const u32* words, u32& pos) {
     return escape ? (top >> 8) & 0xFF : coded;
 }
 
-// __any_sync over the full warp, as PTX: every lane of the warp runs quad7 together, and the
-// intrinsic's convergence check (a BRA.DIV and a mask register per call) is not needed.
-__device__ __forceinline__ bool any7(bool v) {
-    u32 r;
-    asm volatile("{ .reg .pred p, q; setp.ne.u32 p, %1, 0; vote.sync.any.pred q, p, 0xffffffff; selp.u32 %0, 1, 0, q; }"
-                 : "=r"(r) : "r"((u32)v));
-    return r != 0;
-}
-
 // Four codes from bit `pos` as two table-layout entries (coded bytes in bytes 1 and 2, byte 0
-// zero). The fast path does two look-ups; the slow one (any lane of the warp met an entry
-// without two complete codes, spec 10.1) redoes the four codes one by one on those lanes.
+// zero). The fast path does two look-ups; a lane that met an entry without two complete codes
+// (spec 10.1) redoes the four codes one by one.
 template <bool FP8, bool STAGED>
 __device__ __forceinline__ void quad7(const u32* words, u32& pos, u32& ea, u32& eb) {
     u32 hi, lo;
@@ -88,7 +83,7 @@ __device__ __forceinline__ void quad7(const u32* words, u32& pos, u32& ea, u32& 
     eb = v7_tab[h2 >> 20];
     const bool slow = (int)(ea | eb) < 0;
     u32 next = pos + (ea >> 24) + (eb >> 24);
-    if (slow) { // rare (spec 10.1: a pair longer than 12 bits, a rank >= 10, an escape): one by one
+    if (slow) { // rare (a pair longer than 12 bits, an FP8 rank >= 10, an escape): one by one
         u32 p = pos;
         const u32 c0 = one7<FP8, STAGED>(words, p);
         const u32 c1 = one7<FP8, STAGED>(words, p);
