@@ -17,6 +17,21 @@ pub const fn pack(bits: u32, len: u32) -> Packed {
     (bits << 5) | len
 }
 
+/// The codes of two consecutive BF16 weights (spec 6.1), as `bits << 8 | escape << 7 | length`.
+/// Both rank codes together are at most 32 bits long, and their bits without the first code's
+/// leading zeros at most 18 bits wide (`1 s`, then the second code), so one `u32` holds them.
+/// Pairs with an escape (spec 6.2) only carry the [`PAIR_ESCAPE`] flag.
+pub type PairCode = u32;
+pub const PAIR_LEN_MASK: u32 = 0x3F;
+pub const PAIR_ESCAPE: u32 = 0x80;
+pub const PAIR_BITS_SHIFT: u32 = 8;
+
+/// The pair code of the codes `first`, `second` (neither an escape: at most 16 bits each).
+pub const fn pair_code(first: Packed, second: Packed) -> PairCode {
+    let (l0, l1) = (first & 31, second & 31);
+    (((first >> 5) << l1 | (second >> 5)) << PAIR_BITS_SHIFT) | (l0 + l1)
+}
+
 /// Spec 6.3: a filler is `10`.
 pub const FILLER: Packed = pack(0b10, 2);
 /// Sixteen fillers in a row are exactly one word of `1010...`.
@@ -47,11 +62,12 @@ impl<'a> BitWriter<'a> {
     #[inline(always)]
     fn append(&mut self, bits: u64, len: u32) {
         self.acc = (self.acc << len) | bits;
-        self.pending += len;
-        let full = (self.pending >= 32) as u32;
-        self.pending -= 32 * full;
-        self.put((self.acc >> self.pending) as u32);
-        self.n += full as usize;
+        self.pending += len; // below 64
+        // With 32 or more bits pending, the word is the top 32 of them and `pending & 31` stay;
+        // with fewer, the slot gets a partial word that a later store replaces.
+        self.put((self.acc >> (self.pending & 31)) as u32);
+        self.n += (self.pending >> 5) as usize;
+        self.pending &= 31;
     }
 
     /// Two codes at once: one shift-or instead of two when both fit in 32 bits (the usual case;
@@ -81,6 +97,20 @@ impl<'a> BitWriter<'a> {
         let lo = (u64::from(c[2] >> 5) << lens[3]) | u64::from(c[3] >> 5);
         let hi = (u64::from(c[0] >> 5) << lens[1]) | u64::from(c[1] >> 5);
         self.append((hi << (lens[2] + lens[3])) | lo, len);
+    }
+
+    /// Two [`PairCode`]s (four codes) at once: one shift-or when together they fit in 32 bits (the
+    /// usual case), else one append per pair. Neither may be an escape pair.
+    #[inline(always)]
+    pub fn push_pairs(&mut self, a: PairCode, b: PairCode) {
+        let (la, lb) = (a & PAIR_LEN_MASK, b & PAIR_LEN_MASK);
+        let (ba, bb) = (u64::from(a >> PAIR_BITS_SHIFT), u64::from(b >> PAIR_BITS_SHIFT));
+        if la + lb > 32 {
+            self.append(ba, la);
+            self.append(bb, lb);
+            return;
+        }
+        self.append((ba << lb) | bb, la + lb);
     }
 
     /// Sixteen fillers (32 bits) at once.

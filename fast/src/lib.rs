@@ -6,7 +6,9 @@
 //!
 //! How it is fast (safe Rust by default):
 //! - code words are precomputed per input byte (BF16: per high byte; FP8: per fp8 byte), so coding
-//!   a weight is one table load and one shift-or into a 64-bit bit accumulator;
+//!   a weight is one table load and one shift-or into a 64-bit bit accumulator; BF16 weights are
+//!   coded two at a time from a per-matrix table indexed by both high bytes (escapes, rare, one by
+//!   one);
 //! - the decoder copies a lane once into a zero-padded big-endian buffer, refills its 64-bit window
 //!   with one unaligned load (no branch) once per three table steps, and decodes up to three codes
 //!   per look-up of a table built per matrix; long codes and escapes go through their count of
