@@ -91,19 +91,34 @@ pub fn fetch() -> Result<PathBuf, String> {
     if let Ok(p) = std::env::var("NWC_PEER_LIB") {
         return Ok(PathBuf::from(p));
     }
+    // Tests of one binary fetch from several threads at once: one fetch at a time, and the wheel is
+    // unpacked into a private folder that is renamed into place whole, so no test ever loads a
+    // half-written library, and no unpacking rewrites a library another test has mapped (that
+    // was a SIGBUS on a fresh clone).
+    static FETCH_LOCK: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = FETCH_LOCK.lock().unwrap_or_else(|p| p.into_inner());
     let cache = std::env::var("NWC_PEER_CACHE").map(PathBuf::from).unwrap_or_else(|_| workspace_target().join("peer-cache"));
     let so = cache.join("x/nwc/lib/nwc_ops.so");
     if so.exists() {
         return Ok(so);
     }
     let wheel = download_wheel(PACKAGE, &cache, "neural_weight_compression-0.10.1", WHEEL_SHA256)?;
+    let partial = cache.join(format!("x.partial-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&partial);
     let status = Command::new("python3")
         .args(["-m", "zipfile", "-e"])
         .arg(&wheel)
-        .arg(cache.join("x"))
+        .arg(&partial)
         .status()
         .map_err(|e| format!("unzip: {e}"))?;
-    if !status.success() || !so.exists() {
+    if !status.success() || !partial.join("nwc/lib/nwc_ops.so").exists() {
+        return Err(format!("unpacking {} did not give nwc/lib/nwc_ops.so", wheel.display()));
+    }
+    // Another process may have won the race: its folder is as good as ours.
+    if std::fs::rename(&partial, cache.join("x")).is_err() {
+        let _ = std::fs::remove_dir_all(&partial);
+    }
+    if !so.exists() {
         return Err(format!("unpacking {} did not give {}", wheel.display(), so.display()));
     }
     Ok(so)
