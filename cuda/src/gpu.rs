@@ -1,7 +1,7 @@
 //! One CUDA device: its context, the stream all our work runs on, and the compiled kernels.
 //! Compiled modules are cached per process and device ([`Gpu::get`]).
 
-use crate::kernels::{self, KERNELS};
+use crate::kernels;
 use crate::GpuError;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -67,7 +67,7 @@ impl Gpu {
         let ptx = kernels::compile(arch)?;
         let module = ctx.load_module(ptx)?;
         let mut functions = HashMap::new();
-        for name in KERNELS {
+        for name in kernels::all_kernels() {
             functions.insert(name, module.load_function(name)?);
         }
         // Version 2 kernels use more than the default 48 KB of shared memory per CTA.
@@ -84,6 +84,6 @@ impl Gpu {
     }
 
     pub(crate) fn function(&self, name: &str) -> &CudaFunction {
-        self.functions.get(name).expect("every name in KERNELS is loaded in Gpu::open")
+        self.functions.get(name).expect("every name of kernels::all_kernels() is loaded in Gpu::open")
     }
 }

@@ -14,8 +14,8 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/nwc_v7.cu"),
 );
 
-/// Every entry point of [`SOURCE`] the crate launches.
-pub const KERNELS: [&str; 39] = [
+/// The entry points of [`SOURCE`] before version 7; [`all_kernels`] adds [`V7_KERNELS`].
+pub const KERNELS: [&str; 25] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -41,20 +41,6 @@ pub const KERNELS: [&str; 39] = [
     "nwc_matvec6_fp8_l0_xbf16",
     "nwc_dequant6_bf16_l0",
     "nwc_dequant6_fp8_l0",
-    "nwc_matvec7_bf16_l0_xf32",
-    "nwc_matvec7_bf16_l0_xbf16",
-    "nwc_matvec7_fp8_l0_xf32",
-    "nwc_matvec7_fp8_l0_xbf16",
-    "nwc_dequant7_bf16_l0",
-    "nwc_dequant7_fp8_l0",
-    "nwc_matvec7x2_bf16_l0_xf32",
-    "nwc_matvec7x2_bf16_l0_xbf16",
-    "nwc_matvec7x2_fp8_l0_xf32",
-    "nwc_matvec7x2_fp8_l0_xbf16",
-    "nwc_matvec7x4_bf16_l0_xf32",
-    "nwc_matvec7x4_bf16_l0_xbf16",
-    "nwc_matvec7x4_fp8_l0_xf32",
-    "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
 /// Version 7 kernels: CTAs of 16 warps (`V7_THREADS`), each warp with two stream staging buffers
@@ -77,6 +63,11 @@ pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7x4_fp8_l0_xf32",
     "nwc_matvec7x4_fp8_l0_xbf16",
 ];
+
+/// Every entry point of [`SOURCE`] the crate launches.
+pub fn all_kernels() -> impl Iterator<Item = &'static str> {
+    KERNELS.into_iter().chain(V7_KERNELS)
+}
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split
 /// into groups of 4, then 2, then 1.

@@ -2,7 +2,7 @@
 //! time is spent. CI puts the PyPI NVRTC on LD_LIBRARY_PATH (cuda/ci-nvrtc.sh) and sets
 //! NWC_REQUIRE_NVRTC=1, so a missing library fails there instead of skipping.
 
-use nwc_cuda::kernels::{compile, nvrtc_available, KERNELS};
+use nwc_cuda::kernels::{all_kernels, compile, nvrtc_available};
 
 #[test]
 fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
@@ -13,7 +13,7 @@ fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
     }
     let ptx = compile("sm_90").unwrap_or_else(|e| panic!("{e}")).to_src();
     assert!(ptx.contains(".target sm_90"), "PTX is not for sm_90");
-    for name in KERNELS {
+    for name in all_kernels() {
         assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
     }
     // --fmad=false: the only fused multiply-adds are our explicit __fmaf_rn (fma.rn.f32), and
