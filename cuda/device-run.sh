@@ -26,7 +26,7 @@ done
 step "gpu tests (--include-ignored)"; timeout 30 $B/gpu_exact --include-ignored --nocapture 2>&1 | tail -5
 } 2>&1 | tee "$OUT/conform.log"
 {
-step "bench"; timeout 200 $B/nwc-gpu-bench --real $B/minilm.bf16
+step "bench"; timeout ${NWC_BENCH_TIMEOUT:-260} $B/nwc-gpu-bench --real $B/minilm.bf16 ${NWC_BENCH_ARGS:-}
 } 2>&1 | tee "$OUT/bench.log"
 [ -n "${NWC_NCU:-}" ] && {
 step "ncu (one launch of each version, 6144x4096 synthetic BF16)"
@@ -41,7 +41,7 @@ step "peer bench"
 python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl && \
   PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 80 python3 $B/peer_bench.py
 } 2>&1 | tee "$OUT/peer.log"
-{
+[ "${NWC_SANITIZE:-1}" = 1 ] && {
 for v in ${NWC_CONFORM_VERSIONS:-7 6}; do
   step "memcheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 16 --max-dim 600 --seed 5 | tail -3
   step "racecheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 8 --max-dim 600 --seed 6 | tail -3

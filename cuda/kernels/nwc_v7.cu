@@ -128,6 +128,7 @@ struct Start7 {
     u32 start16;
 };
 
+template <u32 STAGE>
 __device__ __forceinline__ Start7 stage7(u8* buf, const u8* __restrict__ data, u32 lane, u32 words, u32 base) {
     u32 incl = words;
 #pragma unroll
@@ -141,7 +142,7 @@ __device__ __forceinline__ Start7 stage7(u8* buf, const u8* __restrict__ data, u
     Start7 st;
     // A lane reads at most two words past its last one: +16 keeps that inside the buffer, and the
     // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
-    st.staged = n16 * 16 + 16 <= V7_STAGE;
+    st.staged = n16 * 16 + 16 <= STAGE;
     if (st.staged) {
         const u32 dst = smem_u32(buf);
         for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
@@ -266,14 +267,14 @@ __device__ __forceinline__ void output7(float s, u64 row, const float* __restric
     else reinterpret_cast<float*>(y)[row] = v;
 }
 
-// The block loop both kernels share: warp `gw` of `tw` takes blocks b = gw, gw + tw, ... in
-// row-major order, copies block n + 1's stream into its other buffer and asks L2 for block n + 1's
-// raw rows while it decodes block n (`work(b, rb, cb, buf, start)`; the stream is in `buf` when
-// start.staged, else in `data`: two template instances, so the compiler knows which memory the
-// words come from).
-template <bool FP8, class Setup, class Work>
+// The block loop every version 7 and 9 kernel shares: warp `gw` of `tw` takes blocks
+// b = gw, gw + tw, ... in row-major order, copies block n + 1's stream into its other buffer of
+// STAGE bytes and asks L2 for block n + 1's raw bytes (`prefetch(rb, cb)`) while it decodes
+// block n (`work(b, rb, cb, buf, start)`; the stream is in `buf` when start.staged, else in
+// `data`: two template instances, so the compiler knows which memory the words come from).
+template <u32 STAGE, class Prefetch, class Setup, class Work>
 __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __restrict__ data, const u32* __restrict__ bases,
-                                        const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,
+                                        const u8* __restrict__ hdr, const Geo& g, u32 lane, Prefetch prefetch,
                                         Setup setup, Work work) {
     const u32 cbs = (u32)g.col_blocks;
     const u32 nb = (u32)(g.row_blocks * g.col_blocks); // < 2^32 (spec 3 hard limits)
@@ -285,8 +286,8 @@ __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __r
     bool has_next = false;
     u32 words_next = 0, base_next = 0;
     if (b < nb) {
-        cur = stage7(mybuf, data, lane, hdr[(u64)b * 32 + lane], bases[b]);
-        prefetch_raw7<FP8>(low, g, b / cbs, b % cbs, lane);
+        cur = stage7<STAGE>(mybuf, data, lane, hdr[(u64)b * 32 + lane], bases[b]);
+        prefetch(b / cbs, b % cbs);
         // Header byte and offset of the block after the next one are loaded a step early, so
         // the staging of each block never waits for them.
         has_next = b + tw < nb && b + tw > b;
@@ -303,8 +304,8 @@ __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __r
         const bool next = has_next;
         Start7 nxt = {0, false, 0};
         if (next) {
-            nxt = stage7(mybuf + ((n + 1) & 1) * V7_STAGE, data, lane, words_next, base_next);
-            prefetch_raw7<FP8>(low, g, bn / cbs, bn % cbs, lane);
+            nxt = stage7<STAGE>(mybuf + ((n + 1) & 1) * STAGE, data, lane, words_next, base_next);
+            prefetch(bn / cbs, bn % cbs);
         }
         cp_commit();
         has_next = next && bn + tw < nb && bn + tw > bn;
@@ -314,7 +315,7 @@ __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __r
         }
         cp_wait<1>(); // block b's stream has landed
         __syncwarp();
-        work(b, b / cbs, b % cbs, mybuf + (n & 1) * V7_STAGE, cur);
+        work(b, b / cbs, b % cbs, mybuf + (n & 1) * STAGE, cur);
         __syncwarp(); // every lane is done with buffer n & 1 before step n + 1 refills it
         if (!next) break;
         b = bn;
@@ -322,6 +323,24 @@ __device__ __forceinline__ void blocks7(u8* mybuf, u32 gw, u32 tw, const u8* __r
     }
     cp_wait<0>();
 }
+
+// The kernels' common frame: this warp's place among all warps of the grid, its two staging
+// buffers of STAGE bytes in dynamic shared memory, the table copy, then blocks7.
+template <u32 STAGE, class Prefetch, class Work>
+__device__ __forceinline__ void warp_blocks7(u8* dyn, const u8* __restrict__ data, const u32* __restrict__ bases,
+                                             const u8* __restrict__ hdr, const u32* __restrict__ pairs, const Geo& g,
+                                             Prefetch prefetch, Work work) {
+    const u32 warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    blocks7<STAGE>(dyn + warp * 2 * STAGE, blockIdx.x * warps + warp, gridDim.x * warps, data, bases, hdr, g, threadIdx.x & 31,
+                   prefetch, [&] { copy_tables7(pairs); }, work);
+}
+
+// Spec 15.2 entry points of version 7 (layout 0) and 9 (layout 1).
+#define NWC_DEQUANT_ENTRY(NAME, FN, THREADS, MIN_CTAS, FP8)                                                  \
+    extern "C" __global__ void __launch_bounds__(THREADS, MIN_CTAS)                                            \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, u16* out, Geo g) { \
+        FN<FP8>(data, bases, hdr, pairs, low, out, g);                                                         \
+    }
 
 template <bool XBF16, int NX>
 struct XKind {
@@ -346,8 +365,7 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
                         float* __restrict__ partial, u32* __restrict__ count) {
     extern __shared__ __align__(16) u8 v7_dyn[];
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const u32 warps = blockDim.x >> 5;
+    const u32 lane = threadIdx.x & 31;
     const u32 cbs = (u32)g.col_blocks;
     const u64 stride = FP8 ? g.k16 / 2 : g.k16;
     const u64 y_elem = out_bf16 ? 2 : 4;
@@ -415,8 +433,8 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
             if (lane == 0) count[rb] = 0; // ready for the next launch (kernel boundaries order it)
         }
     };
-    blocks7<FP8>(v7_dyn + warp * 2 * V7_STAGE, blockIdx.x * warps + warp, gridDim.x * warps, data, bases, hdr, low, g, lane,
-                 [&] { copy_tables7(pairs); }, work);
+    auto prefetch = [&](u32 rb, u32 cb) { prefetch_raw7<FP8>(low, g, rb, cb, lane); };
+    warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
 // Entry points: NX = 1 (batch 1; 2 CTAs of 16 warps per SM) and NX = 2, 4 (a batch's columns in
@@ -480,8 +498,7 @@ template <bool FP8>
 __device__ void dequant7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                          const u32* __restrict__ pairs, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
     extern __shared__ __align__(16) u8 v7_dyn[];
-    const u32 warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const u32 warps = blockDim.x >> 5;
+    const u32 lane = threadIdx.x & 31;
     const u64 stride = FP8 ? g.k16 / 2 : g.k16;
     auto work = [&](u32, u32 rb, u32 cb, const u8* buf, Start7 st) {
         const u64 col0 = 512ull * cb + 16 * lane;
@@ -492,14 +509,9 @@ __device__ void dequant7(const u8* __restrict__ data, const u32* __restrict__ ba
         if (st.staged) rows_dequant7<FP8, true>(reinterpret_cast<const u32*>(buf), st.pos, rowp, stride, lane_in, nrows, dst, g.k16);
         else rows_dequant7<FP8, false>(reinterpret_cast<const u32*>(data + st.start16), st.pos, rowp, stride, lane_in, nrows, dst, g.k16);
     };
-    blocks7<FP8>(v7_dyn + warp * 2 * V7_STAGE, blockIdx.x * warps + warp, gridDim.x * warps, data, bases, hdr, low, g, lane,
-                 [&] { copy_tables7(pairs); }, work);
+    auto prefetch = [&](u32 rb, u32 cb) { prefetch_raw7<FP8>(low, g, rb, cb, lane); };
+    warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
-#define NWC_DEQUANT7(NAME, FP8)                                                                               \
-    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                \
-        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, u16* out, Geo g) { \
-        dequant7<FP8>(data, bases, hdr, pairs, low, out, g);                                                   \
-    }
-NWC_DEQUANT7(nwc_dequant7_bf16_l0, false)
-NWC_DEQUANT7(nwc_dequant7_fp8_l0, true)
+NWC_DEQUANT_ENTRY(nwc_dequant7_bf16_l0, dequant7, V7_THREADS, 2, false)
+NWC_DEQUANT_ENTRY(nwc_dequant7_fp8_l0, dequant7, V7_THREADS, 2, true)

@@ -4,7 +4,7 @@
 
 use crate::matrix::{GpuMatrix, OutputKind};
 use crate::{Gpu, GpuError};
-use nwc_reference::{decode, encode, EncodedMatrix, FormatError, Geometry, Mode, Shape, Weights};
+use nwc_reference::{decode, encode, DecodedMatrix, EncodedMatrix, FormatError, Geometry, Layout, Mode, Shape, Weights};
 use nwc_testkit::gen::{Dist, Generator};
 use rand::Rng;
 use serde::Deserialize;
@@ -59,6 +59,32 @@ fn first_diff<T: Copy + std::fmt::Debug>(what: &str, got: &[T], want: &[T], same
 
 fn eq_u16(a: u16, b: u16) -> bool {
     a == b
+}
+
+fn round_bf16(x: &[f32]) -> (Vec<u16>, Vec<f32>) {
+    let words: Vec<u16> = x.iter().map(|&v| half::bf16::from_f32(v).to_bits()).collect();
+    let widened = words.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+    (words, widened)
+}
+
+/// Spec 19, layout 1: the tensor-core matvec (version 9, `GpuMatrix::bounded`) on BF16
+/// activations, f32 and BF16 outputs, each within the bound B of the canonical result (checked as
+/// spec 19.6 says by `level2::check_matvec`). `g` is left as it was.
+fn check_bounded(g: &mut GpuMatrix, dec: &DecodedMatrix, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<(), String> {
+    let (xb, xw) = round_bf16(x);
+    let was = g.bounded;
+    g.bounded = true;
+    let run = || -> Result<(), String> {
+        for kind in [OutputKind::F32, OutputKind::Bf16] {
+            let got = g.matvec_xbf16(&xb, batch, bias, kind).map_err(|e| e.to_string())?;
+            crate::level2::check_matvec(dec, &xw, batch, bias, &got, kind == OutputKind::Bf16)
+                .map_err(|why| format!("bounded matvec ({kind:?} output, batch {batch}): {why}"))?;
+        }
+        Ok(())
+    };
+    let r = run();
+    g.bounded = was;
+    r
 }
 
 // --- the corpus -------------------------------------------------------------------------------
@@ -171,7 +197,7 @@ fn check_vector(gpu: &Arc<Gpu>, v: &Vector, read: &dyn Fn(&str) -> Result<Vec<u8
         Err(other) => panic!("device failure: {other}"),
     });
     let expect_valid = v.kind == "canonical" || v.kind == "valid";
-    let g = match (uploaded, expect_valid) {
+    let mut g = match (uploaded, expect_valid) {
         (Err(e), false) => {
             let rule = match &e {
                 nwc_reference::DecodeError::Format(f) => f.rule(),
@@ -202,6 +228,12 @@ fn check_vector(gpu: &Arc<Gpu>, v: &Vector, read: &dyn Fn(&str) -> Result<Vec<u8
         let batch = c.batch as usize;
         first_diff(&format!("matvec {i} f32"), &g.matvec(&x, batch, bias.as_deref()).map_err(e)?, &floats(&read(&c.output_f32)?), same_f32)?;
         first_diff(&format!("matvec {i} bf16"), &g.matvec_bf16(&x, batch, bias.as_deref()).map_err(e)?, &words16(&read(&c.output_bf16)?), same_bf16)?;
+        if g.mode.layout == Layout::Fragment16 {
+            // The activations rounded to BF16 (spec 19.2); the canonical result is recomputed on them.
+            let m = parse(v, read)?.map_err(|e| e.to_string())?;
+            let dec = decode(&m).map_err(|e| e.to_string())?;
+            check_bounded(&mut g, &dec, &x, batch, bias.as_deref()).map_err(|d| format!("matvec {i}: {d}"))?;
+        }
     }
     Ok(())
 }
@@ -241,7 +273,7 @@ fn sweep_one(gpu: &Arc<Gpu>, gen: &mut Generator, i: usize, max_dim: u64) -> Res
         m.scale = Some((0..shape.rows).map(|_| 2f32.powf(rng.gen_range(-12.0..4.0))).collect());
     }
     let reference = decode(&m).map_err(|e| format!("{label}: reference decode: {e}"))?;
-    let g = GpuMatrix::upload(gpu, &m).map_err(|e| format!("{label}: {e}"))?;
+    let mut g = GpuMatrix::upload(gpu, &m).map_err(|e| format!("{label}: {e}"))?;
     let e = |e: GpuError| format!("{label}: {e}");
     first_diff("dequant", &g.dequant().map_err(e)?, &reference.dequant(), eq_u16).map_err(|d| format!("{label}: {d}"))?;
     let rng = gen.rng();
@@ -270,6 +302,12 @@ fn sweep_one(gpu: &Arc<Gpu>, gen: &mut Generator, i: usize, max_dim: u64) -> Res
     let want16 = reference.matvec_bf16(&xw, batch, bias.as_deref()).map_err(|x| x.to_string())?;
     let got16: Vec<u16> = g.matvec_xbf16(&xb, batch, bias.as_deref(), OutputKind::Bf16).map_err(e)?.into_iter().map(|w| w as u16).collect();
     first_diff("matvec x=bf16 bf16", &got16, &want16, same_bf16).map_err(|d| format!("{label}: {d}"))?;
+    if mode.layout == Layout::Fragment16 {
+        // The tensor-core kernels take 8 (up to 8 columns) or 16 columns per launch; 17 is 16 + 1.
+        let batch = [1, 2, 8, 9, 16, 17][(i / 4) % 6];
+        let x: Vec<f32> = (0..batch * k).map(|_| rng.gen_range(-2.0f32..2.0) * 2f32.powi(rng.gen_range(-8..8))).collect();
+        check_bounded(&mut g, &reference, &x, batch, bias.as_deref()).map_err(|d| format!("{label}: {d}"))?;
+    }
     Ok(label)
 }
 

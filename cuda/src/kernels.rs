@@ -6,12 +6,14 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 /// The kernels, compiled at run time as one translation unit: `kernels/nwc.cu` (version 1 and
 /// the shared helpers), `kernels/nwc_v2.cu` (versions 2 and 6), `kernels/fp8_native.cu` (the
-/// bench's uncompressed fp8 baseline) and `kernels/nwc_v7.cu` (version 7, the layout 0 default).
+/// bench's uncompressed fp8 baseline), `kernels/nwc_v7.cu` (version 7, the layout 0 default) and
+/// `kernels/nwc_mma.cu` (version 9: layout 1 on tensor cores, bounded matvec and exact dequant).
 pub const SOURCE: &str = concat!(
     include_str!("../kernels/nwc.cu"),
     include_str!("../kernels/nwc_v2.cu"),
     include_str!("../kernels/fp8_native.cu"),
     include_str!("../kernels/nwc_v7.cu"),
+    include_str!("../kernels/nwc_mma.cu"),
 );
 
 /// The entry points of [`SOURCE`] before version 7; [`all_kernels`] adds [`V7_KERNELS`].
@@ -64,9 +66,25 @@ pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
+/// Version 9 kernels (layout 1, `kernels/nwc_mma.cu`): one CTA of 24 warps per SM, each warp with
+/// two stream staging buffers of `V9_STAGE` (4352) bytes. `nwc_matvec9*` is the bounded matvec of spec 19
+/// (tensor cores; `x16`: up to 16 activation columns per launch, else 8); `nwc_dequant9*` is exact.
+pub const V9_THREADS: u32 = 768;
+pub const V9_SMEM: u32 = (V9_THREADS / 32) * 2 * 4352;
+pub const V9_KERNELS: [&str; 6] = [
+    "nwc_matvec9_bf16_l1",
+    "nwc_matvec9x16_bf16_l1",
+    "nwc_matvec9_fp8_l1",
+    "nwc_matvec9x16_fp8_l1",
+    "nwc_dequant9_bf16_l1",
+    "nwc_dequant9_fp8_l1",
+];
+/// Activation columns one version 9 matvec launch takes at most.
+pub const V9_MAX_COLUMNS: usize = 16;
+
 /// Every entry point of [`SOURCE`] the crate launches.
 pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V7_KERNELS)
+    KERNELS.into_iter().chain(V7_KERNELS).chain(V9_KERNELS)
 }
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split

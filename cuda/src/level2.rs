@@ -92,3 +92,74 @@ pub fn check_bf16(word: u16, y_c: f32, b: f64) -> bool {
     };
     lo_ok && hi_ok
 }
+
+/// What [`check_matvec`] saw: outputs checked against B, outputs outside the domain of spec 19.2
+/// (not checked), and checked outputs whose bits differ from the canonical ones.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub within: u64,
+    pub outside_domain: u64,
+    pub differ: u64,
+}
+
+/// The canonical output (spec 15.4, from the reference) and its bound B (spec 19.3) for every
+/// output of a matvec of `dec` (scale and weights from the decoded matrix) on `batch` columns of K
+/// activations `x` (BF16 values widened to f32), batch x M entries in output order; None where the
+/// output lies outside the domain of spec 19.2.
+pub fn expected(dec: &nwc_reference::DecodedMatrix, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<(f32, Option<f64>)>, String> {
+    let (m, k) = (dec.shape.rows as usize, dec.shape.cols as usize);
+    if x.len() != batch * k {
+        return Err(format!("{} activations for {batch} x {k}", x.len()));
+    }
+    let y_c = dec.matvec(x, batch, bias).map_err(|e| e.to_string())?;
+    let mut out: Vec<(f32, Option<f64>)> = y_c.iter().map(|&y| (y, None)).collect();
+    let mut w = vec![0f32; k];
+    for row in 0..m {
+        for (col, v) in w.iter_mut().enumerate() {
+            *v = f32::from_bits(u32::from(dec.bf16_word(row as u64, col as u64)) << 16);
+        }
+        let s = dec.scale.as_ref().map(|v| v[row]);
+        let b = bias.map(|v| v[row]);
+        for n in 0..batch {
+            out[n * m + row].1 = bound(&w, &x[n * k..][..k], s, b);
+        }
+    }
+    Ok(out)
+}
+
+/// Spec 19.4/19.6 on outputs `got` (f32 bits when `bf16_out` is false, else BF16 words) against
+/// [`expected`]'s list. Err names the first output that breaks spec 19.4, with its bound.
+pub fn check_outputs(expected: &[(f32, Option<f64>)], got: &[u32], bf16_out: bool) -> Result<Checked, String> {
+    if got.len() != expected.len() {
+        return Err(format!("{} outputs, expected {}", got.len(), expected.len()));
+    }
+    let mut seen = Checked::default();
+    for (i, (&(yc, b), &g)) in expected.iter().zip(got).enumerate() {
+        let Some(bound) = b else {
+            seen.outside_domain += 1;
+            continue;
+        };
+        let ok = if bf16_out { check_bf16(g as u16, yc, bound) } else { check_f32(f32::from_bits(g), yc, bound) };
+        if !ok {
+            let shown = if bf16_out { f32::from_bits(g << 16) } else { f32::from_bits(g) };
+            return Err(format!("output {i}: got {shown:e}, canonical {yc:e}, bound {bound:e} (spec 19.4)"));
+        }
+        seen.within += 1;
+        let canonical_bits = if bf16_out { u32::from(half::bf16::from_f32(yc).to_bits()) } else { yc.to_bits() };
+        seen.differ += u64::from(g != canonical_bits);
+    }
+    Ok(seen)
+}
+
+/// [`expected`] then [`check_outputs`]: spec 19.6 for a whole matvec (output i = column i / M,
+/// row i % M).
+pub fn check_matvec(
+    dec: &nwc_reference::DecodedMatrix,
+    x: &[f32],
+    batch: usize,
+    bias: Option<&[f32]>,
+    got: &[u32],
+    bf16_out: bool,
+) -> Result<Checked, String> {
+    check_outputs(&expected(dec, x, batch, bias)?, got, bf16_out)
+}

@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, V9_MAX_COLUMNS, V9_SMEM, V9_THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -61,8 +61,9 @@ pub struct GpuMatrix {
     lut: CudaSlice<u32>,
     low: CudaSlice<u8>,
     scale: Option<CudaSlice<f32>>,
-    /// Version 7 matvec scratch: 8 block partials per block and column (up to V7_MAX_COLUMNS
-    /// columns per launch), and one counter per row block that
+    /// Version 7 and 9 matvec scratch: block partials (layout 0: 8 per block and column, up to
+    /// V7_MAX_COLUMNS columns per launch; layout 1: 16 per block and column, up to
+    /// V9_MAX_COLUMNS), and one counter per row block that
     /// the kernel leaves at zero (spec 15.4.5 order is kept by the last warp of each row block).
     /// Every launch of this matrix runs on the one stream of its `Gpu`, so launches never share
     /// the scratch concurrently.
@@ -77,14 +78,22 @@ pub struct GpuMatrix {
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
-    /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 always runs version 1.
+    /// `NWC_KERNEL=N` at upload picks one. All are bit-exact; layout 1 runs version 1 (exact)
+    /// unless `bounded` is set.
     pub kernel_version: u8,
+    /// Spec 19: when set, a layout 1 matvec with BF16 activations runs on tensor cores (version 9,
+    /// `kernels/nwc_mma.cu`): each output within the bound B of spec 19.3 of the canonical one
+    /// instead of bit-identical to it, decoding unchanged. No effect on layout 0, on f32
+    /// activations (outside the domain of spec 19.2) or on dequant and gather. Default false;
+    /// `NWC_MATVEC_CLASS=bounded` at upload sets it.
+    pub bounded: bool,
     /// Version 7 only: a batch's columns go through the batched kernels in groups of up to
     /// V7_MAX_COLUMNS (each weight decoded once per group) instead of one launch per column.
     /// Default true; `NWC_BATCH_FUSED=0` at upload turns it off (same results either way).
     pub fused_batch: bool,
     /// Which kernels layout 0 dequant uses: 6 (default: measured faster than 7 on 6 of the 8
     /// bench shapes, docs/results.md), 7, 2 or 1. `NWC_DEQUANT_KERNEL=N` at upload picks one.
+    /// Layout 1 dequant runs version 9 (exact) unless this is 1.
     pub dequant_version: u8,
 }
 
@@ -126,7 +135,7 @@ impl GpuMatrix {
             Some(v) => Some(s.clone_htod(v)?),
             None => None,
         };
-        let (partial, count) = Self::scratch(gpu, &g)?;
+        let (partial, count) = Self::scratch(gpu, &g, m.mode.layout)?;
         let pairs = s.clone_htod(&crate::pair_table::build(m.mode.elem, &m.lut))?;
         let stored_bytes = stream_end
             + 4 * m.bases.len() as u64
@@ -165,6 +174,7 @@ impl GpuMatrix {
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
+            bounded: std::env::var("NWC_MATVEC_CLASS").as_deref() == Ok("bounded"),
             dequant_version: match std::env::var("NWC_DEQUANT_KERNEL").as_deref() {
                 Ok("1") => 1,
                 Ok("2") => 2,
@@ -175,10 +185,14 @@ impl GpuMatrix {
     }
 
     /// Version 7 matvec scratch for geometry `g` (zeroed counters).
-    fn scratch(gpu: &Arc<Gpu>, g: &Geometry) -> Result<(CudaSlice<f32>, CudaSlice<u32>), GpuError> {
+    fn scratch(gpu: &Arc<Gpu>, g: &Geometry, layout: Layout) -> Result<(CudaSlice<f32>, CudaSlice<u32>), GpuError> {
         let s = &gpu.stream;
         let blocks = (g.row_blocks * g.col_blocks) as usize;
-        Ok((s.alloc_zeros(8 * V7_MAX_COLUMNS * blocks.max(1))?, s.alloc_zeros((g.row_blocks as usize).max(1))?))
+        let per_block = match layout {
+            Layout::Rows8 => 8 * V7_MAX_COLUMNS,
+            Layout::Fragment16 => 16 * V9_MAX_COLUMNS,
+        };
+        Ok((s.alloc_zeros(per_block * blocks.max(1))?, s.alloc_zeros((g.row_blocks as usize).max(1))?))
     }
 
     /// A second device copy of the same matrix (benchmarks rotate copies past the L2 cache).
@@ -204,6 +218,7 @@ impl GpuMatrix {
             stored_bytes: self.stored_bytes,
             kernel_version: self.kernel_version,
             fused_batch: self.fused_batch,
+            bounded: self.bounded,
             dequant_version: self.dequant_version,
         })
     }
@@ -299,6 +314,76 @@ impl GpuMatrix {
         Ok(())
     }
 
+    /// Version 9 grid: as many 16-warp CTAs as fit at once, at most one warp per block.
+    fn v9_grid(&self, name: &str) -> Result<u32, GpuError> {
+        let blocks = self.geo.row_blocks * self.geo.col_blocks;
+        self.resident_grid(name, V9_THREADS, V9_SMEM, blocks.div_ceil(u64::from(V9_THREADS / 32)))
+    }
+
+    /// Spec 15.2, version 9 (layout 1, exact): one warp per block.
+    fn dequant9(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let name = if self.mode.elem == ElemType::Bf16 { "nwc_dequant9_bf16_l1" } else { "nwc_dequant9_fp8_l1" };
+        let grid = self.v9_grid(name)?;
+        let (data, _g1) = self.data.device_ptr(s);
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (pairs, _g4) = self.pairs.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let (out_ptr, _g6) = out.device_ptr(s);
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (V9_THREADS, 1, 1), shared_mem_bytes: V9_SMEM };
+        let mut b = s.launch_builder(self.gpu.function(name));
+        b.arg(&data).arg(&bases).arg(&hdr).arg(&pairs).arg(&low).arg(&out_ptr).arg(&self.geo);
+        // SAFETY: the argument list matches NWC_DEQUANT9 in kernels/nwc_mma.cu; every pointer is a
+        // live allocation of this matrix (data padded by the spec 9.3 slack; the kernel reads raw
+        // bytes only inside the block's super-chunks); `out` holds M * K16 words (asserted by the
+        // caller, `expand`); the matrix passed the validity rules on upload.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Spec 19, version 9: the bounded matvec of a layout 1 matrix on BF16 activations, columns
+    /// in groups of up to V9_MAX_COLUMNS (8 per mma tile).
+    fn matvec9(&self, x: u64, kp: u64, batch: usize, bias: Option<&CudaSlice<f32>>, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let m = self.geo.rows;
+        let fp8 = self.mode.elem == ElemType::Fp8E4m3;
+        let (data, _g1) = self.data.device_ptr(s);
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (pairs, _g4) = self.pairs.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let scale = self.scale.as_ref().map_or(0u64, |v| v.device_ptr(s).0);
+        let (partial, _g6) = self.partial.device_ptr(s);
+        let (count, _g7) = self.count.device_ptr(s);
+        let bias_ptr = bias.map_or(0u64, |v| v.device_ptr(s).0);
+        let y_elem: u64 = if out_bf16 != 0 { 2 } else { 4 };
+        for col in (0..batch).step_by(V9_MAX_COLUMNS) {
+            let n = (batch - col).min(V9_MAX_COLUMNS);
+            let name = match (fp8, n > 8) {
+                (false, false) => "nwc_matvec9_bf16_l1",
+                (false, true) => "nwc_matvec9x16_bf16_l1",
+                (true, false) => "nwc_matvec9_fp8_l1",
+                (true, true) => "nwc_matvec9x16_fp8_l1",
+            };
+            let cfg = LaunchConfig { grid_dim: (self.v9_grid(name)?, 1, 1), block_dim: (V9_THREADS, 1, 1), shared_mem_bytes: V9_SMEM };
+            let x_ptr = x + col as u64 * kp * 2;
+            let y_ptr = y + col as u64 * m * y_elem;
+            let n32 = n as u32;
+            let mut b = s.launch_builder(self.gpu.function(name));
+            b.arg(&data).arg(&bases).arg(&hdr).arg(&pairs).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16);
+            b.arg(&self.geo).arg(&partial).arg(&count).arg(&n32);
+            // SAFETY: the argument list matches NWC_MATVEC9 in kernels/nwc_mma.cu; matrix pointers
+            // are live allocations (data padded by the spec 9.3 slack); the scratch holds 16
+            // floats per block and column for V9_MAX_COLUMNS columns and one zeroed counter per
+            // row block; x_ptr points at n <= 16 BF16 vectors of Kp values (columns col.. of the
+            // caller's batch x Kp buffer, length checked by matvec_raw); bias has M values or is
+            // null; y_ptr has n x M outputs of the kind out_bf16 says (matvec_raw's contract).
+            unsafe { b.launch(cfg) }?;
+        }
+        Ok(())
+    }
+
     /// Spec 15.2 (sel = None) or 15.3: writes rows of stride K16 into `out`.
     fn expand(&self, sel: Option<&CudaSlice<u64>>, out_rows: usize, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let needed = out_rows * self.row_stride();
@@ -313,6 +398,9 @@ impl GpuMatrix {
         }
         if sel.is_none() && self.dequant_version >= 2 && self.mode.layout == Layout::Rows8 {
             return self.dequant2(out);
+        }
+        if sel.is_none() && self.dequant_version != 1 && self.mode.layout == Layout::Fragment16 {
+            return self.dequant9(out);
         }
         let f = self.gpu.function(match self.suffix() {
             "bf16_l0" => "nwc_expand_bf16_l0",
@@ -426,6 +514,9 @@ impl GpuMatrix {
             DeviceActivations::Bf16 { buf, batch, kp } => (buf.device_ptr(s).0, 2u64, *kp, *batch, "xbf16"),
         };
         Self::check_len("padded activations", kp, self.geo.kp as usize)?;
+        if self.bounded && self.mode.layout == Layout::Fragment16 && x_elem == 2 {
+            return self.matvec9(x_base, kp as u64, batch, bias, i32::from(kind == OutputKind::Bf16), y);
+        }
         let (v2, v7) = (self.v2(), self.v7());
         // Launches: (first column, columns). Version 7 with `fused_batch` decodes each weight once
         // for up to V7_MAX_COLUMNS columns (groups of 4, then 2, then 1); otherwise one launch per

@@ -170,3 +170,38 @@ fn outputs_outside_the_domain_get_no_bound() {
     assert!(b > 0.0 && b < 1e-5);
     assert!(!check_bf16(0x7F80, 1.0, 1.0) && !check_bf16(0x7FC0, 1.0, 1.0), "infinite and NaN words never pass");
 }
+
+/// Spec 19.6 over a whole matvec (`expected` + `check_outputs`, what the GPU conformance run and
+/// the bench use): the canonical outputs pass with no difference counted, a result computed in
+/// the emulated matrix-unit order passes, and one output pushed past its bound is named.
+#[test]
+fn whole_matvec_check_accepts_reorderings_and_names_a_violation() {
+    use nwc_cuda::level2::{check_outputs, expected};
+    let (m, k, batch) = (5usize, 300usize, 3usize);
+    let mut rng = Rng(77);
+    let words: Vec<u16> = (0..m * k).map(|_| rng.bf16(0.05, 6.0)).collect();
+    let enc = encode(Mode::BF16_L1, Shape::new(m as u64, k as u64), Weights::Bf16(&words)).unwrap().matrix;
+    let dec = decode(&enc).unwrap();
+    let x: Vec<f32> = (0..batch * k).map(|_| widen(rng.bf16(4.0, 12.0))).collect();
+    let exp = expected(&dec, &x, batch, None).unwrap();
+    let canonical: Vec<u32> = exp.iter().map(|&(y, _)| y.to_bits()).collect();
+    let seen = check_outputs(&exp, &canonical, false).unwrap();
+    assert_eq!((seen.within, seen.outside_domain, seen.differ), ((m * batch) as u64, 0, 0));
+    // The matrix-unit order, column by column (output index = column * M + row).
+    let mut mma = Vec::new();
+    for n in 0..batch {
+        for row in 0..m {
+            let p: Vec<f32> = (0..k).map(|c| widen(words[row * k + c]) * x[n * k + c]).collect();
+            mma.push(sum_in(Order::Mma16, &p).to_bits());
+        }
+    }
+    let seen = check_outputs(&exp, &mma, false).unwrap();
+    assert_eq!(seen.within, (m * batch) as u64);
+    let words16: Vec<u32> = mma.iter().map(|&b| u32::from(half::bf16::from_f32(f32::from_bits(b)).to_bits())).collect();
+    check_outputs(&exp, &words16, true).unwrap();
+    let mut bad = canonical.clone();
+    let (y, b) = (exp[7].0, exp[7].1.unwrap());
+    bad[7] = ((f64::from(y) + 2.0 * b + f64::from(y).abs() * 1e-6) as f32).to_bits();
+    let err = check_outputs(&exp, &bad, false).unwrap_err();
+    assert!(err.starts_with("output 7:") && err.contains("spec 19.4"), "{err}");
+}

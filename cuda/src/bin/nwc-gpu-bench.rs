@@ -1,6 +1,9 @@
 //! Batch-1 matvec on the GPU: cuBLAS BF16 against our fused decode+matvec kernels (versions 1, 6
 //! and 7, docs/gpu.md; 7 is the default), same shapes, one run, plus dequant throughput and, for FP8, a plain
-//! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--batch]
+//! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. The same
+//! weights encoded in layout 1 run version 9 (tensor cores): its matvec is the bounded class of
+//! spec 19 (every output checked against the bound B), its dequant is exact.
+//! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--batch]
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
@@ -9,6 +12,7 @@ use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
 use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::CudaSlice;
 use nwc_cuda::baseline::Fp8Native;
+use nwc_cuda::level2;
 use nwc_cuda::{Gpu, GpuMatrix};
 use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
@@ -112,6 +116,10 @@ struct Row {
     dequant_us: Vec<f64>,
     /// The uncompressed fp8 baseline (FP8 rows only) and its relative L2 distance from our output.
     native_us: Option<(f64, f64)>,
+    /// Layout 1, version 9: bounded matvec (NaN when an output broke spec 19.4) and exact dequant
+    /// (NaN when not exact) microseconds.
+    l1_us: f64,
+    l1_dequant_us: f64,
     m: u64,
     k: u64,
 }
@@ -134,20 +142,26 @@ struct Prepared {
     x: Vec<u16>,
     /// FP8 rows: the quantized weights and scales, for the uncompressed baseline.
     fp8: Option<(Vec<u8>, Vec<f32>)>,
+    /// The same weights in layout 1 (version 9, bounded), and per output the canonical result
+    /// and bound B (spec 19.3) its matvec is checked against.
+    gm1: GpuMatrix,
+    expect1: Vec<(f32, Option<f64>)>,
 }
 
 fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: bool) -> Res<Prepared> {
     let shape = Shape::new(m, k);
     let t0 = std::time::Instant::now();
     let mut fp8_plain = None;
-    let mut enc = if fp8 {
+    let (mut enc, mut enc1) = if fp8 {
         let (q, scales) = nwc_reference::quantize_fp8(&words, shape)?;
         let mut e = encode(Mode::FP8_L0, shape, Weights::Fp8(&q))?.matrix;
         e.scale = Some(scales.clone());
+        let mut e1 = encode(Mode::FP8_L1, shape, Weights::Fp8(&q))?.matrix;
+        e1.scale = Some(scales.clone());
         fp8_plain = Some((q, scales));
-        e
+        (e, e1)
     } else {
-        encode(Mode::BF16_L0, shape, Weights::Bf16(&words))?.matrix
+        (encode(Mode::BF16_L0, shape, Weights::Bf16(&words))?.matrix, encode(Mode::BF16_L1, shape, Weights::Bf16(&words))?.matrix)
     };
     let t_enc = t0.elapsed().as_secs_f64();
     let (gm, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
@@ -155,8 +169,13 @@ fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: 
     let x: Vec<u16> = gaussian_bf16(k as usize, 7).iter().map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits()).collect();
     let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
     let expected = dec.matvec_bf16(&xf, 1, None)?;
+    drop(dec);
+    let (mut gm1, dec1) = GpuMatrix::upload_and_decode(gpu, &enc1)?;
+    enc1.data = Vec::new();
+    gm1.bounded = true;
+    let expect1 = level2::expected(&dec1, &xf, 1, None)?;
     eprintln!("  prepared {label}: encode {t_enc:.1} s, total {:.1} s", t0.elapsed().as_secs_f64());
-    Ok(Prepared { label, m, k, words, gm, expected, x, fp8: fp8_plain })
+    Ok(Prepared { label, m, k, words, gm, expected, x, fp8: fp8_plain, gm1, expect1 })
 }
 
 fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
@@ -238,6 +257,38 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         dequant_us.push(if exact { t } else { f64::NAN });
         first.get_or_insert(out);
     }
+    // Layout 1 (version 9): the bounded matvec, every output checked against spec 19.4, and the
+    // exact dequant, checked like the others.
+    let copies1 = (3 * L2_BYTES / p.gm1.stored_bytes + 1).clamp(1, 8) as usize;
+    let mut mats1 = vec![p.gm1];
+    for _ in 1..copies1 {
+        mats1.push(mats1[0].try_clone()?);
+    }
+    let xd1 = mats1[0].activations_bf16(&p.x, 1)?;
+    s.memset_zeros(&mut y16)?;
+    let t = time_us(gpu, &mut |i| Ok(mats1[i % copies1].matvec_into_bf16(&xd1, None, &mut y16)?))?;
+    let got: Vec<u32> = s.clone_dtoh(&y16)?.into_iter().map(u32::from).collect();
+    let l1_us = match level2::check_outputs(&p.expect1, &got, true) {
+        Ok(c) if c.within > 0 => t,
+        Ok(_) => {
+            println!("MISMATCH {}: layout 1 bounded matvec: no output inside the spec 19.2 domain", p.label);
+            f64::NAN
+        }
+        Err(why) => {
+            println!("MISMATCH {}: layout 1 bounded matvec: {why}", p.label);
+            f64::NAN
+        }
+    };
+    s.memset_zeros(&mut deq)?;
+    let t = time_us(gpu, &mut |i| Ok(mats1[i % copies1].dequant_into(&mut deq)?))?;
+    let out = s.clone_dtoh(&deq)?;
+    let l1_dequant_us = if first.as_ref() == Some(&out) {
+        t
+    } else {
+        println!("MISMATCH {}: layout 1 dequant (version 9) differs from layout 0's", p.label);
+        f64::NAN
+    };
+    drop(mats1);
     drop(deq);
     let native_us = match &p.fp8 {
         None => None,
@@ -266,13 +317,15 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
             Some((t, rel))
         }
     };
-    Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, m, k })
+    Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k })
 }
 
 /// Batch 1..16 on one shape (synthetic BF16): cuBLAS GEMM with N columns against version 7 with
 /// the batched kernels (each weight decoded once per group of 4 columns) and with one launch per
 /// column. The batched output must equal the per-column one bit for bit (per-column = the batch-1
-/// kernel, exact by the conformance run), or the row says MISMATCH.
+/// kernel, exact by the conformance run), or the row says MISMATCH. Last column: the same weights
+/// in layout 1 on tensor cores (version 9, all N columns per decode, bounded class: every output
+/// checked against spec 19.4).
 fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
     let s = &gpu.stream;
     let words = gaussian_bf16((m * k) as usize, 11);
@@ -283,12 +336,20 @@ fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
     for _ in 1..copies {
         mats.push(mats[0].try_clone()?);
     }
+    let enc1 = encode(Mode::BF16_L1, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
+    let (mut g1, dec1) = GpuMatrix::upload_and_decode(gpu, &enc1)?;
+    g1.bounded = true;
+    let copies1 = (3 * L2_BYTES / g1.stored_bytes + 1).clamp(1, 8) as usize;
+    let mut mats1 = vec![g1];
+    for _ in 1..copies1 {
+        mats1.push(mats1[0].try_clone()?);
+    }
     let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
     let w_dev: Vec<CudaSlice<half::bf16>> =
         (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
     println!("batched matvec, {m}x{k} synthetic BF16 (BF16 activations and outputs):");
-    println!("{:>5} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>7}", "N", "cuBLAS us", "fused us", "/cB", "percol us", "/cB", "fused/percol");
-    for n in [1usize, 2, 3, 4, 8, 16] {
+    println!("{:>5} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>7} | {:>9} {:>6}", "N", "cuBLAS us", "fused us", "/cB", "percol us", "/cB", "fused/percol", "L1mma us", "/cB");
+    for n in [1usize, 2, 3, 4, 8, 9, 16] {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
         let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
         let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
@@ -322,12 +383,25 @@ fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
         };
         let (fused_us, out_fused) = run(true, &mut mats, &mut y)?;
         let (percol_us, out_percol) = run(false, &mut mats, &mut y)?;
-        let tag = if out_fused == out_percol { "" } else { "  MISMATCH: batched output differs from per-column" };
+        let mut tag = if out_fused == out_percol { String::new() } else { "  MISMATCH: batched output differs from per-column".into() };
+        let xd1 = mats1[0].activations_bf16(&xs, n)?;
+        s.memset_zeros(&mut y)?;
+        let mma_us = time_us(gpu, &mut |i| Ok(mats1[i % copies1].matvec_into_bf16(&xd1, None, &mut y)?))?;
+        let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
+        let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+        let mma_us = match level2::check_outputs(&level2::expected(&dec1, &xw, n, None)?, &got, true) {
+            Ok(_) => mma_us,
+            Err(why) => {
+                tag += &format!("  MISMATCH: layout 1 bounded matvec: {why}");
+                f64::NAN
+            }
+        };
         println!(
-            "{n:>5} | {cublas_us:9.2} | {fused_us:9.2} {:5.2}x | {percol_us:9.2} {:5.2}x | {:6.2}x{tag}",
+            "{n:>5} | {cublas_us:9.2} | {fused_us:9.2} {:5.2}x | {percol_us:9.2} {:5.2}x | {:6.2}x | {mma_us:9.2} {:5.2}x{tag}",
             cublas_us / fused_us,
             cublas_us / percol_us,
-            percol_us / fused_us
+            percol_us / fused_us,
+            cublas_us / mma_us
         );
     }
     Ok(())
@@ -374,6 +448,15 @@ fn main() -> Res<()> {
             println!("profile: version {v} matvec exact: {ok}");
             g.dequant_into(&mut deq)?;
         }
+        // Layout 1, version 9: the bounded matvec (checked against spec 19.4) and the dequant.
+        let g1 = p.gm1;
+        let xd1 = g1.activations_bf16(&p.x, 1)?;
+        for _ in 0..2 {
+            g1.matvec_into_bf16(&xd1, None, &mut y)?;
+        }
+        let got: Vec<u32> = gpu.stream.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
+        println!("profile: layout 1 bounded matvec within spec 19.4: {:?}", level2::check_outputs(&p.expect1, &got, true).map(|_| ()));
+        g1.dequant_into(&mut deq)?;
         gpu.stream.synchronize()?;
         return Ok(());
     }
@@ -419,9 +502,11 @@ fn main() -> Res<()> {
         head += &format!(" {:>8} {:>6} |", format!("v{v} us"), format!("v{v}/cB"));
     }
     head += &format!(" {:>6} | {:>9} {:>6} |", "GB/s", "fp8nat us", "nat/v");
+    head += &format!(" {:>8} {:>6} {:>6} |", "L1mma us", "L1/cB", "nat/L1");
     for v in VERSIONS {
         head += &format!(" {:>8}", format!("deq{v}GB/s"));
     }
+    head += &format!(" {:>8}", "deqL1GB/s");
     println!("{head} | ratio");
     for p in prepared {
         let r = bench(&gpu, &blas, p)?;
@@ -435,7 +520,9 @@ fn main() -> Res<()> {
             line += &format!(" {t:8.2} {:5.2}x |", r.cublas_us / t);
         }
         line += &format!(" {:6.0} | {nat:>9} {vs_nat:>6} |", r.stored as f64 / r.ours_us() / 1e3);
-        for &t in &r.dequant_us {
+        let nat_l1 = r.native_us.map_or("-".to_string(), |(us, _)| format!("{:5.2}x", us / r.l1_us));
+        line += &format!(" {:8.2} {:5.2}x {nat_l1:>6} |", r.l1_us, r.cublas_us / r.l1_us);
+        for &t in r.dequant_us.iter().chain([&r.l1_dequant_us]) {
             line += &format!(" {:8.0}", deq_bytes / t / 1e3);
         }
         println!("{line} | {:.4}", r.stored as f64 / (r.m * r.k * 2) as f64);
@@ -453,13 +540,16 @@ fn main() -> Res<()> {
                     (0..VERSIONS.len()).map(|i| format!("v{} {:.3}x", VERSIONS[i], geo(&|r| r.cublas_us / r.us[i]))).collect();
                 println!("geomean speed vs cuBLAS, {kind} {elem}: {} over {} shapes (default v{})", per_version.join(", "), sel.len(), VERSIONS[VERSIONS.len() - 1]);
                 let head: Vec<&&Row> = sel.iter().filter(|r| [(6144, 4096), (4096, 4096), (24576, 4096), (4096, 12288), (151936, 4096)].contains(&(r.m, r.k))).collect();
+                println!("  layout 1 tensor-core matvec (version 9, bounded, spec 19): {:.3}x over {} shapes", geo(&|r| r.cublas_us / r.l1_us), sel.len());
                 if head.len() == 5 {
                     let g = (head.iter().map(|r| (r.cublas_us / r.ours_us()).ln()).sum::<f64>() / 5.0).exp();
-                    println!("  issue-7 geomean (5 headline shapes), {kind} {elem}: {g:.3}x");
+                    let g1 = (head.iter().map(|r| (r.cublas_us / r.l1_us).ln()).sum::<f64>() / 5.0).exp();
+                    println!("  issue-7 geomean (5 headline shapes), {kind} {elem}: {g:.3}x (layout 1 bounded: {g1:.3}x)");
                 }
                 if elem == "fp8 " {
                     let g = geo(&|r| r.native_us.map_or(1.0, |(us, _)| us / r.ours_us()));
-                    println!("  fused FP8 (default version) vs uncompressed fp8 baseline: {g:.3}x (geomean)");
+                    let g1 = geo(&|r| r.native_us.map_or(1.0, |(us, _)| us / r.l1_us));
+                    println!("  fused FP8 (default version) vs uncompressed fp8 baseline: {g:.3}x (geomean); layout 1 bounded: {g1:.3}x");
                 }
             }
         }
