@@ -53,13 +53,7 @@ __device__ __forceinline__ void prefetch_raw9(const u8* __restrict__ low, const 
 template <bool FP8>
 __device__ __forceinline__ void raw9(const u8* __restrict__ p, u32 (&q)[4]) {
     load_raw<FP8>(p, q);
-    if (FP8) {
-        const u32 r0 = q[0], r1 = q[1];
-        q[0] = (r0 << 4) & 0xF0F0F0F0u;
-        q[1] = r0 & 0xF0F0F0F0u;
-        q[2] = (r1 << 4) & 0xF0F0F0F0u;
-        q[3] = r1 & 0xF0F0F0F0u;
-    }
+    if (FP8) nibbles7(q);
 }
 
 // The 16 codes of one super-chunk as eight bf16x2 words in A-fragment order (spec 8.3 note):

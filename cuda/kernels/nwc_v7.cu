@@ -111,6 +111,17 @@ __device__ __forceinline__ u32 word7(u32 e, u32 q, u32 rb) {
     return __byte_perm(e, q, (4u + rb) | (1u << 4) | ((5u + rb) << 8) | (2u << 12));
 }
 
+// FP8 raw parts as loaded (two words of 16 nibbles; nibble t at byte (t & 3) + 4 (t >> 3), high
+// half when bit 2 of t is set: spec 7.4, 8.6) to four words with nibble t in the high half of byte
+// t & 3 of word t >> 2, where a BF16 raw byte would be.
+__device__ __forceinline__ void nibbles7(u32 (&q)[4]) {
+    const u32 r0 = q[0], r1 = q[1];
+    q[0] = (r0 << 4) & 0xF0F0F0F0u;
+    q[1] = r0 & 0xF0F0F0F0u;
+    q[2] = (r1 << 4) & 0xF0F0F0F0u;
+    q[3] = r1 & 0xF0F0F0F0u;
+}
+
 // One lane's raw row (16 BF16 bytes or 8 FP8 nibble bytes), zeros for rows past M or lanes past
 // K16 (spec 15.4.3: those positions are fillers, and a zero raw part keeps them finite).
 template <bool FP8>
@@ -178,13 +189,7 @@ __device__ __forceinline__ void row_pair7(const u32* words, u32& pos, const u32 
         u32 q[4];
 #pragma unroll
         for (int j = 0; j < 4; j++) q[j] = h ? qb[j] : qa[j];
-        if (FP8) { // nibble t at byte (t & 3) + 4 (t >> 3), high half when bit 2 of t is set (spec 7.4)
-            const u32 r0 = q[0], r1 = q[1];
-            q[0] = (r0 << 4) & 0xF0F0F0F0u;
-            q[1] = r0 & 0xF0F0F0F0u;
-            q[2] = (r1 << 4) & 0xF0F0F0F0u;
-            q[3] = r1 & 0xF0F0F0F0u;
-        }
+        if (FP8) nibbles7(q);
         float a[NX];
 #pragma unroll
         for (int n = 0; n < NX; n++) a[n] = 0.0f;
@@ -471,13 +476,7 @@ __device__ __forceinline__ void rows_dequant7(const u32* words, u32 pos, const u
 #pragma unroll
         for (int j = 0; j < 4; j++) q[j] = qn[j];
         raw7<FP8>(rowp + (i + 1) * stride, lane_in && i < 7 && (u64)(i + 1) < nrows, qn);
-        if (FP8) {
-            const u32 r0 = q[0], r1 = q[1];
-            q[0] = (r0 << 4) & 0xF0F0F0F0u;
-            q[1] = r0 & 0xF0F0F0F0u;
-            q[2] = (r1 << 4) & 0xF0F0F0F0u;
-            q[3] = r1 & 0xF0F0F0F0u;
-        }
+        if (FP8) nibbles7(q);
         u32 w[8];
 #pragma unroll
         for (int d = 0; d < 4; d++) {
