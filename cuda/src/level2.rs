@@ -69,12 +69,19 @@ fn bf16_value(word: u16) -> f64 {
 
 /// Spec 19.4/19.6, BF16 output: `word` is the RNE rounding of some real within B of y_c, i.e. the
 /// interval of reals that round to `word` (bounded by the midpoints to its neighbours; closed
-/// when its last mantissa bit is 0, since ties go to even) meets [y_c − B, y_c + B]. Infinite
-/// and NaN words never pass (the domain excludes overflow).
+/// when its last mantissa bit is 0, since ties go to even) meets [y_c − B, y_c + B]. An infinite
+/// word is the rounding of every real from 2^128 − 2^119 on (the midpoint past the largest finite
+/// BF16; the tie goes to the even infinity), so it passes when y_c + B reaches that far (f32
+/// results close to the f32 maximum may round to an infinite BF16, canonical ones too). NaN
+/// words and a non-finite y_c never pass (the domain excludes them).
 pub fn check_bf16(word: u16, y_c: f32, b: f64) -> bool {
     let v = bf16_value(word);
-    if !v.is_finite() || !y_c.is_finite() {
+    if v.is_nan() || !y_c.is_finite() {
         return false;
+    }
+    if v.is_infinite() {
+        let threshold = 2f64.powi(128) - 2f64.powi(119);
+        return if v > 0.0 { f64::from(y_c) + b >= threshold } else { f64::from(y_c) - b <= -threshold };
     }
     let o = ordered(word);
     // Past the largest finite BF16 the neighbour is ±2^128 (where rounding overflows).

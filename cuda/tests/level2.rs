@@ -205,3 +205,16 @@ fn whole_matvec_check_accepts_reorderings_and_names_a_violation() {
     let err = check_outputs(&exp, &bad, false).unwrap_err();
     assert!(err.starts_with("output 7:") && err.contains("spec 19.4"), "{err}");
 }
+
+/// Spec 19.6 near the top of the range: a result whose BF16 rounding overflows. The RNE rounding
+/// of every real from 2^128 - 2^119 on is +inf, so +inf passes when y_c + B reaches that far (the
+/// GPU sweep met this: canonical 3.3971407e38 rounds to +inf in BF16 too), and fails otherwise.
+#[test]
+fn an_infinite_bf16_word_passes_only_where_rounding_overflows() {
+    let (y_c, b) = (3.397_140_7e38_f32, 1.7e33);
+    assert!(check_bf16(0x7F80, y_c, b));
+    assert!(!check_bf16(0x7F7F, y_c, b), "the largest finite BF16 is further than B from y_c");
+    assert!(!check_bf16(0x7F80, 3.0e38, b));
+    assert!(check_bf16(0xFF80, -y_c, b) && !check_bf16(0xFF80, y_c, b));
+    assert!(!check_bf16(0x7FC0, y_c, b), "NaN never passes");
+}
