@@ -88,9 +88,73 @@ fn first_mismatch<T: Copy + PartialEq + std::fmt::LowerHex>(
     }
 }
 
+/// Which matvec results an implementation promises: the canonical bits (spec 15.4, the exact
+/// class) or results within the bound of spec 19 (the bounded class, e.g. tensor cores).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MatvecClass {
+    #[default]
+    Exact,
+    /// Spec 19: an output of a matvec case that carries a `bound` file passes when it is within B
+    /// of the canonical result (spec 19.4, checked as spec 19.6 says); outputs outside the domain
+    /// (B is NaN) and cases without bounds (f32 activations) must still be canonical (spec 19.1:
+    /// an implementation that documents other results there is judged by its own tests).
+    Bounded,
+}
+
 /// Runs every dequant, gather and matvec case of `vector` on `backend` and compares bit for bit.
 /// Returns the number of cases checked.
 pub fn check_outputs(backend: &dyn Backend, corpus: &Corpus, vector: &Vector, m: &EncodedMatrix) -> Result<usize, String> {
+    check_outputs_class(backend, corpus, vector, m, MatvecClass::Exact)
+}
+
+fn f64s(bytes: &[u8]) -> Vec<f64> {
+    bytes.chunks_exact(8).map(|c| f64::from_le_bytes(c.try_into().expect("8 bytes"))).collect()
+}
+
+/// Spec 19.4 per output where the case has bounds; elsewhere the expected bits `exact` (f32 bits
+/// or BF16 words; any NaN matches any NaN). `canonical` is the f32 result.
+fn first_outside_bound(
+    what: &str,
+    (canonical, exact): (&[f32], &[u32]),
+    bounds: &[f64],
+    got: &[u32],
+    bf16: bool,
+    rows: u64,
+) -> Result<(), String> {
+    if got.len() != canonical.len() || bounds.len() != canonical.len() || exact.len() != canonical.len() {
+        return Err(format!("{what}: {} values, expected {} (and {} bounds)", got.len(), canonical.len(), bounds.len()));
+    }
+    let is_nan = |w: u32| if bf16 { bf16_is_nan(w as u16) } else { f32::from_bits(w).is_nan() };
+    for i in 0..got.len() {
+        let (y_c, b, g) = (canonical[i], bounds[i], got[i]);
+        let ok = if b.is_nan() {
+            // Outside the domain of spec 19.2: the canonical bits.
+            g == exact[i] || (is_nan(g) && is_nan(exact[i]))
+        } else if bf16 {
+            nwc_reference::bounded::check_bf16(g as u16, y_c, b)
+        } else {
+            nwc_reference::bounded::check_f32(f32::from_bits(g), y_c, b)
+        };
+        if !ok {
+            let shown = if bf16 { f32::from_bits(g << 16) } else { f32::from_bits(g) };
+            return Err(format!(
+                "{what}[{i}] (batch {}, row {}): got {shown:e}, canonical {y_c:e}, bound {b:e} (spec 19.4)",
+                i as u64 / rows,
+                i as u64 % rows
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// [`check_outputs`] for an implementation of `class`.
+pub fn check_outputs_class(
+    backend: &dyn Backend,
+    corpus: &Corpus,
+    vector: &Vector,
+    m: &EncodedMatrix,
+    class: MatvecClass,
+) -> Result<usize, String> {
     let mut loaded = backend.load(m).map_err(|e| format!("{} cannot load the encoding: {e}", backend.name()))?;
     let stride = m.shape.cols.div_ceil(16) * 16;
     let no_nan = |_| false;
@@ -110,6 +174,18 @@ pub fn check_outputs(backend: &dyn Backend, corpus: &Corpus, vector: &Vector, m:
         let bias = case.bias.as_ref().map(|p| corpus.read(vector, p).map(|b| f32s(&b))).transpose()?;
         let batch = usize::try_from(case.batch).map_err(|_| format!("matvec {i}: batch {} too large", case.batch))?;
         let rows = m.shape.rows;
+        if let (MatvecClass::Bounded, Some(path)) = (class, &case.bound) {
+            let bounds = f64s(&corpus.read(vector, path)?);
+            let canonical = f32s(&corpus.read(vector, &case.output_f32)?);
+            let bits: Vec<u32> = canonical.iter().map(|v| v.to_bits()).collect();
+            let words: Vec<u32> = u16s(&corpus.read(vector, &case.output_bf16)?).into_iter().map(u32::from).collect();
+            let got: Vec<u32> = loaded.matvec(&x, batch, bias.as_deref())?.iter().map(|v| v.to_bits()).collect();
+            first_outside_bound(&format!("matvec {i} f32 output"), (&canonical, &bits), &bounds, &got, false, rows)?;
+            let got: Vec<u32> = loaded.matvec_bf16(&x, batch, bias.as_deref())?.into_iter().map(u32::from).collect();
+            first_outside_bound(&format!("matvec {i} bf16 output"), (&canonical, &words), &bounds, &got, true, rows)?;
+            cases += 1;
+            continue;
+        }
         let expected: Vec<u32> = f32s(&corpus.read(vector, &case.output_f32)?).iter().map(|v| v.to_bits()).collect();
         let got: Vec<u32> = loaded.matvec(&x, batch, bias.as_deref())?.iter().map(|v| v.to_bits()).collect();
         let f32_nan = |w: u32| f32::from_bits(w).is_nan();

@@ -103,4 +103,10 @@ pub struct MatvecCase {
     /// u16 LE, batch x M: the result rounded to BF16 (nearest even). NaN results are stored as
     /// 0x7FC0; any NaN matches them.
     pub output_bf16: String,
+    /// Cases whose activations and bias are BF16 values (spec 19.2): f64 LE, batch x M, the bound
+    /// B of spec 19.3 for each output, or NaN where the output lies outside the domain of spec
+    /// 19.2. A bounded-class implementation (spec 19) passes an output within B of `output_f32`
+    /// (spec 19.4, 19.6); an exact one passes only the canonical bits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<String>,
 }

@@ -68,6 +68,7 @@ fn every_file_matches_its_hash() {
         for m in &v.matvecs {
             paths.extend([&m.activations, &m.output_f32, &m.output_bf16]);
             paths.extend(m.bias.iter());
+            paths.extend(m.bound.iter());
         }
         for p in paths {
             let want = v.sha256.get(p).unwrap_or_else(|| panic!("{}: {p} has no hash in the manifest", v.id));

@@ -16,6 +16,7 @@
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod bounded; // spec 19
 pub mod code; // spec 6
 pub mod decode; // spec 13, 15.1
 pub mod element; // spec 4

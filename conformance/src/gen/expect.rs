@@ -1,7 +1,7 @@
 //! Expected results of canonical and valid vectors (spec 15): dequant, row gathers and matvecs in
 //! the canonical accumulation order, all computed by the reference from the decoded matrix.
 
-use super::writer::{le_f32, le_u16, Writer};
+use super::writer::{le_f32, le_f64, le_u16, Writer};
 use crate::manifest::{GatherCase, MatvecCase, Vector};
 use nwc_reference::DecodedMatrix;
 use rand::{Rng, SeedableRng};
@@ -108,7 +108,24 @@ pub fn write_results(w: &mut Writer, v: &mut Vector, d: &DecodedMatrix, inputs: 
         };
         let output_f32 = w.put(v, &format!("mv{i}-y-f32"), &le_f32(&y))?;
         let output_bf16 = w.put(v, &format!("mv{i}-y-bf16"), &le_u16(&y16))?;
-        v.matvecs.push(MatvecCase { batch: input.batch as u64, activations, bias, output_f32, output_bf16 });
+        // Spec 19: the bound of each output, for cases inside the BF16-activation domain.
+        let bf16_exact = |v: &f32| v.to_bits() & 0xFFFF == 0;
+        let bound = if input.x.iter().chain(input.bias.iter().flatten()).all(bf16_exact) {
+            let b: Vec<f64> = nwc_reference::bounded::expected(d, &input.x, input.batch, input.bias.as_deref())
+                .expect("sizes match")
+                .into_iter()
+                .map(|(_, b)| b.unwrap_or(f64::NAN))
+                .collect();
+            Some(w.put(v, &format!("mv{i}-bound"), &le_f64(&b))?)
+        } else {
+            None
+        };
+        v.matvecs.push(MatvecCase { batch: input.batch as u64, activations, bias, output_f32, output_bf16, bound });
+    }
+    if v.matvecs.iter().any(|c| c.bound.is_some()) {
+        v.clauses.extend(["19", "19.1", "19.2", "19.3", "19.4", "19.5", "19.6"].map(str::to_owned));
+        v.clauses.sort_by_key(|id| super::coverage::clause_key(id));
+        v.clauses.dedup();
     }
     Ok(())
 }

@@ -28,6 +28,10 @@ pub fn le_f32(v: &[f32]) -> Vec<u8> {
     v.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
 
+pub fn le_f64(v: &[f64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 impl Writer {
     pub fn new(root: &Path) -> Writer {
         Writer { root: root.to_owned(), by_hash: BTreeMap::new(), bytes_written: 0, files_written: 0 }

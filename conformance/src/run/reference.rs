@@ -5,7 +5,7 @@
 //! the expected rule (spec 13).
 
 use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields};
-use crate::backend::{check_outputs, Backend};
+use crate::backend::{check_outputs, check_outputs_class, Backend, MatvecClass};
 use crate::compare::first_difference;
 use crate::corpus::Corpus;
 use crate::fields::{to_raw, EXP_OF_RANK};
@@ -23,13 +23,18 @@ pub fn run(corpus: &Corpus, backend: &dyn Backend) -> Report {
 
 /// Checks of spec 15 on a valid encoding, run on any backend (the `gpu` subcommand reuses it).
 pub fn run_backend(corpus: &Corpus, backend: &dyn Backend) -> Report {
+    run_backend_class(corpus, backend, MatvecClass::Exact)
+}
+
+/// [`run_backend`] for a backend of the given matvec class (spec 19 for `Bounded`).
+pub fn run_backend_class(corpus: &Corpus, backend: &dyn Backend, class: MatvecClass) -> Report {
     let results = judge_all(corpus, |_, v| {
         if !matches!(v.kind, Kind::Canonical | Kind::Valid) {
             return (Verdict::Skipped, None);
         }
         let checked = stored_fields(corpus, v).and_then(|raw| {
             let (m, _) = decode_raw(v.mode_code, v.rows, v.cols, &raw).map_err(|e| format!("reference rejects it: {e}"))?;
-            check_outputs(backend, corpus, v, &m)
+            check_outputs_class(backend, corpus, v, &m, class)
         });
         match checked {
             Ok(_) => (Verdict::Pass, None),

@@ -100,6 +100,7 @@ impl Writer {
             bias: Some(self.file(v, "matvec0-bias", &le32f(&bias))),
             output_f32: self.file(v, "matvec0-y", &le32f(&y)),
             output_bf16: self.file(v, "matvec0-y16", &le16(&y16)),
+            bound: None,
         };
         v.matvecs.push(case);
     }
