@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the x86-64 binaries a device call runs (there is no Rust on the device) and copies them,
 # with the bench's data, into .device-bin/ (ignored by git; name it in the device tool's `carry`).
-# Then, on the device: bash cuda/device-run.sh [SWEEP_COUNT]
+# Then, on the device: bash cuda/device-run.sh [SWEEP_COUNT] [check|bench|ncu]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 B=.device-bin

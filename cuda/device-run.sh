@@ -1,50 +1,61 @@
 #!/usr/bin/env bash
-# One device call: GPU conformance (corpus + random sweep, default = version 2 kernels), the
-# ignored device tests, then the benchmark (cuBLAS, versions 1 and 2, the uncompressed fp8
-# baseline) and the 0.10.1 library's bench side by side, then compute-sanitizer memcheck and
-# racecheck on small runs. Binaries and data come prebuilt in .device-bin/ (no Rust on the
-# device). Logs go to $OUT. Every step has a timeout so the whole call ends inside 600 s.
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT]
+# Device calls of nwc-cuda, each inside the device tool's 600 s per call. Binaries and data come
+# prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
+# logs go to $OUT. Every step has a timeout.
+#
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|bench|ncu]
+#   check  GPU conformance (corpus + random sweep; layout 0 with kernel versions 7 and 6, layout 1
+#          with version 9: exact dequant, bounded matvec checked against spec 19.4), the ignored
+#          device tests, compute-sanitizer memcheck and racecheck, and `nwc-gpu-bench --batch`.
+#   bench  conformance with version 7, then `nwc-gpu-bench --real .device-bin/minilm.bf16`
+#          (cuBLAS, versions 1, 6, 7, layout 1 version 9, the fp8 baseline) and the 0.10.1
+#          library's peer_bench.py in the same call.
+#   ncu    Nsight Compute on one launch of each version (`nwc-gpu-bench --profile`, 6144x4096).
 set -uo pipefail
 B=.device-bin
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 sweep=${1:-1000}
+part=${2:-check}
 # libcuda, libnvrtc and libcublas are all in the device image's ldconfig cache; do not put the
 # toolkit's stubs/ folder on LD_LIBRARY_PATH (its libcuda.so is a stub: CUDA_ERROR_STUB_LIBRARY).
 export LD_LIBRARY_PATH=$(echo "${LD_LIBRARY_PATH:-}" | tr ":" "\n" | grep -v stubs | paste -sd: -)
-vec=""
-[ -f vectors/manifest.json ] && vec="--vectors vectors"
 t0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - t0 )) s)"; }
+conform() {
+  for v in "$@"; do
+    step "conformance (layout 0: kernel version $v; layout 1: version 9)"
+    NWC_KERNEL=$v timeout 90 $B/nwc-conform-gpu --vectors vectors --sweep "$sweep" --seed 1 |
+      awk '/^FAIL/ {n++; if (n <= 5) print; next} /^PASS/ {next} {print}'
+  done
+}
 {
-date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv
-for v in ${NWC_CONFORM_VERSIONS:-7 6}; do
-  step "conformance (kernel version $v)"
-  NWC_KERNEL=$v timeout 60 $B/nwc-conform-gpu $vec --sweep "$sweep" --seed 1 | awk '/^FAIL/ {n++; if (n <= 5) print; next} {print}'; echo "exit ${PIPESTATUS[0]}"
-done
-step "gpu tests (--include-ignored)"; timeout 30 $B/gpu_exact --include-ignored --nocapture 2>&1 | tail -5
-} 2>&1 | tee "$OUT/conform.log"
-{
-step "bench"; timeout ${NWC_BENCH_TIMEOUT:-260} $B/nwc-gpu-bench --real $B/minilm.bf16 ${NWC_BENCH_ARGS:-}
-} 2>&1 | tee "$OUT/bench.log"
-[ -n "${NWC_NCU:-}" ] && {
-step "ncu (one launch of each version, 6144x4096 synthetic BF16)"
-ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-timeout 120 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_(matvec|dequant|expand)}" --launch-skip 0 \
-  --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats \
-  --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis $B/nwc-gpu-bench --profile > "$OUT/ncu.log" 2>&1
-echo "ncu exit $?"; grep -E "^  nwc_|Duration|Executed Ipc Active|Issue Slots Busy|Warp Cycles Per Issued|Achieved Occupancy|Memory Throughput|No Eligible|Registers Per|profile:" "$OUT/ncu.log" | head -120
-} 2>&1 | tee "$OUT/ncu-summary.log"
-{
-step "peer bench"
-python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl && \
-  PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 80 python3 $B/peer_bench.py
-} 2>&1 | tee "$OUT/peer.log"
-[ "${NWC_SANITIZE:-1}" = 1 ] && {
-for v in ${NWC_CONFORM_VERSIONS:-7 6}; do
-  step "memcheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 16 --max-dim 600 --seed 5 | tail -3
-  step "racecheck (kernel version $v)"; NWC_KERNEL=$v timeout 25 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-conform-gpu --sweep 8 --max-dim 600 --seed 6 | tail -3
-done
-step "done"
-} 2>&1 | tee "$OUT/sanitize.log"
+date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem --format=csv,noheader
+case "$part" in
+check)
+  conform 7 6
+  step "gpu tests (--include-ignored)"; timeout 40 $B/gpu_exact --include-ignored 2>&1 | grep "test result"
+  for tool in memcheck racecheck; do
+    step "$tool (versions 7 and 9)"
+    NWC_KERNEL=7 timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 $B/nwc-conform-gpu --sweep 24 --max-dim 700 --seed 5 | tail -2
+  done
+  step "batched"; timeout 120 $B/nwc-gpu-bench --batch ;;
+bench)
+  conform 7
+  step "bench"; timeout 380 $B/nwc-gpu-bench --real $B/minilm.bf16 2>&1 | grep -v "prepared\|fp8 baseline relative"
+  step "peer bench"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
+    PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
+ncu)
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 300 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_matvec(7|9)_bf16}" --launch-skip 0 --launch-count 3 \
+    --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats --section Occupancy \
+    --section LaunchStats --section MemoryWorkloadAnalysis \
+    --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed.sum \
+    $B/nwc-gpu-bench --profile > "$OUT/ncu.log" 2>&1
+  echo "ncu exit $?"
+  grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
+*) echo "unknown part $part (check, bench or ncu)"; exit 2 ;;
+esac
+step done
+} 2>&1 | tee "$OUT/$part.log"
