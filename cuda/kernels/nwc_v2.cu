@@ -217,6 +217,25 @@ struct Start2 {
 // for rows past M and lanes past K16) and, when it fits, the block's stream (spec 9.1/9.2: the
 // lane's words start at bases[b] + 4 * (header bytes of the lanes before it)). `words` is the
 // lane's header byte, `base` = bases[b], both loaded a round earlier.
+// Spec 9.1/9.2 for one block: the words of the lanes before this one (a warp prefix sum of the
+// header bytes), and the 16-byte-aligned span [start16, start16 + 16 n16) of `data` that holds
+// all 32 lane streams of the block (`base` is its offset). Versions 2, 6, 7 and 9 stage it.
+struct Span2 {
+    u32 before, start16, n16;
+};
+
+__device__ __forceinline__ Span2 lane_span2(u32 lane, u32 words, u32 base) {
+    u32 incl = words;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= (u32)d) incl += v;
+    }
+    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
+    const u32 start16 = base & ~15u;
+    return Span2{incl - words, start16, (base + 4 * total - start16 + 15) >> 4};
+}
+
 template <bool FP8>
 __device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, const u8* __restrict__ low, const Geo& g,
                                          u64 rb, u64 cb, u32 lane, u32 words, u32 base) {
@@ -232,15 +251,8 @@ __device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, c
         if (FP8) cp_async8(raw_dst + i * 256, src, ok ? 8 : 0);
         else cp_async16(raw_dst + i * 512, src, ok ? 16 : 0);
     }
-    u32 incl = words;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= (u32)d) incl += v;
-    }
-    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
-    const u32 start16 = base & ~15u;
-    const u32 n16 = (base + 4 * total - start16 + 15) >> 4;
+    const Span2 sp = lane_span2(lane, words, base);
+    const u32 start16 = sp.start16, n16 = sp.n16;
     Start2 st;
     // A lane may read two words past its last one: +16 keeps that inside the buffer. The staged
     // span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
@@ -248,9 +260,9 @@ __device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, c
     if (st.staged) {
         const u32 dst = smem_u32(buf + V2Buf<FP8>::RAW);
         for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
-        st.first = (base - start16) / 4 + (incl - words);
+        st.first = (base - start16) / 4 + sp.before;
     } else {
-        st.first = base / 4 + (incl - words);
+        st.first = base / 4 + sp.before;
     }
     return st;
 }

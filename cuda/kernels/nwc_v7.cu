@@ -141,15 +141,8 @@ struct Start7 {
 
 template <u32 STAGE>
 __device__ __forceinline__ Start7 stage7(u8* buf, const u8* __restrict__ data, u32 lane, u32 words, u32 base) {
-    u32 incl = words;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= (u32)d) incl += v;
-    }
-    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
-    const u32 start16 = base & ~15u;
-    const u32 n16 = (base + 4 * total - start16 + 15) >> 4;
+    const Span2 sp = lane_span2(lane, words, base);
+    const u32 start16 = sp.start16, n16 = sp.n16;
     Start7 st;
     // A lane reads at most two words past its last one: +16 keeps that inside the buffer, and the
     // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
@@ -158,7 +151,7 @@ __device__ __forceinline__ Start7 stage7(u8* buf, const u8* __restrict__ data, u
         const u32 dst = smem_u32(buf);
         for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
     }
-    st.pos = 32 * ((base - start16) / 4 + (incl - words));
+    st.pos = 32 * ((base - start16) / 4 + sp.before);
     st.start16 = start16;
     return st;
 }

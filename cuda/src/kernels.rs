@@ -16,8 +16,9 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/nwc_mma.cu"),
 );
 
-/// The entry points of [`SOURCE`] before version 7; [`all_kernels`] adds [`V7_KERNELS`].
-pub const KERNELS: [&str; 25] = [
+/// The entry points of [`SOURCE`] of version 1 and the fp8 baseline; [`all_kernels`] adds
+/// [`V2_KERNELS`], [`V7_KERNELS`] and [`V9_KERNELS`].
+pub const KERNELS: [&str; 13] = [
     "nwc_matvec_bf16_l0_xf32",
     "nwc_matvec_bf16_l0_xbf16",
     "nwc_matvec_fp8_l0_xf32",
@@ -30,19 +31,7 @@ pub const KERNELS: [&str; 25] = [
     "nwc_expand_fp8_l0",
     "nwc_expand_bf16_l1",
     "nwc_expand_fp8_l1",
-    "nwc_matvec2_bf16_l0_xf32",
-    "nwc_matvec2_bf16_l0_xbf16",
-    "nwc_matvec2_fp8_l0_xf32",
-    "nwc_matvec2_fp8_l0_xbf16",
-    "nwc_dequant2_bf16_l0",
-    "nwc_dequant2_fp8_l0",
     "fp8_native_matvec",
-    "nwc_matvec6_bf16_l0_xf32",
-    "nwc_matvec6_bf16_l0_xbf16",
-    "nwc_matvec6_fp8_l0_xf32",
-    "nwc_matvec6_fp8_l0_xbf16",
-    "nwc_dequant6_bf16_l0",
-    "nwc_dequant6_fp8_l0",
 ];
 
 /// Version 7 kernels: CTAs of 16 warps (`V7_THREADS`), each warp with two stream staging buffers
@@ -84,7 +73,7 @@ pub const V9_MAX_COLUMNS: usize = 16;
 
 /// Every entry point of [`SOURCE`] the crate launches.
 pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V7_KERNELS).chain(V9_KERNELS)
+    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS)
 }
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split
@@ -106,8 +95,6 @@ pub const V2_KERNELS: [&str; 12] = [
     "nwc_matvec6_fp8_l0_xbf16",
     "nwc_dequant6_bf16_l0",
     "nwc_dequant6_fp8_l0",
-
-
     "nwc_matvec2_bf16_l0_xf32",
     "nwc_matvec2_bf16_l0_xbf16",
     "nwc_matvec2_fp8_l0_xf32",

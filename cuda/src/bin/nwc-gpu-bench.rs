@@ -59,6 +59,23 @@ fn time_us(gpu: &Arc<Gpu>, launch: &mut dyn FnMut(usize) -> Res<()>) -> Res<f64>
     Ok(times[times.len() / 2])
 }
 
+/// cuBLAS Y (M x N) = W X for row-major W (M x K, i.e. K x M column-major, transposed) and N
+/// activation columns of K values, all BF16.
+fn gemm_config(m: u64, n: u64, k: u64) -> GemmConfig<half::bf16> {
+    GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_T,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: m as i32,
+        n: n as i32,
+        k: k as i32,
+        alpha: half::bf16::ONE,
+        lda: k as i32,
+        ldb: k as i32,
+        beta: half::bf16::ZERO,
+        ldc: m as i32,
+    }
+}
+
 fn gaussian_bf16(n: usize, seed: u64) -> Vec<u16> {
     // Box-Muller on a xorshift stream: N(0, 0.02) rounded to BF16, deterministic.
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
@@ -189,18 +206,7 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         .collect::<Result<_, _>>()?;
     let x_dev: CudaSlice<half::bf16> = s.clone_htod(&p.x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
     let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
-    let cfg = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: m as i32,
-        n: 1,
-        k: k as i32,
-        alpha: half::bf16::ONE,
-        lda: k as i32,
-        ldb: k as i32,
-        beta: half::bf16::ZERO,
-        ldc: m as i32,
-    };
+    let cfg = gemm_config(m, 1, k);
     let cublas_us = time_us(gpu, &mut |i| {
         // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
         unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
@@ -353,18 +359,7 @@ fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
         let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
         let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
-        let cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_T,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: m as i32,
-            n: n as i32,
-            k: k as i32,
-            alpha: half::bf16::ONE,
-            lda: k as i32,
-            ldb: k as i32,
-            beta: half::bf16::ZERO,
-            ldc: m as i32,
-        };
+        let cfg = gemm_config(m, n as u64, k);
         let cublas_us = time_us(gpu, &mut |i| {
             // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
             unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
