@@ -85,14 +85,7 @@ __device__ __forceinline__ void quad9(const u32* words, Reader9& r, u32& ea, u32
     eb = v7_tab[h2 >> 20];
     u32 next = r.pos + (ea >> 24) + (eb >> 24);
     if ((int)(ea | eb) < 0) { // rare: one code at a time, then reload both words
-        u32 p = r.pos;
-        const u32 c0 = one7<FP8, STAGED>(words, p);
-        const u32 c1 = one7<FP8, STAGED>(words, p);
-        const u32 c2 = one7<FP8, STAGED>(words, p);
-        const u32 c3 = one7<FP8, STAGED>(words, p);
-        ea = (c0 << 8) | (c1 << 16);
-        eb = (c2 << 8) | (c3 << 16);
-        r = reader9<STAGED>(words, p);
+        r = reader9<STAGED>(words, slow7<FP8, STAGED>(words, r.pos, ea, eb));
         return;
     }
     if ((next ^ r.pos) >= 32) { // crossed into the next word (by at most one: <= 24 bits)

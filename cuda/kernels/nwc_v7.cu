@@ -71,6 +71,20 @@ __device__ __forceinline__ u32 one7(const u32* words, u32& pos) {
     return escape ? (top >> 8) & 0xFF : coded;
 }
 
+// The rare case of a quad (a pair longer than 12 bits, an FP8 rank >= 10, an escape): the four
+// codes from bit `pos` one by one, as two table-layout entries; returns the position after them.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ u32 slow7(const u32* words, u32 pos, u32& ea, u32& eb) {
+    u32 p = pos;
+    const u32 c0 = one7<FP8, STAGED>(words, p);
+    const u32 c1 = one7<FP8, STAGED>(words, p);
+    const u32 c2 = one7<FP8, STAGED>(words, p);
+    const u32 c3 = one7<FP8, STAGED>(words, p);
+    ea = (c0 << 8) | (c1 << 16);
+    eb = (c2 << 8) | (c3 << 16);
+    return p;
+}
+
 // Four codes from bit `pos` as two table-layout entries (coded bytes in bytes 1 and 2, byte 0
 // zero). The fast path does two look-ups; a lane that met an entry without two complete codes
 // (spec 10.1) redoes the four codes one by one.
@@ -83,16 +97,7 @@ __device__ __forceinline__ void quad7(const u32* words, u32& pos, u32& ea, u32& 
     eb = v7_tab[h2 >> 20];
     const bool slow = (int)(ea | eb) < 0;
     u32 next = pos + (ea >> 24) + (eb >> 24);
-    if (slow) { // rare (a pair longer than 12 bits, an FP8 rank >= 10, an escape): one by one
-        u32 p = pos;
-        const u32 c0 = one7<FP8, STAGED>(words, p);
-        const u32 c1 = one7<FP8, STAGED>(words, p);
-        const u32 c2 = one7<FP8, STAGED>(words, p);
-        const u32 c3 = one7<FP8, STAGED>(words, p);
-        ea = (c0 << 8) | (c1 << 16);
-        eb = (c2 << 8) | (c3 << 16);
-        next = p;
-    }
+    if (slow) next = slow7<FP8, STAGED>(words, pos, ea, eb);
     pos = next;
 }
 
