@@ -6,14 +6,13 @@ use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 /// The kernels, compiled at run time as one translation unit: `kernels/nwc.cu` (version 1 and
 /// the shared helpers), `kernels/nwc_v2.cu` (versions 2 and 6), `kernels/fp8_native.cu` (the
-/// bench's uncompressed fp8 baseline), `kernels/nwc_v7.cu` (version 7, the layout 0 default),
-/// `kernels/nwc_v8.cu` (version 8: version 7 with two blocks per warp) and `kernels/nwc_mma.cu` (version 9: layout 1 on tensor cores, bounded matvec and exact dequant).
+/// bench's uncompressed fp8 baseline), `kernels/nwc_v7.cu` (version 7, the layout 0 default) and
+/// `kernels/nwc_mma.cu` (version 9: layout 1 on tensor cores, bounded matvec and exact dequant).
 pub const SOURCE: &str = concat!(
     include_str!("../kernels/nwc.cu"),
     include_str!("../kernels/nwc_v2.cu"),
     include_str!("../kernels/fp8_native.cu"),
     include_str!("../kernels/nwc_v7.cu"),
-    include_str!("../kernels/nwc_v8.cu"),
     include_str!("../kernels/nwc_mma.cu"),
 );
 
@@ -56,12 +55,6 @@ pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
-/// Version 8 kernels (layout 0 matvec, batch 1, `kernels/nwc_v8.cu`): one CTA of 20 warps per SM,
-/// each warp decoding two blocks at once with four staging buffers of 2176 bytes.
-pub const V8_THREADS: u32 = 640;
-pub const V8_SMEM: u32 = (V8_THREADS / 32) * 4 * 2176;
-pub const V8_KERNELS: [&str; 4] = ["nwc_matvec8_bf16_l0_xf32", "nwc_matvec8_bf16_l0_xbf16", "nwc_matvec8_fp8_l0_xf32", "nwc_matvec8_fp8_l0_xbf16"];
-
 /// Version 9 kernels (layout 1, `kernels/nwc_mma.cu`): one CTA of 24 warps per SM, each warp with
 /// two stream staging buffers of `V9_STAGE` (4352) bytes. `nwc_matvec9*` is the bounded matvec of spec 19
 /// (tensor cores; `x16`: up to 16 activation columns per launch, else 8); `nwc_dequant9*` is exact.
@@ -80,7 +73,7 @@ pub const V9_MAX_COLUMNS: usize = 16;
 
 /// Every entry point of [`SOURCE`] the crate launches.
 pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V8_KERNELS).chain(V9_KERNELS)
+    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS)
 }
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split

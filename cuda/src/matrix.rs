@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, V8_SMEM, V8_THREADS, V9_MAX_COLUMNS, V9_SMEM, V9_THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, V9_MAX_COLUMNS, V9_SMEM, V9_THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -74,8 +74,7 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 8 (version 7 with two
-    /// blocks per warp; batch 1 kernels, a batch runs one launch per column), 6 (version 2 kernels with
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
@@ -172,7 +171,6 @@ impl GpuMatrix {
                 Ok("2") => 2,
                 Ok("3") => 3,
                 Ok("6") => 6,
-                Ok("8") => 8,
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
@@ -258,11 +256,6 @@ impl GpuMatrix {
         self.kernel_version == 7 && self.mode.layout == Layout::Rows8
     }
 
-    /// True when this matrix runs the version 8 kernels (layout 0 only).
-    fn v8(&self) -> bool {
-        self.kernel_version == 8 && self.mode.layout == Layout::Rows8
-    }
-
     /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
     fn flags(&self) -> u64 {
         u64::from(self.kernel_version == 3)
@@ -292,7 +285,6 @@ impl GpuMatrix {
         let s = &self.gpu.stream;
         let v = match self.dequant_version.max(2) {
             3 => 2,
-            8 => 6, // version 8 is a matvec; its dequant is version 6's
             v => v,
         };
         let name = if self.mode.elem == ElemType::Bf16 { format!("nwc_dequant{v}_bf16_l0") } else { format!("nwc_dequant{v}_fp8_l0") };
@@ -525,7 +517,7 @@ impl GpuMatrix {
         if self.bounded && self.mode.layout == Layout::Fragment16 && x_elem == 2 {
             return self.matvec9(x_base, kp as u64, batch, bias, i32::from(kind == OutputKind::Bf16), y);
         }
-        let (v2, v7, v8) = (self.v2(), self.v7(), self.v8());
+        let (v2, v7) = (self.v2(), self.v7());
         // Launches: (first column, columns). Version 7 with `fused_batch` decodes each weight once
         // for up to V7_MAX_COLUMNS columns (groups of 4, then 2, then 1); otherwise one launch per
         // column. Either way each column is the exact batch-1 computation (spec 15.4.7).
@@ -539,7 +531,7 @@ impl GpuMatrix {
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
         let (hdr, _g3) = self.hdr.device_ptr(s);
-        let (lut, _g4) = if v7 || v8 { self.pairs.device_ptr(s) } else { self.lut.device_ptr(s) };
+        let (lut, _g4) = if v7 { self.pairs.device_ptr(s) } else { self.lut.device_ptr(s) };
         let (low, _g5) = self.low.device_ptr(s);
         let scale = self.scale.as_ref().map_or(0u64, |v| v.device_ptr(s).0);
         let (partial, _g6) = self.partial.device_ptr(s);
@@ -550,7 +542,6 @@ impl GpuMatrix {
         let geo = Geo { flags: self.flags(), ..self.geo };
         for (col, n) in groups {
             let name = match (v2, v7, self.kernel_version, n) {
-                _ if v8 => format!("nwc_matvec8_{}_{xname}", self.suffix()),
                 (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
                 (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
                 (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
@@ -561,10 +552,6 @@ impl GpuMatrix {
             // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
             let (threads, grid, smem) = if v7 {
                 (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
-            } else if v8 {
-                // One warp per pair of vertically adjacent blocks.
-                let pairs = self.geo.row_blocks.div_ceil(2) * self.geo.col_blocks;
-                (V8_THREADS, self.resident_grid(&name, V8_THREADS, V8_SMEM, pairs.div_ceil(u64::from(V8_THREADS / 32)))?, V8_SMEM)
             } else if v2 {
                 let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;
                 let smem = self.v2_smem(threads, self.kernel_version);
@@ -577,7 +564,7 @@ impl GpuMatrix {
             let y_ptr = y + col * m * y_elem;
             let mut b = s.launch_builder(f);
             b.arg(&data).arg(&bases).arg(&hdr).arg(&lut).arg(&low).arg(&scale).arg(&x_ptr).arg(&bias_ptr).arg(&y_ptr).arg(&out_bf16).arg(&geo);
-            if v7 || v8 {
+            if v7 {
                 b.arg(&partial).arg(&count);
             }
             // SAFETY: the argument list matches NWC_MATVEC (kernels/nwc.cu), NWC_MATVEC2 (kernels/nwc_v2.cu) and NWC_MATVEC7

@@ -121,8 +121,7 @@ fn tile(pool: &[u16], n: usize) -> Vec<u16> {
 }
 
 /// Kernel versions timed side by side (`GpuMatrix::kernel_version`); the last is the default.
-/// Version 8 has no dequant of its own (it runs the version 6 default there).
-const VERSIONS: [u8; 4] = [1, 6, 8, 7];
+const VERSIONS: [u8; 3] = [1, 6, 7];
 
 struct Row {
     label: String,
