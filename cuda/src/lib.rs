@@ -3,7 +3,9 @@
 //! NWC format 10 on CUDA GPUs through `cudarc`: upload an encoded matrix (validated on the host by
 //! the reference decoder first, so no malformed stream reaches a kernel), dequant to BF16
 //! (spec 15.2), gather rows (spec 15.3) and the fused matvec `y = scale * (W x) + bias` in the
-//! canonical accumulation order (spec 15.4), bit-exact with `nwc-reference`.
+//! canonical accumulation order (spec 15.4), bit-exact with `nwc-reference`. Layout 1 matrices
+//! can instead run the matvec on tensor cores ([`GpuMatrix::bounded`], kernel version 9): decoding
+//! stays exact and each output is within the bound of spec 19 ([`level2`]) of the canonical one.
 //!
 //! Kernels live in `kernels/*.cu` (see [`kernels::SOURCE`]) and are compiled by NVRTC at run time for the device's
 //! architecture, once per process and device ([`Gpu::get`]).
