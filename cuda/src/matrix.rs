@@ -593,7 +593,7 @@ impl GpuMatrix {
         self.matvec_raw(x, bias, OutputKind::Bf16, y.device_ptr(s).0)
     }
 
-    /// Allocates the output and runs [`GpuMatrix::matvec_raw`] (f32 output).
+    /// Spec 15.4 (or spec 19 when `bounded` applies) into a new device buffer of batch x M f32 values.
     pub fn matvec_device(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>) -> Result<CudaSlice<f32>, GpuError> {
         let s = &self.gpu.stream;
         let y = s.alloc_zeros::<f32>(x.batch() * self.geo.rows as usize)?;
@@ -601,7 +601,7 @@ impl GpuMatrix {
         Ok(y)
     }
 
-    /// Allocates the output and runs [`GpuMatrix::matvec_raw`] (BF16 output).
+    /// Spec 15.4 (or spec 19 when `bounded` applies) into a new device buffer of batch x M BF16 words.
     pub fn matvec_device_bf16(&self, x: &DeviceActivations, bias: Option<&CudaSlice<f32>>) -> Result<CudaSlice<u16>, GpuError> {
         let s = &self.gpu.stream;
         let y = s.alloc_zeros::<u16>(x.batch() * self.geo.rows as usize)?;
