@@ -497,6 +497,8 @@ impl GpuMatrix {
     /// elements of `kind`: f32 or BF16 words). Batch > 1: version 7 decodes once per group of up to
     /// 4 columns (`fused_batch`), other versions launch once per column; each column follows the
     /// batch-1 canonical order either way, so the result is exact (spec 15.4.7).
+    /// A layout 1 matrix with `bounded` set and BF16 activations runs version 9 on tensor cores
+    /// instead, up to 16 columns per decode, each output within the bound of spec 19.
     fn matvec_raw(
         &self,
         x: &DeviceActivations,
