@@ -347,15 +347,23 @@ pub(crate) trait Kind {
         Ok(())
     }
 
+    /// Raw parts per byte of the raw plane: 1 (BF16 bytes) or 2 (FP8 nibbles, spec 7.6 / 8.6).
+    const RAW_PER_BYTE: usize;
+    /// The 16 raw parts held by 16 / RAW_PER_BYTE bytes of the raw plane, in stream order.
+    fn unpack16(bytes: &[u8]) -> [u8; 16];
+
     /// The 16 raw parts of a whole lane segment, in stream order: layout 0 (`Some(row)`: columns
     /// col0.. of that row) or layout 1 (`None`: the lane chunk at slot `lane_start`).
-    fn raw16(
-        low: &[u8],
-        l0_row: Option<usize>,
-        k16: usize,
-        col0: usize,
-        lane_start: usize,
-    ) -> [u8; 16];
+    #[inline(always)]
+    fn raw16(low: &[u8], l0_row: Option<usize>, k16: usize, col0: usize, lane_start: usize) -> [u8; 16] {
+        let n = 16 / Self::RAW_PER_BYTE;
+        // k16 and col0 are multiples of 16, so the division is exact.
+        let start = match l0_row {
+            Some(row) => (row * k16 + col0) / Self::RAW_PER_BYTE,
+            None => lane_start * n,
+        };
+        Self::unpack16(&low[start..start + n])
+    }
 }
 
 /// Spec 7.6 / 8.6: the 16 nibbles of a group of 8 bytes, in stream order.
@@ -458,19 +466,10 @@ impl Kind for Bf16 {
         }
         Ok(())
     }
+    const RAW_PER_BYTE: usize = 1;
     #[inline(always)]
-    fn raw16(
-        low: &[u8],
-        l0_row: Option<usize>,
-        k16: usize,
-        col0: usize,
-        lane_start: usize,
-    ) -> [u8; 16] {
-        let start = match l0_row {
-            Some(row) => row * k16 + col0,
-            None => lane_start * 16,
-        };
-        low[start..start + 16].try_into().expect("16 bytes")
+    fn unpack16(bytes: &[u8]) -> [u8; 16] {
+        bytes.try_into().expect("16 bytes")
     }
 }
 
@@ -506,19 +505,10 @@ impl Kind for Fp8 {
         }
         Ok(w)
     }
+    const RAW_PER_BYTE: usize = 2;
     #[inline(always)]
-    fn raw16(
-        low: &[u8],
-        l0_row: Option<usize>,
-        k16: usize,
-        col0: usize,
-        lane_start: usize,
-    ) -> [u8; 16] {
-        let start = match l0_row {
-            Some(row) => row * k16 / 2 + col0 / 2,
-            None => lane_start * 8,
-        };
-        nibbles16(&low[start..start + 8])
+    fn unpack16(bytes: &[u8]) -> [u8; 16] {
+        nibbles16(bytes)
     }
 }
 
