@@ -200,12 +200,7 @@ __device__ void matvec9(const u8* __restrict__ data, const u32* __restrict__ bas
         // Publish, count the block, and let the warp that counts the row block's last block add
         // the partials in ascending cb order (as version 7 does).
         __threadfence();
-        __syncwarp();
-        u32 old = 0;
-        if (lane == 0) old = atomicAdd(count + rb, 1u);
-        old = __shfl_sync(0xffffffffu, old, 0);
-        if (old == cbs - 1) {
-            __threadfence();
+        if (last_of_row7(count, rb, cbs, lane)) {
             for (u32 i = lane; i < min(batch, NCOL) * 16; i += 32) { // i = n * 16 + row in block
                 const u32 n = i / 16, r = i % 16;
                 if (row0 + r >= g.rows) continue;

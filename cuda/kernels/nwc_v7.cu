@@ -260,6 +260,19 @@ struct XPacked {
     }
 };
 
+// Counts one more finished block of row block rb, whose partials its writers have published and
+// fenced, and says whether it was the row block's last of `cbs`; the warp that gets true then
+// sees every partial of the row block (the second fence) and resets the counter when done.
+__device__ __forceinline__ bool last_of_row7(u32* __restrict__ count, u32 rb, u32 cbs, u32 lane) {
+    __syncwarp();
+    u32 old = 0;
+    if (lane == 0) old = atomicAdd(count + rb, 1u);
+    old = __shfl_sync(0xffffffffu, old, 0);
+    const bool last = old == cbs - 1;
+    if (last) __threadfence();
+    return last;
+}
+
 // Spec 15.4.6 for one row.
 __device__ __forceinline__ void output7(float s, u64 row, const float* __restrict__ scale, const float* __restrict__ bias,
                                         void* y, int out_bf16) {
@@ -420,12 +433,7 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
         // ascending cb order (spec 15.4.5). (Measured on the H200 against a release-only atomic
         // with one writer lane, and an acquire-release one: this was the fastest, docs/gpu.md.)
         if ((lane & 15) == 0) __threadfence();
-        __syncwarp();
-        u32 old = 0;
-        if (lane == 0) old = atomicAdd(count + rb, 1u);
-        old = __shfl_sync(0xffffffffu, old, 0);
-        if (old == cbs - 1) {
-            __threadfence();
+        if (last_of_row7(count, rb, cbs, lane)) {
             const u32 n = lane / 8, r = lane % 8; // lane = column * 8 + row
             if (n < NX && r < nrows) {
                 const float* src = partial + ((u64)rb * cbs * NX + n) * 8 + r;
