@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|bench|ncu]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|bench|ncu|ceiling]
 #   check  GPU conformance (corpus + random sweep; layout 0 with kernel versions 7 and 6, layout 1
 #          with version 9: exact dequant, bounded matvec checked against spec 19.4), the ignored
 #          device tests, compute-sanitizer memcheck and racecheck, and `nwc-gpu-bench --batch`.
@@ -11,6 +11,8 @@
 #          (cuBLAS, versions 1, 6, 7, layout 1 version 9, the fp8 baseline) and the 0.10.1
 #          library's peer_bench.py in the same call.
 #   ncu    Nsight Compute on one launch of each version (`nwc-gpu-bench --profile`, 6144x4096).
+#   ceiling  where version 7's time goes (`nwc-gpu-bench --ceiling`: stage probes, memory floor,
+#          time against the number of blocks).
 set -uo pipefail
 B=.device-bin
 OUT=${OUT:-/tmp/out}
@@ -48,14 +50,17 @@ bench)
     PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
 ncu)
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout 300 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_matvec(7|9)_bf16}" --launch-skip 0 --launch-count 3 \
+  timeout 300 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_matvec(7|9)_bf16}" --launch-skip 0 --launch-count ${NWC_NCU_COUNT:-3} \
     --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats --section Occupancy \
     --section LaunchStats --section MemoryWorkloadAnalysis \
-    --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed.sum \
+    --section ComputeWorkloadAnalysis \
+    --metrics l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_op_shared_ld.sum,smsp__inst_executed.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__inst_executed_pipe_lsu.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
     $B/nwc-gpu-bench --profile > "$OUT/ncu.log" 2>&1
   echo "ncu exit $?"
   grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
-*) echo "unknown part $part (check, bench or ncu)"; exit 2 ;;
+ceiling)
+  step "ceiling"; timeout 500 $B/nwc-gpu-bench --ceiling ;;
+*) echo "unknown part $part (check, bench, ncu or ceiling)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

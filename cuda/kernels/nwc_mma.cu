@@ -277,3 +277,113 @@ __device__ void dequant9(const u8* __restrict__ data, const u32* __restrict__ ba
 
 NWC_DEQUANT_ENTRY(nwc_dequant9_bf16_l1, dequant9, V9_THREADS, 1, false)
 NWC_DEQUANT_ENTRY(nwc_dequant9_fp8_l1, dequant9, V9_THREADS, 1, true)
+
+// Timing probes (docs/gpu.md, "Where the time goes"): version 7's block loop and staging, then
+// only the decode of each lane's 128 codes in one flat loop, with the stream read by quad7 (two
+// shared loads per quad; READER false) or by quad9 (stream words kept in registers; true).
+template <bool READER, bool STAGED>
+__device__ __forceinline__ u32 probe_quads7(const u32* words, u32 pos) {
+    u32 probe = 0;
+    Reader9 rd = reader9<STAGED>(words, pos);
+#pragma unroll 4
+    for (u32 i = 0; i < 32; i++) {
+        u32 ea, eb;
+        if (READER) quad9<false, STAGED>(words, rd, ea, eb);
+        else quad7<false, STAGED>(words, pos, ea, eb);
+        probe ^= ea ^ eb;
+    }
+    return probe;
+}
+
+template <bool READER>
+__device__ void probe_decode7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+                              const u32* __restrict__ pairs, const Geo& g, float* __restrict__ partial) {
+    extern __shared__ __align__(16) u8 v7_dyn[];
+    auto work = [&](u32 b, u32, u32, const u8* buf, Start7 st) {
+        const u32 probe = st.staged ? probe_quads7<READER, true>(reinterpret_cast<const u32*>(buf), st.pos)
+                                    : probe_quads7<READER, false>(reinterpret_cast<const u32*>(data + st.start16), st.pos);
+        if (probe == 0x9E3779B9u) partial[b] = 1.0f; // a store the compiler cannot drop
+    };
+    warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, [](u32, u32) {}, work);
+}
+
+#define NWC_PROBE_DECODE(NAME, READER)                                                                         \
+    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
+             const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
+        probe_decode7<READER>(data, bases, hdr, pairs, g, partial);                                            \
+    }
+NWC_PROBE_DECODE(nwc_probe7_decode_flat, false)
+NWC_PROBE_DECODE(nwc_probe7_decode_reg, true)
+
+// Timing probe "rep": a pair table without bank conflicts. The first 8 bits of the window index
+// a 256-entry table of the pairs that fit in 8 bits, kept 32 times over so that lane L reads
+// its copy from bank L (entry i of lane L at word 32 i + L: 32 KB). About 96% of the pairs of
+// normal-like weights fit (docs/gpu.md); a lane whose pair does not reads version 7's 12-bit table
+// instead (a predicated load, no branch), and the rare quad neither can decode takes the slow path.
+// Stream words are kept in registers as in quad9.
+#define PROBE_REP_STAGE 1792
+#define PROBE_REP_BYTES (256 * 32 * 4)
+
+__device__ __forceinline__ u32 pair_rep(u32 rep, u32 tab12, u32 w, u32 lane) {
+    u32 e;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(e) : "r"(rep + (((w >> 24) * 32 + lane) << 2)));
+    asm volatile("{ .reg .pred p; setp.lt.s32 p, %0, 0; @p ld.shared.u32 %0, [%1]; }" : "+r"(e) : "r"(tab12 + ((w >> 20) << 2)));
+    return e;
+}
+
+template <bool STAGED>
+__device__ __forceinline__ void quad_rep(const u32* words, Reader9& r, u32 rep, u32 tab12, u32 lane, u32& ea, u32& eb) {
+    const u32 hi = __funnelshift_l(r.w1, r.w0, r.pos);
+    const u32 lo = __funnelshift_l(0u, r.w1, r.pos);
+    ea = pair_rep(rep, tab12, hi, lane);
+    const u32 h2 = __funnelshift_l(lo, hi, ea);
+    eb = pair_rep(rep, tab12, h2, lane);
+    u32 next = r.pos + (ea >> 24) + (eb >> 24);
+    if ((int)(ea | eb) < 0) {
+        r = reader9<STAGED>(words, slow7<false, STAGED>(words, r.pos, ea, eb));
+        return;
+    }
+    if ((next ^ r.pos) >= 32) {
+        r.w0 = r.w1;
+        r.w1 = word9<STAGED>(words, (next >> 5) + 1);
+    }
+    r.pos = next;
+}
+
+template <bool STAGED>
+__device__ __forceinline__ u32 probe_quads_rep(const u32* words, u32 pos, u32 rep, u32 tab12, u32 lane) {
+    u32 probe = 0;
+    Reader9 rd = reader9<STAGED>(words, pos);
+#pragma unroll 4
+    for (u32 i = 0; i < 32; i++) {
+        u32 ea, eb;
+        quad_rep<STAGED>(words, rd, rep, tab12, lane, ea, eb);
+        probe ^= ea ^ eb;
+    }
+    return probe;
+}
+
+extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)
+    nwc_probe7_decode_rep(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale,
+                          const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {
+    extern __shared__ __align__(16) u8 probe_rep_dyn[];
+    u32* rep_tab = reinterpret_cast<u32*>(probe_rep_dyn);
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    const u32 rep = smem_u32(rep_tab), tab12 = smem_u32(v7_tab);
+    auto setup = [&] {
+        copy_tables7(pairs);
+        for (u32 i = threadIdx.x; i < 256 * 32; i += blockDim.x) {
+            const u32 e = v7_tab[(i >> 5) << 4]; // the pair of pattern i / 32 followed by four zeros
+            rep_tab[i] = (int)e >= 0 && (e >> 24) <= 8 ? e : V7_SLOW;
+        }
+        __syncthreads();
+    };
+    auto work = [&](u32 b, u32, u32, const u8* buf, Start7 st) {
+        const u32 probe = st.staged ? probe_quads_rep<true>(reinterpret_cast<const u32*>(buf), st.pos, rep, tab12, lane)
+                                    : probe_quads_rep<false>(reinterpret_cast<const u32*>(data + st.start16), st.pos, rep, tab12, lane);
+        if (probe == 0x9E3779B9u) partial[b] = 1.0f; // a store the compiler cannot drop
+    };
+    blocks7<PROBE_REP_STAGE>(probe_rep_dyn + PROBE_REP_BYTES + warp * 2 * PROBE_REP_STAGE, blockIdx.x * warps + warp, gridDim.x * warps,
+                             data, bases, hdr, g, lane, [](u32, u32) {}, setup, work);
+}

@@ -173,14 +173,48 @@ __device__ __forceinline__ void prefetch_raw7(const u8* __restrict__ low, const 
     if (i < 8 && row < g.rows && col < stride) asm volatile("prefetch.global.L2 [%0];" ::"l"(low + row * stride + col));
 }
 
+// STAGES < V7_ALL are timing probes (docs/gpu.md, "Where the time goes"): they leave out the
+// later stages of the work and fold what is left into `probe` so the compiler keeps it; their
+// results are meaningless. Production kernels run V7_ALL, where `probe` is untouched.
+#define V7_DECODE 0  // decode the codes only
+#define V7_WEIGHTS 1 // + raw bytes, weights assembled
+#define V7_FMA 2     // + activations and fma chains (no row sums, no partials, no outputs)
+#define V7_ALL 3
+#define V7_DECODE_CLZ (-1) // decode only, with quad_clz7 instead of the pair table
+
+// A table-free decoder, for the V7_DECODE_CLZ probe: each code from counting zeros in a 64-bit
+// window held in two registers (a quad is at most 64 bits unless it holds an escape), with
+// exp_of_rank from 16 words of shared memory that a warp reads without bank conflicts. Shorter
+// dependent chain than quad7 (no table load in it), about twice the instructions.
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void quad_clz7(const u32* words, u32& pos, u32& ea, u32& eb) {
+    u32 hi, lo;
+    window7<STAGED>(words, pos, hi, lo);
+    u32 c[4], zmax = 0, p = pos;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+        const u32 z = __clz(hi);
+        zmax = max(zmax, z);
+        c[j] = (((hi << z) >> 23) & 0x80) | v7_eor[z & 15];
+        const u32 len = z + 2;
+        hi = __funnelshift_l(lo, hi, len);
+        lo = lo << len;
+        p += len;
+    }
+    ea = (c[0] << 8) | (c[1] << 16);
+    eb = (c[2] << 8) | (c[3] << 16);
+    if (zmax >= (FP8 ? 10u : 15u)) p = slow7<FP8, STAGED>(words, pos, ea, eb);
+    pos = p;
+}
+
 // Spec 15.4.3 for two rows of a block and NX activation columns (lane partials, stream order, fma
 // from +0, one chain per column: each weight is decoded once and multiplied into every column),
 // then per column the spec 15.4.4 halving tree of both rows at once: lanes 0..15 finish row `a`,
 // lanes 16..31 row `b` (the value at lane 0, resp. 16, is the tree's v[0]: f32 addition is
 // commutative). v[n] is column n's result.
-template <bool FP8, bool STAGED, int NX, class X>
+template <bool FP8, bool STAGED, int NX, class X, int STAGES = V7_ALL>
 __device__ __forceinline__ void row_pair7(const u32* words, u32& pos, const u32 (&qa)[4], const u32 (&qb)[4],
-                                          const X& xs, u32 lane, float (&v)[NX]) {
+                                          const X& xs, u32 lane, float (&v)[NX], u32& probe) {
     float acc[2][NX];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
@@ -194,19 +228,33 @@ __device__ __forceinline__ void row_pair7(const u32* words, u32& pos, const u32 
 #pragma unroll
         for (int d = 0; d < 4; d++) { // codes 4d .. 4d + 3 of the row; raw word q[d]
             u32 ea, eb;
-            quad7<FP8, STAGED>(words, pos, ea, eb);
-            const float w0 = weight7(ea, q[d], 0, 1), w1 = weight7(ea, q[d], 1, 2);
-            const float w2 = weight7(eb, q[d], 2, 1), w3 = weight7(eb, q[d], 3, 2);
+            if constexpr (STAGES == V7_DECODE_CLZ) quad_clz7<FP8, STAGED>(words, pos, ea, eb);
+            else quad7<FP8, STAGED>(words, pos, ea, eb);
+            if constexpr (STAGES == V7_DECODE || STAGES == V7_DECODE_CLZ) {
+                probe ^= ea ^ eb;
+            } else {
+                const float w0 = weight7(ea, q[d], 0, 1), w1 = weight7(ea, q[d], 1, 2);
+                const float w2 = weight7(eb, q[d], 2, 1), w3 = weight7(eb, q[d], 3, 2);
+                if constexpr (STAGES == V7_WEIGHTS) {
+                    probe ^= __float_as_uint(w0) ^ __float_as_uint(w1) ^ __float_as_uint(w2) ^ __float_as_uint(w3);
+                } else {
 #pragma unroll
-            for (int n = 0; n < NX; n++) {
-                a[n] = __fmaf_rn(w0, xs.get(n, 4 * d), a[n]);
-                a[n] = __fmaf_rn(w1, xs.get(n, 4 * d + 1), a[n]);
-                a[n] = __fmaf_rn(w2, xs.get(n, 4 * d + 2), a[n]);
-                a[n] = __fmaf_rn(w3, xs.get(n, 4 * d + 3), a[n]);
+                    for (int n = 0; n < NX; n++) {
+                        a[n] = __fmaf_rn(w0, xs.get(n, 4 * d), a[n]);
+                        a[n] = __fmaf_rn(w1, xs.get(n, 4 * d + 1), a[n]);
+                        a[n] = __fmaf_rn(w2, xs.get(n, 4 * d + 2), a[n]);
+                        a[n] = __fmaf_rn(w3, xs.get(n, 4 * d + 3), a[n]);
+                    }
+                }
             }
         }
 #pragma unroll
         for (int n = 0; n < NX; n++) acc[h][n] = a[n];
+    }
+    if constexpr (STAGES < V7_ALL) {
+#pragma unroll
+        for (int n = 0; n < NX; n++) probe ^= __float_as_uint(acc[0][n]) ^ __float_as_uint(acc[1][n]);
+        return;
     }
     const bool upper = lane >= 16;
 #pragma unroll
@@ -375,7 +423,7 @@ struct XKind<true, 1> {
 // computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
 // per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
 // at element n * Kp, column n of y at element n * M.
-template <bool FP8, bool XBF16, int NX>
+template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL>
 __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -394,30 +442,31 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
         const u32* staged = reinterpret_cast<const u32*>(buf);
         const u32* direct = reinterpret_cast<const u32*>(data + st.start16);
         typename XKind<XBF16, NX>::T xs;
-        xs.load(x, g.kp, col0);
+        if (STAGES >= V7_FMA) xs.load(x, g.kp, col0);
+        const bool raw_in = lane_in && STAGES >= V7_WEIGHTS; // the decode probe reads no raw bytes
         // Rows of this block that exist (8 except in the last row block), and this lane's raw
         // bytes of row 0; the row loop advances one pointer (32-bit counts, no 64-bit products).
         const u32 nrows = (u32)min(8ull, g.rows - 8ull * rb);
         const u64 row0 = 8ull * rb;
         const u8* rowp = low + row0 * stride + (FP8 ? col0 / 2 : col0);
         u32 pos = st.pos;
-        u32 qa[4], qb[4];
-        raw7<FP8>(rowp, lane_in, qa);
-        raw7<FP8>(rowp + stride, lane_in && nrows > 1, qb);
+        u32 qa[4], qb[4], probe = 0;
+        raw7<FP8>(rowp, raw_in, qa);
+        raw7<FP8>(rowp + stride, raw_in && nrows > 1, qb);
         // The loop is not unrolled: fully unrolled, the kernel outgrew the instruction cache
         // (ncu: "no instruction" stalls, docs/gpu.md).
 #pragma unroll 1
         for (u32 i = 0; i < 4; i++) {
             rowp += 2 * stride;
             u32 na[4], nb2[4]; // the next two raw rows, one pair ahead
-            raw7<FP8>(rowp, lane_in && 2 * i + 2 < nrows, na);
-            raw7<FP8>(rowp + stride, lane_in && 2 * i + 3 < nrows, nb2);
+            raw7<FP8>(rowp, raw_in && 2 * i + 2 < nrows, na);
+            raw7<FP8>(rowp + stride, raw_in && 2 * i + 3 < nrows, nb2);
             float v[NX];
-            if (st.staged) row_pair7<FP8, true, NX>(staged, pos, qa, qb, xs, lane, v);
-            else row_pair7<FP8, false, NX>(direct, pos, qa, qb, xs, lane, v);
+            if (st.staged) row_pair7<FP8, true, NX, decltype(xs), STAGES>(staged, pos, qa, qb, xs, lane, v, probe);
+            else row_pair7<FP8, false, NX, decltype(xs), STAGES>(direct, pos, qa, qb, xs, lane, v, probe);
             // Lane 0 holds row 2i, lane 16 row 2i + 1, of every column.
             const u32 r = 2 * i + (lane >> 4);
-            if ((lane & 15) == 0 && r < nrows) {
+            if (STAGES == V7_ALL && (lane & 15) == 0 && r < nrows) {
 #pragma unroll
                 for (int n = 0; n < NX; n++) {
                     if (cbs == 1) out(0.0f + v[n], row0 + r, n); // spec 15.4.5 with one column block: +0 + P
@@ -426,6 +475,10 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
             }
 #pragma unroll
             for (int j = 0; j < 4; j++) { qa[j] = na[j]; qb[j] = nb2[j]; }
+        }
+        if (STAGES < V7_ALL) {
+            if (probe == 0x9E3779B9u) partial[b] = 1.0f; // a store the compiler cannot drop
+            return;
         }
         if (cbs == 1) return;
         // Lanes 0 and 16 published the block's partials; a fence, then one atomic counts the
@@ -444,7 +497,9 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
             if (lane == 0) count[rb] = 0; // ready for the next launch (kernel boundaries order it)
         }
     };
-    auto prefetch = [&](u32 rb, u32 cb) { prefetch_raw7<FP8>(low, g, rb, cb, lane); };
+    auto prefetch = [&](u32 rb, u32 cb) {
+        if (STAGES >= V7_WEIGHTS) prefetch_raw7<FP8>(low, g, rb, cb, lane);
+    };
     warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
@@ -468,6 +523,29 @@ NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xf32, false, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xbf16, false, true, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xf32, true, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xbf16, true, true, 4)
+
+// The timing probes (BF16 weights, BF16 activations, batch 1; same launch as the matvec).
+#define NWC_PROBE7(NAME, STAGES)                                                                               \
+    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
+        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
+             const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
+        matvec7<false, true, 1, STAGES>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
+    }
+NWC_PROBE7(nwc_probe7_decode, V7_DECODE)
+NWC_PROBE7(nwc_probe7_weights, V7_WEIGHTS)
+NWC_PROBE7(nwc_probe7_fma, V7_FMA)
+NWC_PROBE7(nwc_probe7_decode_clz, V7_DECODE_CLZ)
+
+// The memory floor: every 16-byte word of `a` and then of `b` read once, coalesced (grid-stride),
+// folded into a value that is stored only if it hits a constant (so only the reads cost time).
+extern "C" __global__ void nwc_probe_read(const uint4* __restrict__ a, u64 na, const uint4* __restrict__ b, u64 nb, u32* sink) {
+    u32 acc = 0;
+    for (u64 i = blockIdx.x * (u64)blockDim.x + threadIdx.x; i < na + nb; i += (u64)gridDim.x * blockDim.x) {
+        const uint4 w = i < na ? __ldcs(a + i) : __ldcs(b + (i - na));
+        acc ^= w.x ^ w.y ^ w.z ^ w.w;
+    }
+    if (acc == 0x9E3779B9u) sink[0] = acc;
+}
 
 // Spec 15.2, layout 0, version 7: each lane writes its 16 BF16 words of a row as two 16-byte
 // stores; four codes make two output words.

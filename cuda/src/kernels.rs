@@ -55,6 +55,17 @@ pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
+/// Timing probes (`GpuMatrix::probe`, `nwc-gpu-bench --ceiling`): version 7's matvec with its
+/// later stages left out, launched like version 7, and a plain read of the stored bytes. Their
+/// outputs mean nothing.
+pub const PROBE7_KERNELS: [&str; 6] =
+    ["nwc_probe7_decode", "nwc_probe7_decode_clz", "nwc_probe7_weights", "nwc_probe7_fma", "nwc_probe7_decode_flat", "nwc_probe7_decode_reg"];
+pub const PROBE_READ_KERNEL: &str = "nwc_probe_read";
+/// The conflict-free table probe (`kernels/nwc_mma.cu`): a 32 KB replicated table and two
+/// 1792-byte staging buffers per warp (`PROBE_REP_BYTES`, `PROBE_REP_STAGE` in the source).
+pub const PROBE_REP_KERNEL: &str = "nwc_probe7_decode_rep";
+pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (V7_THREADS / 32) * 2 * 1792;
+
 /// Version 9 kernels (layout 1, `kernels/nwc_mma.cu`): one CTA of 24 warps per SM, each warp with
 /// two stream staging buffers of `V9_STAGE` (4352) bytes. `nwc_matvec9*` is the bounded matvec of spec 19
 /// (tensor cores; `x16`: up to 16 activation columns per launch, else 8); `nwc_dequant9*` is exact.
@@ -73,7 +84,7 @@ pub const V9_MAX_COLUMNS: usize = 16;
 
 /// Every entry point of [`SOURCE`] the crate launches.
 pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS)
+    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS).chain(PROBE7_KERNELS).chain([PROBE_READ_KERNEL, PROBE_REP_KERNEL])
 }
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split

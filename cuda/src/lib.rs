@@ -19,7 +19,7 @@ pub mod matrix;
 pub mod pair_table;
 
 pub use gpu::Gpu;
-pub use matrix::{DeviceActivations, GpuMatrix, OutputKind};
+pub use matrix::{DeviceActivations, GpuMatrix, OutputKind, Probe};
 
 /// Everything that can go wrong on the GPU path.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +38,10 @@ pub enum GpuError {
     /// A bad argument (row index, activation length, empty batch).
     #[error(transparent)]
     Param(#[from] nwc_reference::ParamError),
+    /// An operation this matrix or these arguments do not support (timing probes: BF16 layout 0,
+    /// one vector of BF16 activations).
+    #[error("not supported: {0}")]
+    Unsupported(&'static str),
 }
 
 /// The exact line a test that needs a device prints when there is none (it then counts as skipped).

@@ -49,6 +49,30 @@ impl DeviceActivations {
     }
 }
 
+/// The timing probes of [`GpuMatrix::probe`]: version 7's batch-1 matvec with stages left out,
+/// and the memory floor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// Read every stored byte of `data` and `low` once, coalesced: what any decoder has to move.
+    Read,
+    /// Stage the streams and decode every code with the pair table; nothing else.
+    Decode,
+    /// The same with a table-free decoder (count leading zeros, exp_of_rank in 16 words).
+    DecodeClz,
+    /// Decode, and load the raw bytes and assemble every weight.
+    Weights,
+    /// Decode, weights, activations and the fma chains; no row sums, partials or outputs.
+    Fma,
+    /// Decode only as one flat loop of 32 quads per lane (no row structure).
+    DecodeFlat,
+    /// The same with the stream words kept in registers (one shared load per crossed word
+    /// instead of two per quad).
+    DecodeReg,
+    /// The same with a conflict-free 8-bit pair table kept once per lane's bank (32 KB), falling
+    /// back to the 12-bit table for pairs longer than 8 bits.
+    DecodeRep,
+}
+
 /// A validated encoded matrix resident on one GPU.
 pub struct GpuMatrix {
     gpu: Arc<Gpu>,
@@ -578,6 +602,63 @@ impl GpuMatrix {
             // the matrix passed the validity rules.
             unsafe { b.launch(cfg) }?;
         }
+        Ok(())
+    }
+
+    /// Launches a timing probe (docs/gpu.md, "Where the time goes") on this matrix, which must be
+    /// BF16 layout 0, with BF16 activations of batch 1. The probes compute nothing usable: they
+    /// exist so `nwc-gpu-bench --ceiling` can time version 7's matvec with stages left out.
+    pub fn probe(&self, probe: Probe, x: &DeviceActivations) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        if self.mode != Mode::BF16_L0 {
+            return Err(GpuError::Unsupported("timing probes take BF16 layout 0 matrices"));
+        }
+        let DeviceActivations::Bf16 { buf, batch: 1, kp } = x else {
+            return Err(GpuError::Unsupported("timing probes take one vector of BF16 activations"));
+        };
+        Self::check_len("padded activations", *kp, self.geo.kp as usize)?;
+        let (data, _g1) = self.data.device_ptr(s);
+        let (low, _g5) = self.low.device_ptr(s);
+        let (partial, _g6) = self.partial.device_ptr(s);
+        let name = match probe {
+            Probe::Read => {
+                let f = self.gpu.function(crate::kernels::PROBE_READ_KERNEL);
+                let (na, nb) = ((self.data.len() / 16) as u64, (self.low.len() / 16) as u64);
+                let cfg = LaunchConfig { grid_dim: (self.gpu.sm_count * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+                let mut b = s.launch_builder(f);
+                b.arg(&data).arg(&na).arg(&low).arg(&nb).arg(&partial);
+                // SAFETY: nwc_probe_read(a, na, b, nb, sink) reads na and nb 16-byte words of `data` and
+                // `low` (floor of their byte lengths over 16; cudarc allocations are 256-byte aligned)
+                // and may write one word of the partial scratch.
+                unsafe { b.launch(cfg) }?;
+                return Ok(());
+            }
+            Probe::Decode => "nwc_probe7_decode",
+            Probe::DecodeClz => "nwc_probe7_decode_clz",
+            Probe::Weights => "nwc_probe7_weights",
+            Probe::Fma => "nwc_probe7_fma",
+            Probe::DecodeFlat => "nwc_probe7_decode_flat",
+            Probe::DecodeReg => "nwc_probe7_decode_reg",
+            Probe::DecodeRep => crate::kernels::PROBE_REP_KERNEL,
+        };
+        let (bases, _g2) = self.bases.device_ptr(s);
+        let (hdr, _g3) = self.hdr.device_ptr(s);
+        let (pairs, _g4) = self.pairs.device_ptr(s);
+        let (count, _g7) = self.count.device_ptr(s);
+        let (x_ptr, _g8) = buf.device_ptr(s);
+        let (null, zero) = (0u64, 0i32);
+        let smem = if probe == Probe::DecodeRep { crate::kernels::PROBE_REP_SMEM } else { V7_SMEM };
+        let blocks = self.geo.row_blocks * self.geo.col_blocks;
+        let grid = self.resident_grid(name, V7_THREADS, smem, blocks.div_ceil(u64::from(V7_THREADS / 32)))?;
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (V7_THREADS, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name));
+        b.arg(&data).arg(&bases).arg(&hdr).arg(&pairs).arg(&low).arg(&null).arg(&x_ptr).arg(&null).arg(&null).arg(&zero).arg(&self.geo);
+        b.arg(&partial).arg(&count);
+        // SAFETY: the argument list matches NWC_PROBE7 in kernels/nwc_v7.cu (NWC_MATVEC7's); the
+        // probes read what version 7 reads (matrix fields padded by the spec 9.3/9.4 slacks, Kp
+        // activations, length checked above), write no output (y and bias are null and unused), may
+        // write one partial of the scratch, and do not touch the counters.
+        unsafe { b.launch(cfg) }?;
         Ok(())
     }
 

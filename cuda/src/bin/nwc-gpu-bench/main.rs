@@ -3,8 +3,9 @@
 //! uncompressed fp8 weight-only matvec as the baseline the fused FP8 path has to beat. The same
 //! weights encoded in layout 1 run version 9 (tensor cores): its matvec is the bounded class of
 //! spec 19 (every output checked against the bound B), its dequant is exact.
-//! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--batch]
-//! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM)
+//! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--batch] [--ceiling]
+//! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
+//! where version 7's time goes, `ceiling.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -13,9 +14,11 @@ use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptu
 use cudarc::driver::CudaSlice;
 use nwc_cuda::baseline::Fp8Native;
 use nwc_cuda::level2;
-use nwc_cuda::{Gpu, GpuMatrix};
+use nwc_cuda::{Gpu, GpuMatrix, Probe};
 use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
+
+mod ceiling;
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -74,6 +77,23 @@ fn gemm_config(m: u64, n: u64, k: u64) -> GemmConfig<half::bf16> {
         beta: half::bf16::ZERO,
         ldc: m as i32,
     }
+}
+
+/// cuBLAS batch-1 BF16 matvec y (M) = W (M x K, row-major = K x M column-major, transposed) x:
+/// median microseconds, rotating copies of W that together exceed 3x the L2.
+fn cublas_matvec_us(gpu: &Arc<Gpu>, blas: &CudaBlas, words: &[u16], x: &[u16], m: u64, k: u64) -> Res<f64> {
+    let s = &gpu.stream;
+    let copies = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
+    let w_dev: Vec<CudaSlice<half::bf16>> =
+        (0..copies).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
+    let x_dev: CudaSlice<half::bf16> = s.clone_htod(&x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
+    let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
+    let cfg = gemm_config(m, 1, k);
+    time_us(gpu, &mut |i| {
+        // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
+        unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
+        Ok(())
+    })
 }
 
 fn gaussian_bf16(n: usize, seed: u64) -> Vec<u16> {
@@ -198,21 +218,7 @@ fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: 
 fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
     let s = &gpu.stream;
     let (m, k) = (p.m, p.k);
-    let dense_bytes = m * k * 2;
-    let copies = (3 * L2_BYTES / dense_bytes + 1).clamp(1, 8) as usize;
-    // cuBLAS: y (M) = W (M x K, row-major = K x M column-major, transposed) x.
-    let w_dev: Vec<CudaSlice<half::bf16>> = (0..copies)
-        .map(|_| s.clone_htod(&p.words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>()))
-        .collect::<Result<_, _>>()?;
-    let x_dev: CudaSlice<half::bf16> = s.clone_htod(&p.x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-    let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
-    let cfg = gemm_config(m, 1, k);
-    let cublas_us = time_us(gpu, &mut |i| {
-        // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
-        unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
-        Ok(())
-    })?;
-    drop(w_dev);
+    let cublas_us = cublas_matvec_us(gpu, blas, &p.words, &p.x, m, k)?;
     let stored = p.gm.stored_bytes;
     let copies = (3 * L2_BYTES / stored + 1).clamp(1, 8) as usize;
     let mut mats = vec![p.gm];
@@ -407,6 +413,7 @@ fn main() -> Res<()> {
     let mut quick = false;
     let mut profile = false;
     let mut batch_only = false;
+    let mut ceiling_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -414,6 +421,7 @@ fn main() -> Res<()> {
             "--quick" => quick = true,
             "--profile" => profile = true,
             "--batch" => batch_only = true,
+            "--ceiling" => ceiling_only = true,
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -452,10 +460,19 @@ fn main() -> Res<()> {
         let got: Vec<u32> = gpu.stream.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
         println!("profile: layout 1 bounded matvec within spec 19.4: {:?}", level2::check_outputs(&p.expect1, &got, true).map(|_| ()));
         g1.dequant_into(&mut deq)?;
+        // The timing probes of version 7 (docs/gpu.md, "Where the time goes").
+        for probe in [Probe::Decode, Probe::DecodeFlat, Probe::DecodeReg, Probe::DecodeRep, Probe::DecodeClz, Probe::Weights, Probe::Fma] {
+            for _ in 0..2 {
+                g.probe(probe, &xd)?;
+            }
+        }
         gpu.stream.synchronize()?;
         return Ok(());
     }
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
+    if ceiling_only {
+        return ceiling::bench_ceiling(&gpu, &blas);
+    }
     if batch_only {
         for (m, k) in [(6144, 4096), (4096, 4096)] {
             bench_batch(&gpu, &blas, m, k)?;

@@ -1,0 +1,93 @@
+//! `nwc-gpu-bench --ceiling`: where version 7's batch-1 time goes (docs/gpu.md, "Where the time
+//! goes"). In one run, per shape: cuBLAS, the memory floor (one coalesced read of every stored
+//! byte), version 7 with its later stages left out (decode only with the pair table, decode only
+//! with the table-free decoder, + weights, + fma chains) and the whole matvec (checked exact);
+//! then the whole matvec and the decode probe against the number of blocks at K = 4096, which
+//! says whether a round of resident warps costs the latency of one block or the issue slots of
+//! all of them.
+
+use super::{cublas_matvec_us, gaussian_bf16, time_us, Res, L2_BYTES};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaSlice;
+use nwc_cuda::{Gpu, GpuMatrix, Probe};
+use nwc_reference::{encode, Mode, Shape, Weights};
+use std::sync::Arc;
+
+const PROBES: [(Probe, &str); 8] = [
+    (Probe::Read, "read"),
+    (Probe::Decode, "decode"),
+    (Probe::DecodeFlat, "dec-flat"),
+    (Probe::DecodeReg, "dec-reg"),
+    (Probe::DecodeRep, "dec-rep8"),
+    (Probe::DecodeClz, "dec-clz"),
+    (Probe::Weights, "+weights"),
+    (Probe::Fma, "+fma"),
+];
+
+/// One shape: microseconds of cuBLAS, of each probe, and of the whole version 7 matvec.
+struct Timing {
+    cublas: f64,
+    probes: Vec<f64>,
+    full: f64,
+    stored: u64,
+    exact: bool,
+}
+
+fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe]) -> Res<Timing> {
+    let s = &gpu.stream;
+    let words = gaussian_bf16((m * k) as usize, m ^ (k << 20));
+    let x: Vec<u16> = gaussian_bf16(k as usize, 7);
+    let cublas = cublas_matvec_us(gpu, blas, &words, &x, m, k)?;
+    let enc = encode(Mode::BF16_L0, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
+    let (g0, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
+    let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+    let expected = dec.matvec_bf16(&xf, 1, None)?;
+    drop((dec, enc));
+    let copies = (3 * L2_BYTES / g0.stored_bytes + 1).clamp(1, 8) as usize;
+    let mut mats = vec![g0];
+    for _ in 1..copies {
+        mats.push(mats[0].try_clone()?);
+    }
+    let xd = mats[0].activations_bf16(&x, 1)?;
+    let mut times = Vec::new();
+    for &p in probes {
+        times.push(time_us(gpu, &mut |i| Ok(mats[i % copies].probe(p, &xd)?))?);
+    }
+    let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
+    let full = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+    let exact = s.clone_dtoh(&y)? == expected;
+    Ok(Timing { cublas, probes: times, full, stored: mats[0].stored_bytes, exact })
+}
+
+pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
+    println!("where version 7's time goes: synthetic N(0,0.02) BF16, BF16 activations, batch 1 (us, and / cuBLAS in brackets)");
+    let mut head = format!("{:>12} | {:>6} | {:>9} |", "shape", "blocks", "cuBLAS");
+    for (_, name) in PROBES {
+        head += &format!(" {name:>15} |");
+    }
+    println!("{head} {:>15} | read TB/s | decode TB/s", "whole v7");
+    let all: Vec<Probe> = PROBES.iter().map(|p| p.0).collect();
+    for (m, k) in [(6144u64, 4096u64), (4096, 4096), (24576, 4096), (4096, 12288), (19456, 2560)] {
+        let t = time_shape(gpu, blas, m, k, &all)?;
+        let mut line = format!("{:>12} | {:>6} | {:9.2} |", format!("{m}x{k}"), m.div_ceil(8) * k.div_ceil(512), t.cublas);
+        for &us in &t.probes {
+            line += &format!(" {us:7.2} ({:5.2}x) |", t.cublas / us);
+        }
+        let tb = |us: f64| t.stored as f64 / us / 1e6;
+        line += &format!(" {:7.2} ({:5.2}x) | {:9.2} | {:11.2}", t.full, t.cublas / t.full, tb(t.probes[0]), tb(t.probes[1]));
+        if !t.exact {
+            line += "  MISMATCH: version 7 output differs from the reference";
+        }
+        println!("{line}");
+    }
+    println!("against the number of blocks (K = 4096, one block = 8 rows x 512 columns; us per 1000 blocks in brackets):");
+    println!("{:>8} | {:>6} | {:>9} | {:>17} | {:>17}", "M", "blocks", "cuBLAS", "decode probe", "whole v7");
+    for m in [128u64, 512, 1056, 2112, 4224, 6336, 8448, 16896, 33792] {
+        let t = time_shape(gpu, blas, m, 4096, &[Probe::Decode])?;
+        let blocks = m.div_ceil(8) * 8;
+        let per = |us: f64| us * 1000.0 / blocks as f64;
+        let tag = if t.exact { "" } else { "  MISMATCH: version 7 output differs from the reference" };
+        println!("{m:>8} | {blocks:>6} | {:9.2} | {:7.2} ({:6.2}) | {:7.2} ({:6.2}){tag}", t.cublas, t.probes[0], per(t.probes[0]), t.full, per(t.full));
+    }
+    Ok(())
+}
