@@ -98,7 +98,8 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 10 (version 7 with the
+    /// stream words in registers at batch 1; batches as version 7), 6 (version 2 kernels with
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
@@ -195,6 +196,7 @@ impl GpuMatrix {
                 Ok("2") => 2,
                 Ok("3") => 3,
                 Ok("6") => 6,
+                Ok("10") => 10,
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
@@ -275,9 +277,10 @@ impl GpuMatrix {
         (2..=6).contains(&self.kernel_version) && self.mode.layout == Layout::Rows8
     }
 
-    /// True when this matrix runs the version 7 kernels (layout 0 only).
+    /// True when this matrix runs the version 7 kernels (layout 0 only); version 10 is version 7
+    /// with another stream reader at batch 1 and the same launch.
     fn v7(&self) -> bool {
-        self.kernel_version == 7 && self.mode.layout == Layout::Rows8
+        matches!(self.kernel_version, 7 | 10) && self.mode.layout == Layout::Rows8
     }
 
     /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
@@ -568,6 +571,7 @@ impl GpuMatrix {
         let geo = Geo { flags: self.flags(), ..self.geo };
         for (col, n) in groups {
             let name = match (v2, v7, self.kernel_version, n) {
+                (_, true, 10, 1) => format!("nwc_matvec10_{}_{xname}", self.suffix()),
                 (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
                 (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
                 (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
@@ -658,6 +662,28 @@ impl GpuMatrix {
         // probes read what version 7 reads (matrix fields padded by the spec 9.3/9.4 slacks, Kp
         // activations, length checked above), write no output (y and bias are null and unused), may
         // write one partial of the scratch, and do not touch the counters.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// The dequant memory floor, a timing probe like [`GpuMatrix::probe`]: reads every stored byte
+    /// of `data` and `low` once and writes `out` (M x K16 words, a dequant's output) once, both
+    /// coalesced, with no decoding; what `out` then holds is meaningless.
+    pub fn probe_read_write(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        Self::check_len("dequant output", out.len(), (self.geo.rows * self.geo.k16) as usize)?;
+        let (data, _g1) = self.data.device_ptr(s);
+        let (low, _g2) = self.low.device_ptr(s);
+        let (partial, _g3) = self.partial.device_ptr(s);
+        let (out_ptr, _g4) = out.device_ptr(s);
+        let (na, nb, nout) = ((self.data.len() / 16) as u64, (self.low.len() / 16) as u64, (out.len() / 8) as u64);
+        let cfg = LaunchConfig { grid_dim: (self.gpu.sm_count * 8, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut b = s.launch_builder(self.gpu.function(crate::kernels::PROBE_READ_WRITE_KERNEL));
+        b.arg(&data).arg(&na).arg(&low).arg(&nb).arg(&out_ptr).arg(&nout).arg(&partial);
+        // SAFETY: nwc_probe_read_write(a, na, b, nb, out, nout, sink) reads na and nb 16-byte words
+        // of `data` and `low` (floor of their byte lengths over 16), writes nout = floor(len / 8)
+        // 16-byte words of `out` (a live allocation of len u16 values, 256-byte aligned), and may
+        // write one word of the partial scratch.
         unsafe { b.launch(cfg) }?;
         Ok(())
     }

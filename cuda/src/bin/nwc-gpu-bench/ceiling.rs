@@ -2,9 +2,9 @@
 //! goes"). In one run, per shape: cuBLAS, the memory floor (one coalesced read of every stored
 //! byte), version 7 with its later stages left out (decode only with the pair table, decode only
 //! with the table-free decoder, + weights, + fma chains) and the whole matvec (checked exact);
-//! then the whole matvec and the decode probe against the number of blocks at K = 4096, which
-//! says whether a round of resident warps costs the latency of one block or the issue slots of
-//! all of them.
+//! then dequant (versions 6 and 7, checked exact) against its memory floor; with
+//! NWC_CEILING_CURVE set, also the whole matvec and the decode probe against the number of blocks
+//! at K = 4096, which says when a round of resident warps stops costing one block's latency.
 
 use super::{cublas_matvec_us, gaussian_bf16, time_us, Res, L2_BYTES};
 use cudarc::cublas::CudaBlas;
@@ -29,11 +29,16 @@ struct Timing {
     cublas: f64,
     probes: Vec<f64>,
     full: f64,
+    /// Version 10 (version 7 with the stream words in registers), NaN when not exact.
+    full10: f64,
     stored: u64,
     exact: bool,
+    /// The dequant memory floor, a device-to-device copy of the output's size, and dequant
+    /// versions 6 and 7 (NaN when not exact), when asked.
+    dequant: Option<(f64, f64, [f64; 2])>,
 }
 
-fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe]) -> Res<Timing> {
+fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe], with_dequant: bool) -> Res<Timing> {
     let s = &gpu.stream;
     let words = gaussian_bf16((m * k) as usize, m ^ (k << 20));
     let x: Vec<u16> = gaussian_bf16(k as usize, 7);
@@ -56,7 +61,34 @@ fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe])
     let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
     let full = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
     let exact = s.clone_dtoh(&y)? == expected;
-    Ok(Timing { cublas, probes: times, full, stored: mats[0].stored_bytes, exact })
+    for g in mats.iter_mut() {
+        g.kernel_version = 10;
+    }
+    s.memset_zeros(&mut y)?;
+    let full10 = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+    let full10 = if s.clone_dtoh(&y)? == expected { full10 } else { f64::NAN };
+    for g in mats.iter_mut() {
+        g.kernel_version = 7;
+    }
+    let mut dequant = None;
+    if with_dequant && k % 16 == 0 {
+        let mut out: CudaSlice<u16> = s.alloc_zeros((m * k) as usize)?;
+        let floor = time_us(gpu, &mut |i| Ok(mats[i % copies].probe_read_write(&mut out)?))?;
+        let mut copy: CudaSlice<u16> = s.alloc_zeros((m * k) as usize)?;
+        let copy_us = time_us(gpu, &mut |_| Ok(s.memcpy_dtod(&out, &mut copy)?))?;
+        drop(copy);
+        let mut deq = [0.0; 2];
+        for (slot, version) in deq.iter_mut().zip([6u8, 7]) {
+            for g in mats.iter_mut() {
+                g.dequant_version = version;
+            }
+            s.memset_zeros(&mut out)?;
+            let us = time_us(gpu, &mut |i| Ok(mats[i % copies].dequant_into(&mut out)?))?;
+            *slot = if s.clone_dtoh(&out)? == words { us } else { f64::NAN };
+        }
+        dequant = Some((floor, copy_us, deq));
+    }
+    Ok(Timing { cublas, probes: times, full, full10, stored: mats[0].stored_bytes, exact, dequant })
 }
 
 pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
@@ -65,25 +97,54 @@ pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
     for (_, name) in PROBES {
         head += &format!(" {name:>15} |");
     }
-    println!("{head} {:>15} | read TB/s | decode TB/s", "whole v7");
+    println!("{head} {:>15} | {:>15} | read TB/s | decode TB/s", "whole v7", "whole v10");
     let all: Vec<Probe> = PROBES.iter().map(|p| p.0).collect();
-    for (m, k) in [(6144u64, 4096u64), (4096, 4096), (24576, 4096), (4096, 12288), (19456, 2560)] {
-        let t = time_shape(gpu, blas, m, k, &all)?;
+    let mut dequants = Vec::new();
+    let mut shapes = vec![(6144u64, 4096u64), (4096, 4096), (24576, 4096), (4096, 12288), (19456, 2560)];
+    if std::env::var_os("NWC_CEILING_LM_HEAD").is_some() {
+        shapes.push((151936, 4096)); // about 100 s more of host preparation
+    }
+    for (m, k) in shapes {
+        let t = time_shape(gpu, blas, m, k, &all, true)?;
+        dequants.push((m, k, t.dequant));
         let mut line = format!("{:>12} | {:>6} | {:9.2} |", format!("{m}x{k}"), m.div_ceil(8) * k.div_ceil(512), t.cublas);
         for &us in &t.probes {
             line += &format!(" {us:7.2} ({:5.2}x) |", t.cublas / us);
         }
         let tb = |us: f64| t.stored as f64 / us / 1e6;
-        line += &format!(" {:7.2} ({:5.2}x) | {:9.2} | {:11.2}", t.full, t.cublas / t.full, tb(t.probes[0]), tb(t.probes[1]));
+        line += &format!(" {:7.2} ({:5.2}x) | {:7.2} ({:5.2}x) |", t.full, t.cublas / t.full, t.full10, t.cublas / t.full10);
+        line += &format!(" {:9.2} | {:11.2}", tb(t.probes[0]), tb(t.probes[1]));
         if !t.exact {
             line += "  MISMATCH: version 7 output differs from the reference";
         }
         println!("{line}");
     }
+    println!("dequant to BF16 against its memory floor (one coalesced read of the stored bytes and one write of the output, no decoding); GB/s of BF16 output:");
+    println!(
+        "{:>12} | {:>19} | {:>24} | {:>19} | {:>19} | {:>14}",
+        "shape", "floor us (GB/s)", "copy of the output us", "dequant v6", "dequant v7", "2.4 TB/s is us"
+    );
+    for (m, k, d) in dequants {
+        let Some((floor, copy, [v6, v7])) = d else { continue };
+        let out = (m * k * 2) as f64;
+        let gbs = |us: f64| out / us / 1e3;
+        println!(
+            "{:>12} | {floor:8.2} ({:7.0}) | {copy:8.2} ({:5.2} TB/s r+w) | {v6:8.2} ({:7.0}) | {v7:8.2} ({:7.0}) | {:14.2}",
+            format!("{m}x{k}"),
+            gbs(floor),
+            2.0 * out / copy / 1e6,
+            gbs(v6),
+            gbs(v7),
+            out / 2.4e6
+        );
+    }
+    if std::env::var_os("NWC_CEILING_CURVE").is_none() {
+        return Ok(());
+    }
     println!("against the number of blocks (K = 4096, one block = 8 rows x 512 columns; us per 1000 blocks in brackets):");
     println!("{:>8} | {:>6} | {:>9} | {:>17} | {:>17}", "M", "blocks", "cuBLAS", "decode probe", "whole v7");
     for m in [128u64, 512, 1056, 2112, 4224, 6336, 8448, 16896, 33792] {
-        let t = time_shape(gpu, blas, m, 4096, &[Probe::Decode])?;
+        let t = time_shape(gpu, blas, m, 4096, &[Probe::Decode], false)?;
         let blocks = m.div_ceil(8) * 8;
         let per = |us: f64| us * 1000.0 / blocks as f64;
         let tag = if t.exact { "" } else { "  MISMATCH: version 7 output differs from the reference" };
