@@ -56,6 +56,45 @@ __device__ __forceinline__ void raw9(const u8* __restrict__ p, u32 (&q)[4]) {
     if (FP8) nibbles7(q);
 }
 
+// A lane's reader: its bit position in the block's stream and the two words holding bit `pos`
+// and the 32 bits after it, kept in registers. Unlike version 7 (two loads per four codes), a
+// fast quad moves at most 24 bits, so the pair only moves on by one word, and only then is a
+// word loaded: on average once every three quads. (Shared-memory wavefronts were 45% of the
+// SM's cycles in version 9's first form, docs/gpu.md.)
+struct Reader9 {
+    u32 pos, w0, w1;
+};
+
+template <bool STAGED>
+__device__ __forceinline__ u32 word9(const u32* words, u32 i) {
+    return STAGED ? words[i] : __ldg(words + i);
+}
+
+template <bool STAGED>
+__device__ __forceinline__ Reader9 reader9(const u32* words, u32 pos) {
+    return Reader9{pos, word9<STAGED>(words, pos >> 5), word9<STAGED>(words, (pos >> 5) + 1)};
+}
+
+// quad7 on a Reader9 (same table, same slow path, same results).
+template <bool FP8, bool STAGED>
+__device__ __forceinline__ void quad9(const u32* words, Reader9& r, u32& ea, u32& eb) {
+    const u32 hi = __funnelshift_l(r.w1, r.w0, r.pos);
+    const u32 lo = __funnelshift_l(0u, r.w1, r.pos);
+    ea = v7_tab[hi >> 20];
+    const u32 h2 = __funnelshift_l(lo, hi, ea);
+    eb = v7_tab[h2 >> 20];
+    u32 next = r.pos + (ea >> 24) + (eb >> 24);
+    if ((int)(ea | eb) < 0) { // rare: one code at a time, then reload both words
+        r = reader9<STAGED>(words, slow7<FP8, STAGED>(words, r.pos, ea, eb));
+        return;
+    }
+    if ((next ^ r.pos) >= 32) { // crossed into the next word (by at most one: <= 24 bits)
+        r.w0 = r.w1;
+        r.w1 = word9<STAGED>(words, (next >> 5) + 1);
+    }
+    r.pos = next;
+}
+
 // The 16 codes of one super-chunk as eight bf16x2 words in A-fragment order (spec 8.3 note):
 // a[0..3] are registers a0..a3 of the first k16 step, a[4..7] of the second.
 template <bool FP8, bool STAGED>

@@ -101,56 +101,6 @@ __device__ __forceinline__ void quad7(const u32* words, u32& pos, u32& ea, u32& 
     pos = next;
 }
 
-// A lane's reader: its bit position in the block's stream and the two words holding bit `pos`
-// and the 32 bits after it, kept in registers. Unlike version 7 (two loads per four codes), a
-// fast quad moves at most 24 bits, so the pair only moves on by one word, and only then is a
-// word loaded: on average once every three quads. (Shared-memory wavefronts were 45% of the
-// SM's cycles in version 9's first form, docs/gpu.md.)
-struct Reader9 {
-    u32 pos, w0, w1;
-};
-
-template <bool STAGED>
-__device__ __forceinline__ u32 word9(const u32* words, u32 i) {
-    return STAGED ? words[i] : __ldg(words + i);
-}
-
-template <bool STAGED>
-__device__ __forceinline__ Reader9 reader9(const u32* words, u32 pos) {
-    return Reader9{pos, word9<STAGED>(words, pos >> 5), word9<STAGED>(words, (pos >> 5) + 1)};
-}
-
-// quad7 on a Reader9 (same table, same slow path, same results).
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void quad9(const u32* words, Reader9& r, u32& ea, u32& eb) {
-    const u32 hi = __funnelshift_l(r.w1, r.w0, r.pos);
-    const u32 lo = __funnelshift_l(0u, r.w1, r.pos);
-    ea = v7_tab[hi >> 20];
-    const u32 h2 = __funnelshift_l(lo, hi, ea);
-    eb = v7_tab[h2 >> 20];
-    u32 next = r.pos + (ea >> 24) + (eb >> 24);
-    if ((int)(ea | eb) < 0) { // rare: one code at a time, then reload both words
-        r = reader9<STAGED>(words, slow7<FP8, STAGED>(words, r.pos, ea, eb));
-        return;
-    }
-    if ((next ^ r.pos) >= 32) { // crossed into the next word (by at most one: <= 24 bits)
-        r.w0 = r.w1;
-        r.w1 = word9<STAGED>(words, (next >> 5) + 1);
-    }
-    r.pos = next;
-}
-
-// The two readers version 7's matvec can run (`row_pair7`): a bare position (quad7: two shared
-// loads per quad) or a Reader9 (quad9: stream words in registers).
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void quad_at(const u32* words, u32& pos, u32& ea, u32& eb) {
-    quad7<FP8, STAGED>(words, pos, ea, eb);
-}
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void quad_at(const u32* words, Reader9& r, u32& ea, u32& eb) {
-    quad9<FP8, STAGED>(words, r, ea, eb);
-}
-
 // f32 bits of a weight: byte 3 = coded byte `which` (1 or 2) of entry e, byte 2 = raw byte
 // `rb` (0..3) of q, bytes 1 and 0 = sign copies of e's byte 0, which is below 0x80 (zero).
 // (PTX prmt replicates the sign of a byte when bit 3 of its selector is set; __byte_perm ignores
@@ -262,8 +212,8 @@ __device__ __forceinline__ void quad_clz7(const u32* words, u32& pos, u32& ea, u
 // then per column the spec 15.4.4 halving tree of both rows at once: lanes 0..15 finish row `a`,
 // lanes 16..31 row `b` (the value at lane 0, resp. 16, is the tree's v[0]: f32 addition is
 // commutative). v[n] is column n's result.
-template <bool FP8, bool STAGED, int NX, class X, int STAGES = V7_ALL, class R>
-__device__ __forceinline__ void row_pair7(const u32* words, R& pos, const u32 (&qa)[4], const u32 (&qb)[4],
+template <bool FP8, bool STAGED, int NX, class X, int STAGES = V7_ALL>
+__device__ __forceinline__ void row_pair7(const u32* words, u32& pos, const u32 (&qa)[4], const u32 (&qb)[4],
                                           const X& xs, u32 lane, float (&v)[NX], u32& probe) {
     float acc[2][NX];
 #pragma unroll
@@ -279,7 +229,7 @@ __device__ __forceinline__ void row_pair7(const u32* words, R& pos, const u32 (&
         for (int d = 0; d < 4; d++) { // codes 4d .. 4d + 3 of the row; raw word q[d]
             u32 ea, eb;
             if constexpr (STAGES == V7_DECODE_CLZ) quad_clz7<FP8, STAGED>(words, pos, ea, eb);
-            else quad_at<FP8, STAGED>(words, pos, ea, eb);
+            else quad7<FP8, STAGED>(words, pos, ea, eb);
             if constexpr (STAGES == V7_DECODE || STAGES == V7_DECODE_CLZ) {
                 probe ^= ea ^ eb;
             } else {
@@ -473,22 +423,7 @@ struct XKind<true, 1> {
 // computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
 // per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
 // at element n * Kp, column n of y at element n * M.
-// The reader state a version 7 matvec keeps across a block's rows: a bare bit position, or (REG,
-// version 10) a Reader9 with the stream words in registers.
-template <bool REG>
-struct ReaderOf {
-    typedef u32 T;
-};
-template <>
-struct ReaderOf<true> {
-    typedef Reader9 T;
-};
-__device__ __forceinline__ void start_reader(u32& r, const u32*, const u32*, bool, u32 pos) { r = pos; }
-__device__ __forceinline__ void start_reader(Reader9& r, const u32* staged, const u32* direct, bool is_staged, u32 pos) {
-    r = is_staged ? reader9<true>(staged, pos) : reader9<false>(direct, pos);
-}
-
-template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL, bool REG = false>
+template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL>
 __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -514,8 +449,7 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
         const u32 nrows = (u32)min(8ull, g.rows - 8ull * rb);
         const u64 row0 = 8ull * rb;
         const u8* rowp = low + row0 * stride + (FP8 ? col0 / 2 : col0);
-        typename ReaderOf<REG>::T pos;
-        start_reader(pos, staged, direct, st.staged, st.pos);
+        u32 pos = st.pos;
         u32 qa[4], qb[4], probe = 0;
         raw7<FP8>(rowp, raw_in, qa);
         raw7<FP8>(rowp + stride, raw_in && nrows > 1, qb);
@@ -589,19 +523,6 @@ NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xf32, false, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xbf16, false, true, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xf32, true, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xbf16, true, true, 4)
-
-// Version 10: version 7 with the stream words kept in registers (Reader9; the decode probe with
-// it was 9% faster, docs/gpu.md "Where the time goes"). Batch 1 only; same results bit for bit.
-#define NWC_MATVEC10(NAME, FP8, XBF16)                                                                        \
-    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
-        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
-             const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
-        matvec7<FP8, XBF16, 1, V7_ALL, true>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
-    }
-NWC_MATVEC10(nwc_matvec10_bf16_l0_xf32, false, false)
-NWC_MATVEC10(nwc_matvec10_bf16_l0_xbf16, false, true)
-NWC_MATVEC10(nwc_matvec10_fp8_l0_xf32, true, false)
-NWC_MATVEC10(nwc_matvec10_fp8_l0_xbf16, true, true)
 
 // The timing probes (BF16 weights, BF16 activations, batch 1; same launch as the matvec).
 #define NWC_PROBE7(NAME, STAGES)                                                                               \

@@ -98,8 +98,7 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 10 (version 7 with the
-    /// stream words in registers at batch 1; batches as version 7), 6 (version 2 kernels with
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
@@ -196,7 +195,6 @@ impl GpuMatrix {
                 Ok("2") => 2,
                 Ok("3") => 3,
                 Ok("6") => 6,
-                Ok("10") => 10,
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
@@ -277,10 +275,9 @@ impl GpuMatrix {
         (2..=6).contains(&self.kernel_version) && self.mode.layout == Layout::Rows8
     }
 
-    /// True when this matrix runs the version 7 kernels (layout 0 only); version 10 is version 7
-    /// with another stream reader at batch 1 and the same launch.
+    /// True when this matrix runs the version 7 kernels (layout 0 only).
     fn v7(&self) -> bool {
-        matches!(self.kernel_version, 7 | 10) && self.mode.layout == Layout::Rows8
+        self.kernel_version == 7 && self.mode.layout == Layout::Rows8
     }
 
     /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
@@ -571,7 +568,6 @@ impl GpuMatrix {
         let geo = Geo { flags: self.flags(), ..self.geo };
         for (col, n) in groups {
             let name = match (v2, v7, self.kernel_version, n) {
-                (_, true, 10, 1) => format!("nwc_matvec10_{}_{xname}", self.suffix()),
                 (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
                 (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
                 (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
