@@ -98,7 +98,8 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 11 (version 7 loading
+    /// each block's first raw rows during the block before; batches as version 7), 6 (version 2 kernels with
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
@@ -195,6 +196,7 @@ impl GpuMatrix {
                 Ok("2") => 2,
                 Ok("3") => 3,
                 Ok("6") => 6,
+                Ok("11") => 11,
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
@@ -275,9 +277,10 @@ impl GpuMatrix {
         (2..=6).contains(&self.kernel_version) && self.mode.layout == Layout::Rows8
     }
 
-    /// True when this matrix runs the version 7 kernels (layout 0 only).
+    /// True when this matrix runs the version 7 kernels (layout 0 only); version 11 is version 7
+    /// with the next block's first raw rows loaded early, at batch 1, with the same launch.
     fn v7(&self) -> bool {
-        self.kernel_version == 7 && self.mode.layout == Layout::Rows8
+        matches!(self.kernel_version, 7 | 11) && self.mode.layout == Layout::Rows8
     }
 
     /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
@@ -568,6 +571,7 @@ impl GpuMatrix {
         let geo = Geo { flags: self.flags(), ..self.geo };
         for (col, n) in groups {
             let name = match (v2, v7, self.kernel_version, n) {
+                (_, true, 11, 1) => format!("nwc_matvec11_{}_{xname}", self.suffix()),
                 (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
                 (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
                 (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
