@@ -423,7 +423,7 @@ struct XKind<true, 1> {
 // computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
 // per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
 // at element n * Kp, column n of y at element n * M.
-template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL, bool CARRY = false>
+template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL, u32 STAGE = V7_STAGE>
 __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -436,14 +436,6 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
     auto out = [&](float s, u64 row, int n) {
         output7(s, row, scale, bias, reinterpret_cast<u8*>(y) + n * g.rows * y_elem, out_bf16);
     };
-    // CARRY (version 11): the last row pair's loads fetch the next block's rows 0 and 1 (block
-    // b + tw, the warp's next one) instead of rows 8 and 9, which do not exist, so a block's
-    // first raw bytes are already in registers when it starts.
-    u32 cqa[4] = {0, 0, 0, 0}, cqb[4] = {0, 0, 0, 0};
-    bool carried = false;
-    const u32 tw = gridDim.x * (blockDim.x >> 5);
-    const u32 nbl = (u32)(g.row_blocks * g.col_blocks);
-    const u32 tw_rows = CARRY ? tw / cbs : 0, tw_cols = CARRY ? tw % cbs : 0;
     auto work = [&](u32 b, u32 rb, u32 cb, const u8* buf, Start7 st) {
         const u64 col0 = 512ull * cb + 16 * lane;
         const bool lane_in = col0 < g.k16;
@@ -459,35 +451,16 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
         const u8* rowp = low + row0 * stride + (FP8 ? col0 / 2 : col0);
         u32 pos = st.pos;
         u32 qa[4], qb[4], probe = 0;
-        if (CARRY && carried) {
-#pragma unroll
-            for (int j = 0; j < 4; j++) { qa[j] = cqa[j]; qb[j] = cqb[j]; }
-        } else {
-            raw7<FP8>(rowp, raw_in, qa);
-            raw7<FP8>(rowp + stride, raw_in && nrows > 1, qb);
-        }
-        // The warp's next block: (rn, cn) = (rb, cb) + tw blocks in row-major order.
-        const u32 bn = b + tw;
-        const bool has_next = CARRY && bn < nbl && bn > b;
-        u32 cn = cb + tw_cols, rn = rb + tw_rows;
-        if (cn >= cbs) {
-            cn -= cbs;
-            rn++;
-        }
-        const u64 col0n = 512ull * cn + 16 * lane;
-        const bool next_in = has_next && col0n < g.k16 && STAGES >= V7_WEIGHTS;
-        const bool next_two = next_in && 8ull * rn + 1 < g.rows;
-        const u8* next_rowp = low + 8ull * rn * stride + (FP8 ? col0n / 2 : col0n);
+        raw7<FP8>(rowp, raw_in, qa);
+        raw7<FP8>(rowp + stride, raw_in && nrows > 1, qb);
         // The loop is not unrolled: fully unrolled, the kernel outgrew the instruction cache
         // (ncu: "no instruction" stalls, docs/gpu.md).
 #pragma unroll 1
         for (u32 i = 0; i < 4; i++) {
             rowp += 2 * stride;
             u32 na[4], nb2[4]; // the next two raw rows, one pair ahead
-            const bool last = CARRY && i == 3;
-            const u8* p = last ? next_rowp : rowp;
-            raw7<FP8>(p, last ? next_in : raw_in && 2 * i + 2 < nrows, na);
-            raw7<FP8>(p + stride, last ? next_two : raw_in && 2 * i + 3 < nrows, nb2);
+            raw7<FP8>(rowp, raw_in && 2 * i + 2 < nrows, na);
+            raw7<FP8>(rowp + stride, raw_in && 2 * i + 3 < nrows, nb2);
             float v[NX];
             if (st.staged) row_pair7<FP8, true, NX, decltype(xs), STAGES>(staged, pos, qa, qb, xs, lane, v, probe);
             else row_pair7<FP8, false, NX, decltype(xs), STAGES>(direct, pos, qa, qb, xs, lane, v, probe);
@@ -502,11 +475,6 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
             }
 #pragma unroll
             for (int j = 0; j < 4; j++) { qa[j] = na[j]; qb[j] = nb2[j]; }
-        }
-        if (CARRY) {
-#pragma unroll
-            for (int j = 0; j < 4; j++) { cqa[j] = qa[j]; cqb[j] = qb[j]; }
-            carried = has_next;
         }
         if (STAGES < V7_ALL) {
             if (probe == 0x9E3779B9u) partial[b] = 1.0f; // a store the compiler cannot drop
@@ -532,7 +500,7 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
     auto prefetch = [&](u32 rb, u32 cb) {
         if (STAGES >= V7_WEIGHTS) prefetch_raw7<FP8>(low, g, rb, cb, lane);
     };
-    warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
+    warp_blocks7<STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
 // Entry points: NX = 1 (batch 1; 2 CTAs of 16 warps per SM) and NX = 2, 4 (a batch's columns in
@@ -556,18 +524,21 @@ NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xbf16, false, true, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xf32, true, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xbf16, true, true, 4)
 
-// Version 11: version 7 with the next block's first raw rows loaded during the current block
-// (CARRY). Batch 1 only; same results bit for bit.
-#define NWC_MATVEC11(NAME, FP8, XBF16)                                                                        \
-    extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)                                                 \
+// Version 12: version 7 with 48 warps per SM instead of 32 (two CTAs of 24 warps, so at most
+// 40 registers: some spill) and 1792-byte staging buffers, so that e.g. 6144x4096 (6144 blocks)
+// is one round of resident warps instead of 1.45. Batch 1 only; same results bit for bit.
+#define V12_THREADS 768
+#define V12_STAGE 1792
+#define NWC_MATVEC12(NAME, FP8, XBF16)                                                                        \
+    extern "C" __global__ void __launch_bounds__(V12_THREADS, 2)                                                \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
              const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
-        matvec7<FP8, XBF16, 1, V7_ALL, true>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
+        matvec7<FP8, XBF16, 1, V7_ALL, V12_STAGE>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
     }
-NWC_MATVEC11(nwc_matvec11_bf16_l0_xf32, false, false)
-NWC_MATVEC11(nwc_matvec11_bf16_l0_xbf16, false, true)
-NWC_MATVEC11(nwc_matvec11_fp8_l0_xf32, true, false)
-NWC_MATVEC11(nwc_matvec11_fp8_l0_xbf16, true, true)
+NWC_MATVEC12(nwc_matvec12_bf16_l0_xf32, false, false)
+NWC_MATVEC12(nwc_matvec12_bf16_l0_xbf16, false, true)
+NWC_MATVEC12(nwc_matvec12_fp8_l0_xf32, true, false)
+NWC_MATVEC12(nwc_matvec12_fp8_l0_xbf16, true, true)
 
 // The timing probes (BF16 weights, BF16 activations, batch 1; same launch as the matvec).
 #define NWC_PROBE7(NAME, STAGES)                                                                               \
