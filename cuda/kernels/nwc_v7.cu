@@ -423,7 +423,7 @@ struct XKind<true, 1> {
 // computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
 // per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
 // at element n * Kp, column n of y at element n * M.
-template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL, u32 STAGE = V7_STAGE>
+template <bool FP8, bool XBF16, int NX, int STAGES = V7_ALL>
 __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -500,7 +500,7 @@ __device__ void matvec7(const u8* __restrict__ data, const u32* __restrict__ bas
     auto prefetch = [&](u32 rb, u32 cb) {
         if (STAGES >= V7_WEIGHTS) prefetch_raw7<FP8>(low, g, rb, cb, lane);
     };
-    warp_blocks7<STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
+    warp_blocks7<V7_STAGE>(v7_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
 // Entry points: NX = 1 (batch 1; 2 CTAs of 16 warps per SM) and NX = 2, 4 (a batch's columns in
@@ -523,22 +523,6 @@ NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xf32, false, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_bf16_l0_xbf16, false, true, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xf32, true, false, 4)
 NWC_MATVEC7(nwc_matvec7x4_fp8_l0_xbf16, true, true, 4)
-
-// Version 12: version 7 with 48 warps per SM instead of 32 (two CTAs of 24 warps, so at most
-// 40 registers: some spill) and 1792-byte staging buffers, so that e.g. 6144x4096 (6144 blocks)
-// is one round of resident warps instead of 1.45. Batch 1 only; same results bit for bit.
-#define V12_THREADS 768
-#define V12_STAGE 1792
-#define NWC_MATVEC12(NAME, FP8, XBF16)                                                                        \
-    extern "C" __global__ void __launch_bounds__(V12_THREADS, 2)                                                \
-        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale, \
-             const void* x, const float* bias, void* y, int out_bf16, Geo g, float* partial, u32* count) {     \
-        matvec7<FP8, XBF16, 1, V7_ALL, V12_STAGE>(data, bases, hdr, pairs, low, scale, x, bias, y, out_bf16, g, partial, count); \
-    }
-NWC_MATVEC12(nwc_matvec12_bf16_l0_xf32, false, false)
-NWC_MATVEC12(nwc_matvec12_bf16_l0_xbf16, false, true)
-NWC_MATVEC12(nwc_matvec12_fp8_l0_xf32, true, false)
-NWC_MATVEC12(nwc_matvec12_fp8_l0_xbf16, true, true)
 
 // The timing probes (BF16 weights, BF16 activations, batch 1; same launch as the matvec).
 #define NWC_PROBE7(NAME, STAGES)                                                                               \

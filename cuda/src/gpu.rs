@@ -76,7 +76,6 @@ impl Gpu {
             functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit)?;
         }
         let large = kernels::V7_KERNELS.iter().chain(&kernels::PROBE7_KERNELS).map(|&n| (n, kernels::V7_SMEM)).chain(kernels::V9_KERNELS.iter().map(|&n| (n, kernels::V9_SMEM)))
-            .chain(kernels::V12_KERNELS.iter().map(|&n| (n, kernels::V12_SMEM)))
             .chain([(kernels::PROBE_REP_KERNEL, kernels::PROBE_REP_SMEM)]);
         for (name, limit) in large {
             functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit as i32)?;

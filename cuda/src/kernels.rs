@@ -55,12 +55,6 @@ pub const V7_KERNELS: [&str; 14] = [
     "nwc_matvec7x4_fp8_l0_xbf16",
 ];
 
-/// Version 12 kernels: version 7's batch-1 matvec with two CTAs of 24 warps per SM
-/// (`V12_THREADS`) and two staging buffers of 1792 bytes per warp.
-pub const V12_THREADS: u32 = 768;
-pub const V12_SMEM: u32 = (V12_THREADS / 32) * 2 * 1792;
-pub const V12_KERNELS: [&str; 4] = ["nwc_matvec12_bf16_l0_xf32", "nwc_matvec12_bf16_l0_xbf16", "nwc_matvec12_fp8_l0_xf32", "nwc_matvec12_fp8_l0_xbf16"];
-
 /// Timing probes (`GpuMatrix::probe`, `nwc-gpu-bench --ceiling`): version 7's matvec with its
 /// later stages left out, launched like version 7, and a plain read of the stored bytes. Their
 /// outputs mean nothing.
@@ -92,7 +86,7 @@ pub const V9_MAX_COLUMNS: usize = 16;
 
 /// Every entry point of [`SOURCE`] the crate launches.
 pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V12_KERNELS).chain(V9_KERNELS).chain(PROBE7_KERNELS).chain([PROBE_READ_KERNEL, PROBE_READ_WRITE_KERNEL, PROBE_REP_KERNEL])
+    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS).chain(PROBE7_KERNELS).chain([PROBE_READ_KERNEL, PROBE_READ_WRITE_KERNEL, PROBE_REP_KERNEL])
 }
 
 /// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split

@@ -1,7 +1,7 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it.
 
 use crate::gpu::Gpu;
-use crate::kernels::{v2_warp_smem, THREADS, V12_SMEM, V12_THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, V9_MAX_COLUMNS, V9_SMEM, V9_THREADS, WARPS};
+use crate::kernels::{v2_warp_smem, THREADS, V7_MAX_COLUMNS, V7_SMEM, V7_THREADS, V9_MAX_COLUMNS, V9_SMEM, V9_THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
@@ -98,8 +98,7 @@ pub struct GpuMatrix {
     /// Bytes of the stored fields a matvec reads (data up to the stream end, bases, hdr, low,
     /// scale): the numerator of "compressed bytes per second".
     pub stored_bytes: u64,
-    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 12 (version 7 with 48
-    /// warps per SM at batch 1; batches as version 7), 6 (version 2 kernels with
+    /// Which kernels layout 0 uses: 7 (default: version 7, docs/gpu.md), 6 (version 2 kernels with
     /// one copy buffer per warp), 2 (version 2 with two buffers), 3 (version 2 waiting for each
     /// block's copy before decoding it; timing only) or 1 (the first version), the older ones kept
     /// for side-by-side timing.
@@ -196,7 +195,6 @@ impl GpuMatrix {
                 Ok("2") => 2,
                 Ok("3") => 3,
                 Ok("6") => 6,
-                Ok("12") => 12,
                 _ => 7,
             },
             fused_batch: std::env::var("NWC_BATCH_FUSED").as_deref() != Ok("0"),
@@ -277,10 +275,9 @@ impl GpuMatrix {
         (2..=6).contains(&self.kernel_version) && self.mode.layout == Layout::Rows8
     }
 
-    /// True when this matrix runs the version 7 kernels (layout 0 only); version 12 is version 7
-    /// with 48 warps per SM at batch 1.
+    /// True when this matrix runs the version 7 kernels (layout 0 only).
     fn v7(&self) -> bool {
-        matches!(self.kernel_version, 7 | 12) && self.mode.layout == Layout::Rows8
+        self.kernel_version == 7 && self.mode.layout == Layout::Rows8
     }
 
     /// Geo flags of the timing-only variant: bit 0 = version 3 (no copy overlap).
@@ -571,7 +568,6 @@ impl GpuMatrix {
         let geo = Geo { flags: self.flags(), ..self.geo };
         for (col, n) in groups {
             let name = match (v2, v7, self.kernel_version, n) {
-                (_, true, 12, 1) => format!("nwc_matvec12_{}_{xname}", self.suffix()),
                 (_, true, _, 1) => format!("nwc_matvec7_{}_{xname}", self.suffix()),
                 (_, true, _, n) => format!("nwc_matvec7x{n}_{}_{xname}", self.suffix()),
                 (false, _, _, _) => format!("nwc_matvec_{}_{xname}", self.suffix()),
@@ -580,10 +576,7 @@ impl GpuMatrix {
             };
             let f = self.gpu.function(&name);
             // Version 2: min(8, CB) warps per CTA so no warp idles on narrow matrices, and a resident grid.
-            let (threads, grid, smem) = if v7 && self.kernel_version == 12 && n == 1 {
-                let blocks = self.geo.row_blocks * self.geo.col_blocks;
-                (V12_THREADS, self.resident_grid(&name, V12_THREADS, V12_SMEM, blocks.div_ceil(u64::from(V12_THREADS / 32)))?, V12_SMEM)
-            } else if v7 {
+            let (threads, grid, smem) = if v7 {
                 (V7_THREADS, self.v7_grid(&name)?, V7_SMEM)
             } else if v2 {
                 let threads = 32 * self.geo.col_blocks.min(u64::from(WARPS)) as u32;

@@ -29,8 +29,6 @@ struct Timing {
     cublas: f64,
     probes: Vec<f64>,
     full: f64,
-    /// Version 12 (version 7 with 48 warps per SM), NaN when not exact.
-    full12: f64,
     stored: u64,
     exact: bool,
     /// The dequant memory floor, a device-to-device copy of the output's size, and dequant
@@ -61,15 +59,6 @@ fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe],
     let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
     let full = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
     let exact = s.clone_dtoh(&y)? == expected;
-    for g in mats.iter_mut() {
-        g.kernel_version = 12;
-    }
-    s.memset_zeros(&mut y)?;
-    let full12 = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
-    let full12 = if s.clone_dtoh(&y)? == expected { full12 } else { f64::NAN };
-    for g in mats.iter_mut() {
-        g.kernel_version = 7;
-    }
     let mut dequant = None;
     if with_dequant && k % 16 == 0 {
         let mut out: CudaSlice<u16> = s.alloc_zeros((m * k) as usize)?;
@@ -88,7 +77,7 @@ fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe],
         }
         dequant = Some((floor, copy_us, deq));
     }
-    Ok(Timing { cublas, probes: times, full, full12, stored: mats[0].stored_bytes, exact, dequant })
+    Ok(Timing { cublas, probes: times, full, stored: mats[0].stored_bytes, exact, dequant })
 }
 
 pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
@@ -97,7 +86,7 @@ pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
     for (_, name) in PROBES {
         head += &format!(" {name:>15} |");
     }
-    println!("{head} {:>15} | {:>15} | read TB/s | decode TB/s", "whole v7", "whole v12");
+    println!("{head} {:>15} | read TB/s | decode TB/s", "whole v7");
     let all: Vec<Probe> = PROBES.iter().map(|p| p.0).collect();
     let mut dequants = Vec::new();
     let mut shapes = vec![(6144u64, 4096u64), (4096, 4096), (24576, 4096), (4096, 12288), (19456, 2560)];
@@ -112,7 +101,7 @@ pub fn bench_ceiling(gpu: &Arc<Gpu>, blas: &CudaBlas) -> Res<()> {
             line += &format!(" {us:7.2} ({:5.2}x) |", t.cublas / us);
         }
         let tb = |us: f64| t.stored as f64 / us / 1e6;
-        line += &format!(" {:7.2} ({:5.2}x) | {:7.2} ({:5.2}x) |", t.full, t.cublas / t.full, t.full12, t.cublas / t.full12);
+        line += &format!(" {:7.2} ({:5.2}x) |", t.full, t.cublas / t.full);
         line += &format!(" {:9.2} | {:11.2}", tb(t.probes[0]), tb(t.probes[1]));
         if !t.exact {
             line += "  MISMATCH: version 7 output differs from the reference";
