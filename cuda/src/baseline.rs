@@ -53,7 +53,7 @@ impl Fp8Native {
         }
         let s = &self.gpu.stream;
         let f = self.gpu.function("fp8_native_matvec");
-        let per_sm = f.occupancy_max_active_blocks_per_multiprocessor(THREADS, 0, None)?.max(1);
+        let per_sm = self.gpu.ctas_per_sm("fp8_native_matvec", THREADS, 0)?;
         let grid = self.rows.div_ceil(u64::from(THREADS / 32)).clamp(1, u64::from(self.gpu.sm_count * per_sm)) as u32;
         let (w, _g1) = self.w.device_ptr(s);
         let (sc, _g2) = self.scale.device_ptr(s);

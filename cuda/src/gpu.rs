@@ -17,6 +17,9 @@ pub struct Gpu {
     pub sm_count: u32,
     _module: Arc<CudaModule>,
     functions: HashMap<&'static str, CudaFunction>,
+    /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
+    /// per key instead of at every launch (`ctas_per_sm`).
+    occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
 }
 
 static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
@@ -81,10 +84,23 @@ impl Gpu {
             functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit as i32)?;
         }
         let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions })
+        Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions, occupancy: Mutex::new(HashMap::new()) })
     }
 
     pub(crate) fn function(&self, name: &str) -> &CudaFunction {
         self.functions.get(name).expect("every name of kernels::all_kernels() is loaded in Gpu::open")
+    }
+
+    /// How many CTAs of kernel `name` with `threads` threads and `smem` bytes of dynamic shared
+    /// memory fit one SM at once (at least 1), from the driver on first use, then cached.
+    pub(crate) fn ctas_per_sm(&self, name: &str, threads: u32, smem: u32) -> Result<u32, GpuError> {
+        let (&key, f) = self.functions.get_key_value(name).expect("every name of kernels::all_kernels() is loaded in Gpu::open");
+        let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&n) = cache.get(&(key, threads, smem)) {
+            return Ok(n);
+        }
+        let n = f.occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)?.max(1);
+        cache.insert((key, threads, smem), n);
+        Ok(n)
     }
 }

@@ -300,7 +300,7 @@ impl GpuMatrix {
 
     /// A persistent grid: as many CTAs of `threads` as fit on the device at once, at most `ctas`.
     fn resident_grid(&self, name: &str, threads: u32, smem: u32, ctas: u64) -> Result<u32, GpuError> {
-        let per_sm = self.gpu.function(name).occupancy_max_active_blocks_per_multiprocessor(threads, smem as usize, None)?.max(1);
+        let per_sm = self.gpu.ctas_per_sm(name, threads, smem)?;
         Ok(ctas.clamp(1, u64::from(self.gpu.sm_count) * u64::from(per_sm)) as u32)
     }
 
