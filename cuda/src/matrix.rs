@@ -287,8 +287,14 @@ impl GpuMatrix {
 
     /// Version 7 grid: as many 16-warp CTAs as fit at once, at most one warp per block.
     fn v7_grid(&self, name: &str) -> Result<u32, GpuError> {
+        self.warp_per_block_grid(name, V7_THREADS, V7_SMEM)
+    }
+
+    /// A resident grid of CTAs of `threads` threads and `smem` bytes whose warps each take one
+    /// block at a time (dequant 2/6/7, versions 7 and 9, the probes): at most one warp per block.
+    fn warp_per_block_grid(&self, name: &str, threads: u32, smem: u32) -> Result<u32, GpuError> {
         let blocks = self.geo.row_blocks * self.geo.col_blocks;
-        self.resident_grid(name, V7_THREADS, V7_SMEM, blocks.div_ceil(u64::from(V7_THREADS / 32)))
+        self.resident_grid(name, threads, smem, blocks.div_ceil(u64::from(threads / 32)))
     }
 
     /// Dynamic shared memory of a version 2 CTA of `threads` threads.
@@ -313,12 +319,11 @@ impl GpuMatrix {
         };
         let name = if self.mode.elem == ElemType::Bf16 { format!("nwc_dequant{v}_bf16_l0") } else { format!("nwc_dequant{v}_fp8_l0") };
         let name = name.as_str();
-        let blocks = self.geo.row_blocks * self.geo.col_blocks;
         let (threads, smem, grid) = if v == 7 {
             (V7_THREADS, V7_SMEM, self.v7_grid(name)?)
         } else {
             let smem = self.v2_smem(THREADS, v);
-            (THREADS, smem, self.resident_grid(name, THREADS, smem, blocks.div_ceil(u64::from(WARPS)))?)
+            (THREADS, smem, self.warp_per_block_grid(name, THREADS, smem)?)
         };
         let (data, _g1) = self.data.device_ptr(s);
         let (bases, _g2) = self.bases.device_ptr(s);
@@ -340,8 +345,7 @@ impl GpuMatrix {
 
     /// Version 9 grid: as many 16-warp CTAs as fit at once, at most one warp per block.
     fn v9_grid(&self, name: &str) -> Result<u32, GpuError> {
-        let blocks = self.geo.row_blocks * self.geo.col_blocks;
-        self.resident_grid(name, V9_THREADS, V9_SMEM, blocks.div_ceil(u64::from(V9_THREADS / 32)))
+        self.warp_per_block_grid(name, V9_THREADS, V9_SMEM)
     }
 
     /// Spec 15.2, version 9 (layout 1, exact): one warp per block.
@@ -648,8 +652,7 @@ impl GpuMatrix {
         let (x_ptr, _g8) = buf.device_ptr(s);
         let (null, zero) = (0u64, 0i32);
         let smem = if probe == Probe::DecodeRep { crate::kernels::PROBE_REP_SMEM } else { V7_SMEM };
-        let blocks = self.geo.row_blocks * self.geo.col_blocks;
-        let grid = self.resident_grid(name, V7_THREADS, smem, blocks.div_ceil(u64::from(V7_THREADS / 32)))?;
+        let grid = self.warp_per_block_grid(name, V7_THREADS, smem)?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (V7_THREADS, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name));
         b.arg(&data).arg(&bases).arg(&hdr).arg(&pairs).arg(&low).arg(&null).arg(&x_ptr).arg(&null).arg(&null).arg(&zero).arg(&self.geo);
