@@ -75,14 +75,20 @@ __device__ __forceinline__ Reader9 reader9(const u32* words, u32 pos) {
     return Reader9{pos, word9<STAGED>(words, pos >> 5), word9<STAGED>(words, (pos >> 5) + 1)};
 }
 
-// quad7 on a Reader9 (same table, same slow path, same results).
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void quad9(const u32* words, Reader9& r, u32& ea, u32& eb) {
+// Version 7's pair-table look-up of the window `w`.
+struct PairTab7 {
+    __device__ __forceinline__ u32 operator()(u32 w) const { return v7_tab[w >> 20]; }
+};
+
+// quad7 on a Reader9 (same table, same slow path, same results). `pair` looks up a window's
+// entry: version 7's table in the kernels; a timing probe tries another.
+template <bool FP8, bool STAGED, class Pair = PairTab7>
+__device__ __forceinline__ void quad9(const u32* words, Reader9& r, u32& ea, u32& eb, Pair pair = Pair()) {
     const u32 hi = __funnelshift_l(r.w1, r.w0, r.pos);
     const u32 lo = __funnelshift_l(0u, r.w1, r.pos);
-    ea = v7_tab[hi >> 20];
+    ea = pair(hi);
     const u32 h2 = __funnelshift_l(lo, hi, ea);
-    eb = v7_tab[h2 >> 20];
+    eb = pair(h2);
     u32 next = r.pos + (ea >> 24) + (eb >> 24);
     if ((int)(ea | eb) < 0) { // rare: one code at a time, then reload both words
         r = reader9<STAGED>(words, slow7<FP8, STAGED>(words, r.pos, ea, eb));
@@ -281,14 +287,15 @@ NWC_DEQUANT_ENTRY(nwc_dequant9_fp8_l1, dequant9, V9_THREADS, 1, true)
 // Timing probes (docs/gpu.md, "Where the time goes"): version 7's block loop and staging, then
 // only the decode of each lane's 128 codes in one flat loop, with the stream read by quad7 (two
 // shared loads per quad; READER false) or by quad9 (stream words kept in registers; true).
-template <bool READER, bool STAGED>
-__device__ __forceinline__ u32 probe_quads7(const u32* words, u32 pos) {
+// (`pair`: the look-up quad9 uses.)
+template <bool READER, bool STAGED, class Pair = PairTab7>
+__device__ __forceinline__ u32 probe_quads7(const u32* words, u32 pos, Pair pair = Pair()) {
     u32 probe = 0;
     Reader9 rd = reader9<STAGED>(words, pos);
 #pragma unroll 4
     for (u32 i = 0; i < 32; i++) {
         u32 ea, eb;
-        if (READER) quad9<false, STAGED>(words, rd, ea, eb);
+        if (READER) quad9<false, STAGED>(words, rd, ea, eb, pair);
         else quad7<false, STAGED>(words, pos, ea, eb);
         probe ^= ea ^ eb;
     }
@@ -332,37 +339,11 @@ __device__ __forceinline__ u32 pair_rep(u32 rep, u32 tab12, u32 w, u32 lane) {
     return e;
 }
 
-template <bool STAGED>
-__device__ __forceinline__ void quad_rep(const u32* words, Reader9& r, u32 rep, u32 tab12, u32 lane, u32& ea, u32& eb) {
-    const u32 hi = __funnelshift_l(r.w1, r.w0, r.pos);
-    const u32 lo = __funnelshift_l(0u, r.w1, r.pos);
-    ea = pair_rep(rep, tab12, hi, lane);
-    const u32 h2 = __funnelshift_l(lo, hi, ea);
-    eb = pair_rep(rep, tab12, h2, lane);
-    u32 next = r.pos + (ea >> 24) + (eb >> 24);
-    if ((int)(ea | eb) < 0) {
-        r = reader9<STAGED>(words, slow7<false, STAGED>(words, r.pos, ea, eb));
-        return;
-    }
-    if ((next ^ r.pos) >= 32) {
-        r.w0 = r.w1;
-        r.w1 = word9<STAGED>(words, (next >> 5) + 1);
-    }
-    r.pos = next;
-}
-
-template <bool STAGED>
-__device__ __forceinline__ u32 probe_quads_rep(const u32* words, u32 pos, u32 rep, u32 tab12, u32 lane) {
-    u32 probe = 0;
-    Reader9 rd = reader9<STAGED>(words, pos);
-#pragma unroll 4
-    for (u32 i = 0; i < 32; i++) {
-        u32 ea, eb;
-        quad_rep<STAGED>(words, rd, rep, tab12, lane, ea, eb);
-        probe ^= ea ^ eb;
-    }
-    return probe;
-}
+// pair_rep as quad9's look-up.
+struct PairRep {
+    u32 rep, tab12, lane;
+    __device__ __forceinline__ u32 operator()(u32 w) const { return pair_rep(rep, tab12, w, lane); }
+};
 
 extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)
     nwc_probe7_decode_rep(const u8* data, const u32* bases, const u8* hdr, const u32* pairs, const u8* low, const float* scale,
@@ -380,8 +361,9 @@ extern "C" __global__ void __launch_bounds__(V7_THREADS, 2)
         __syncthreads();
     };
     auto work = [&](u32 b, u32, u32, const u8* buf, Start7 st) {
-        const u32 probe = st.staged ? probe_quads_rep<true>(reinterpret_cast<const u32*>(buf), st.pos, rep, tab12, lane)
-                                    : probe_quads_rep<false>(reinterpret_cast<const u32*>(data + st.start16), st.pos, rep, tab12, lane);
+        const PairRep pair = {rep, tab12, lane};
+        const u32 probe = st.staged ? probe_quads7<true, true>(reinterpret_cast<const u32*>(buf), st.pos, pair)
+                                    : probe_quads7<true, false>(reinterpret_cast<const u32*>(data + st.start16), st.pos, pair);
         if (probe == 0x9E3779B9u) partial[b] = 1.0f; // a store the compiler cannot drop
     };
     blocks7<PROBE_REP_STAGE>(probe_rep_dyn + PROBE_REP_BYTES + warp * 2 * PROBE_REP_STAGE, blockIdx.x * warps + warp, gridDim.x * warps,
