@@ -32,14 +32,19 @@ import torch.nn.functional as F  # noqa: E402
 SHAPES = [("qkv", 6144, 4096), ("o", 4096, 4096), ("gate_up", 24576, 4096), ("down", 4096, 12288),
           ("4b_gate_up", 19456, 2560), ("4b_down", 2560, 9728), ("odd", 1000, 3000), ("lm_head", 151936, 4096)]
 L2_BYTES = 60 << 20
-MV1 = [("exec_matvec1_r4u1", 4, 1), ("exec_matvec1_r8u1", 8, 1), ("exec_matvec1_r2u2", 2, 2),
-       ("exec_matvec1_r4u2", 4, 2), ("exec_matvec1_r16u1", 16, 1), ("exec_matvec1_r4u1m4", 4, 1),
-       ("exec_matvec1_r2u2m4", 2, 2), ("exec_matvec1_r1u4m4", 1, 4)]
-MVB = [("exec_matvec2_r4u1", 2, 4), ("exec_matvec4_r2u1", 4, 2), ("exec_matvec4_r4u1", 4, 4),
-       ("exec_matvec8_r2u1", 8, 2), ("exec_matvec8_r4u1", 8, 4)]
-MMA = [("exec_mma_r1n1", 1, 1), ("exec_mma_r2n1", 2, 1), ("exec_mma_r1n2", 1, 2), ("exec_mma_r2n2", 2, 2),
-       ("exec_mma_r2n4", 2, 4), ("exec_mma_r1n8", 1, 8), ("exec_mma_r2n8", 2, 8)]
-DEQ = [("exec_dequant_u2", 2), ("exec_dequant_u4", 4), ("exec_dequant_u4s", 4), ("exec_dequant_u8s", 8)]
+# version 1 (call 1): kept as baselines
+MV1 = [("exec_matvec1_r4u1m4", 4, 1), ("exec_matvec1_r2u2m4", 2, 2)]
+MVB = []
+MMA = [("exec_mma_r1n2", 1, 2)]
+DEQ = [("exec_dequant_u2", 2)]
+# version 2: streaming (exec_stream.cu): (name, NB, R, D)
+MVS = [("exec_mvs1_r1d4", 1, 1, 4), ("exec_mvs1_r1d8", 1, 1, 8), ("exec_mvs1_r2d4", 1, 2, 4),
+       ("exec_mvs1_r2d8", 1, 2, 8), ("exec_mvs1_r2d2", 1, 2, 2), ("exec_mvs1_r1d4m1", 1, 1, 4)]
+MVSB = [("exec_mvs2_r1d4", 2, 1, 4), ("exec_mvs4_r1d4", 4, 1, 4)]
+MMAS = [("exec_mmas_r1n1d4", 1, 1, 4), ("exec_mmas_r1n2d4", 1, 2, 4), ("exec_mmas_r2n2d4", 2, 2, 4),
+        ("exec_mmas_r1n4d4", 1, 4, 4), ("exec_mmas_r2n4d4", 2, 4, 4), ("exec_mmas_r2n8d4", 2, 8, 4)]
+DQS = [("exec_dqs_d4", 4), ("exec_dqs_d8", 8)]
+SMS = 132
 BATCHES = [2, 3, 4, 8, 16, 32, 64]
 
 REF_SRC = r'''
@@ -276,9 +281,78 @@ def mma_launch(kn, name, rg, nt, mat, xb, ncols, bias, y, out_bf16, col0=0):
                                                        u64(mat.M), np.int32(out_bf16)), smem)
 
 
+def occupancy(fn, threads, smem):
+    """Resident CTAs per SM from the kernel's registers and shared memory (H200: 64 K registers,
+    228 KB shared memory, 2048 threads, 32 CTAs per SM)."""
+    warps = threads // 32
+    per_warp = -(-fn.num_regs * 32 // 256) * 256
+    by_regs = (65536 // per_warp) // warps
+    by_smem = 233472 // (smem + fn.shared_size_bytes + 1024)
+    return max(1, min(by_regs, by_smem, 2048 // threads, 32))
+
+
+def choose_groups(nrg, CB, slots):
+    """Warps per row (G): fewest rounds x tiles per warp over the resident warps."""
+    best = None
+    for G in (1, 2, 4, 8):
+        if G > CB:
+            break
+        cost = -(-nrg // max(1, slots // G)) * -(-CB // G)
+        if best is None or cost < best[0]:
+            best = (cost, G)
+    return best[1]
+
+
+MVS_PLAN = {}
+
+
+def mvs_launch(kn, name, nb, r, d, mat, xf, ncols, bias, y, out_bf16, col0=0, force_G=None):
+    key = (name, mat.M, mat.K, force_G)
+    if key not in MVS_PLAN:
+        fn = kn[name]
+        nrg = -(-mat.M // r)
+        base_smem = 8 * d * (r * 768 + 16)
+        occ = occupancy(fn, 256, base_smem + 8 * 2 * r * nb * mat.CB * 4)
+        G = force_G or choose_groups(nrg, mat.CB, SMS * occ * 8)
+        smem = base_smem + (8 // G) * 2 * r * nb * mat.CB * 4 if G > 1 else base_smem
+        grid = min(SMS * occ, -(-nrg // (8 // G)))
+        MVS_PLAN[key] = (grid, smem, G, occ)
+    grid, smem, G, occ = MVS_PLAN[key]
+    launch(kn[name], grid, 256, (*mat.args(), u32(mat.M), u32(mat.K), xf[col0:], u64(xf.shape[1]), u32(ncols),
+                                 bias if bias is not None else u64(0), y[col0:], u64(mat.M), np.int32(out_bf16), u32(G)), smem)
+
+
+def mmas_launch(kn, name, rg, nt, d, mat, xb, ncols, bias, y, out_bf16, col0=0):
+    nw = min(8, mat.CB)
+    smem = nw * d * rg * 1600 + nw * rg * 16 * nt * 8 * 4
+    occ = occupancy(kn[name], 32 * nw, smem)
+    ngroups = -(-mat.M // (16 * rg))
+    grid = min(SMS * occ, ngroups)
+    launch(kn[name], grid, 32 * nw, (*mat.args(), u32(mat.M), u32(mat.K), xb[col0:], u64(xb.shape[1]), u32(ncols),
+                                     bias if bias is not None else u64(0), y[col0:], u64(mat.M), np.int32(out_bf16)), smem)
+
+
+def dqs_launch(kn, name, d, mat, rows, nrows, out, ldo):
+    smem = 8 * d * 784
+    occ = occupancy(kn[name], 256, smem)
+    items = nrows * mat.CB
+    grid = min(SMS * occ, -(-items // 8))
+    launch(kn[name], grid, 256, (*mat.args(), u32(mat.K), rows, u32(nrows), out, u64(ldo)), smem)
+
+
 def batched_exact(kn, name, nb, rw, mat, xf, N, bias, y, out_bf16):
     for c0 in range(0, N, nb):
         mv_launch(kn, name, rw, 1, mat, xf, min(nb, N - c0), bias, y, out_bf16, col0=c0)
+
+
+def batched_mvs(kn, name, nb, r, d, mat, xf, N, bias, y, out_bf16):
+    for c0 in range(0, N, nb):
+        mvs_launch(kn, name, nb, r, d, mat, xf, min(nb, N - c0), bias, y, out_bf16, col0=c0)
+
+
+def batched_mmas(kn, name, rg, nt, d, mat, xb, N, bias, y, out_bf16):
+    for c0 in range(0, N, 8 * nt):
+        mmas_launch(kn, name, rg, nt, d, mat, xb, min(8 * nt, N - c0), bias, y, out_bf16, col0=c0)
 
 
 def batched_mma(kn, name, rg, nt, mat, xb, N, bias, y, out_bf16):
@@ -286,9 +360,19 @@ def batched_mma(kn, name, rg, nt, mat, xb, N, bias, y, out_bf16):
         mma_launch(kn, name, rg, nt, mat, xb, min(8 * nt, N - c0), bias, y, out_bf16, col0=c0)
 
 
-def bound_ok(w16_t, xb_t, y, yc, bias_t, K):
+def bound_A(w16_t, xb_t, K):
+    """sum over k of |w x| per output, f64, [ncols][M] (row blocks to bound the memory)."""
+    xa = xb_t.view(torch.bfloat16)[:, :K].double().abs().T
+    M = w16_t.shape[0]
+    out = torch.empty(xb_t.shape[0], M, dtype=torch.float64, device="cuda")
+    for r0 in range(0, M, 16384):
+        out[:, r0:r0 + 16384] = (w16_t[r0:r0 + 16384].view(torch.bfloat16).double().abs() @ xa).T
+    return out
+
+
+def bound_ok(A0, y, yc, bias_t, K):
     """Spec 19.4 for f32 outputs: |y - y_c| <= B, B from |W| |X| in f64."""
-    A = (w16_t.view(torch.bfloat16).double().abs() @ xb_t.view(torch.bfloat16)[:, :K].double().abs().T).T
+    A = A0
     if bias_t is not None:
         A = A + bias_t.double().abs()[None, :]
     g = lambda j, u: j * u / (1 - j * u)  # noqa: E731
@@ -341,11 +425,20 @@ def run_shape(kn, name, M, K, src, real, args, gen, timing=True, batched=True):
         launch(kn[dn], -(-items // (du * 8)), 256, (*mat.args(), u32(K), u64(0), u32(M), out, u64(K16)))
         torch.cuda.synchronize()
         rec[f"{dn}_exact"] = bool(cp.array_equal(out, want))
+    for dn, d in DQS:
+        out.fill(0xFFFF)
+        dqs_launch(kn, dn, d, mat, u64(0), M, out, K16)
+        torch.cuda.synchronize()
+        rec[f"{dn}_exact"] = bool(cp.array_equal(out, want))
     rows = cp.asarray(np.random.default_rng(M + K).integers(0, M, size=min(M, 1000)).astype(np.uint32))
     gout = cp.empty((rows.size, K16), cp.uint16)
     launch(kn["exec_dequant_u4"], -(-(rows.size * CB) // 32), 256, (*mat.args(), u32(K), rows, u32(rows.size), gout, u64(K16)))
     torch.cuda.synchronize()
     rec["gather_exact"] = bool(cp.array_equal(gout, want[rows]))
+    gout.fill(0xFFFF)
+    dqs_launch(kn, "exec_dqs_d4", 4, mat, rows, rows.size, gout, K16)
+    torch.cuda.synchronize()
+    rec["gather_dqs_exact"] = bool(cp.array_equal(gout, want[rows]))
     del want, out, gout
     # batch 1 and exact batches: bit-exact against the reference kernel
     Nmax = max(BATCHES)
@@ -373,13 +466,39 @@ def run_shape(kn, name, M, K, src, real, args, gen, timing=True, batched=True):
         batched_exact(kn, mn, nb, rw, mat, xf, 11, None, y, 0)
         torch.cuda.synchronize()
         rec[f"{mn}_exact"] = bool(cp.array_equal(y[:11].view(cp.uint32), yref[:11].view(cp.uint32)))
+    for mn, nb, r, d in MVS:
+        for fg in (None, min(4, mat.CB)) if mn == "exec_mvs1_r1d4" else (None,):
+            y.fill(np.nan)
+            mvs_launch(kn, mn, nb, r, d, mat, xf, 1, None, y, 0, force_G=fg)
+            yb.fill(0xFFFF)
+            mvs_launch(kn, mn, nb, r, d, mat, xf, 1, bias, yb, 1, force_G=fg)
+            torch.cuda.synchronize()
+            rec[f"{mn}{'_G' + str(fg) if fg else ''}_exact"] = \
+                bool(cp.array_equal(y[0].view(cp.uint32), yref[0].view(cp.uint32))) and \
+                bool(cp.array_equal(yb[0], bf16_rne(yref_b[0])))
+        rec[f"{mn}_plan"] = MVS_PLAN[(mn, M, K, None)][2:]
+    for mn, nb, r, d in MVSB:
+        y.fill(np.nan)
+        batched_mvs(kn, mn, nb, r, d, mat, xf, 11, None, y, 0)
+        torch.cuda.synchronize()
+        rec[f"{mn}_exact"] = bool(cp.array_equal(y[:11].view(cp.uint32), yref[:11].view(cp.uint32)))
     bound_rel = 0.0
+    A0 = bound_A(w.view(torch.int16), xb_t[:37], K)
+    ycb = ref_matvec(kn, w16, xf, 37, bias)
+    for mn, rg, nt, d in MMAS:
+        y.fill(np.nan)
+        batched_mmas(kn, mn, rg, nt, d, mat, xb, 37, bias if nt == 2 else None, y, 0)
+        torch.cuda.synchronize()
+        yc = yref[:37] if nt != 2 else ycb
+        ok, rel = bound_ok(A0, y[:37], yc, bias_t if nt == 2 else None, K)
+        rec[f"{mn}_bounded"] = ok
+        bound_rel = max(bound_rel, rel)
     for mn, rg, nt in MMA:
         y.fill(np.nan)
         batched_mma(kn, mn, rg, nt, mat, xb, 37, bias if nt == 2 else None, y, 0)
         torch.cuda.synchronize()
-        yc = yref[:37] if nt != 2 else ref_matvec(kn, w16, xf, 37, bias)
-        ok, rel = bound_ok(w.view(torch.int16), xb_t[:37], y[:37], yc, bias_t if nt == 2 else None, K)
+        yc = yref[:37] if nt != 2 else ycb
+        ok, rel = bound_ok(A0, y[:37], yc, bias_t if nt == 2 else None, K)
         rec[f"{mn}_bounded"] = ok
         bound_rel = max(bound_rel, rel)
     rec["mma_max_err_over_bound"] = bound_rel
@@ -405,6 +524,11 @@ def run_shape(kn, name, M, K, src, real, args, gen, timing=True, batched=True):
         rec[f"{mn}_us"] = t
         if best is None or t < best[1]:
             best = (mn, t)
+    for mn, nb, r, d in MVS:
+        t = graph_time(lambda i: mvs_launch(kn, mn, nb, r, d, mats[i % cm], xf, 1, None, yb, 1))
+        rec[f"{mn}_us"] = t
+        if best is None or t < best[1]:
+            best = (mn, t)
     rec["best1"], rec["best1_us"] = best
     rec["ratio1"] = t_cb / best[1]
     rec["TBps_exec"] = mat.nbytes() / best[1] / 1e6
@@ -415,6 +539,9 @@ def run_shape(kn, name, M, K, src, real, args, gen, timing=True, batched=True):
         t = graph_time(lambda i: launch(kn[dn], -(-items // (du * 8)), 256,
                                         (*mats[i % cm].args(), u32(K), u64(0), u32(M), dq, u64(K16))))
         rec[f"{dn}_TBps_out"] = M * K16 * 2 / t / 1e6
+    for dn, d in DQS:
+        t = graph_time(lambda i: dqs_launch(kn, dn, d, mats[i % cm], u64(0), M, dq, K16))
+        rec[f"{dn}_TBps_out"] = M * K16 * 2 / t / 1e6
     del dq
     if batched:
         for j, N in enumerate(BATCHES):
@@ -422,13 +549,16 @@ def run_shape(kn, name, M, K, src, real, args, gen, timing=True, batched=True):
             t_cbN = graph_time(lambda i: F.linear(xN, ws[i % cw]))
             rec[f"N{N}_cublas_us"] = t_cbN
             cands = {}
-            for mn, nb, rw in MVB:
+            for mn, nb, r, d in MVSB:
                 if N <= 8 and (nb >= N or N % nb == 0) and nb <= 2 * N:
-                    cands[mn] = graph_time(lambda i: batched_exact(kn, mn, nb, rw, mats[i % cm], xf, N, None, yb, 1))
-            for mn, rg, nt in MMA:
+                    cands[mn] = graph_time(lambda i: batched_mvs(kn, mn, nb, r, d, mats[i % cm], xf, N, None, yb, 1))
+            for mn, rg, nt, d in MMAS:
                 if 8 * nt <= max(8, 2 * N) and 8 * nt >= min(N, 64) / 2:
+                    cands[mn] = graph_time(lambda i: batched_mmas(kn, mn, rg, nt, d, mats[i % cm], xb, N, None, yb, 1))
+            if N == 16:
+                for mn, rg, nt in MMA:
                     cands[mn] = graph_time(lambda i: batched_mma(kn, mn, rg, nt, mats[i % cm], xb, N, None, yb, 1))
-            ex = {k: v for k, v in cands.items() if "matvec" in k}
+            ex = {k: v for k, v in cands.items() if "matvec" in k or "mvs" in k}
             bd = {k: v for k, v in cands.items() if "mma" in k}
             for k, v in cands.items():
                 rec[f"N{N}_{k}_us"] = v
@@ -470,12 +600,6 @@ def main():
     print("real weights:", path, real.numel(), flush=True)
     gen = torch.Generator(device="cuda")
     gen.manual_seed(1)
-    # device copy bandwidth (read + write), same run
-    buf = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(buf)
-    t = graph_time(lambda i: dst.copy_(buf), reps=5, replays=7)
-    log({"copy_TBps_rw": 2 * buf.numel() / t / 1e6})
-    del buf, dst
     # random extra shapes: correctness (all kernels) and batch-1 timing
     rng = np.random.default_rng(20261130)
     extra = [(int(rng.integers(1, 3000)), int(rng.integers(1, 1200))) for _ in range(4)]
@@ -489,6 +613,13 @@ def main():
             run_shape(kn, f"rand_{M}x{K}", M, K, "real_pad", real, a, gen, timing=False, batched=False)
         except Exception as e:
             log({"shape": f"rand_{M}x{K}", "error": repr(e)})
+    # device copy bandwidth (read + write), same run, after the GPU has warmed up
+    buf = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(buf)
+    for _ in range(2):
+        t = graph_time(lambda i: dst.copy_(buf), reps=5, replays=7)
+        log({"copy_TBps_rw": 2 * buf.numel() / t / 1e6})
+    del buf, dst
     shapes = SHAPES[:3] + SHAPES[6:7] if a.quick else SHAPES
     for src in a.srcs.split(","):
         for name, M, K in shapes:
@@ -520,7 +651,7 @@ def summary(recs):
                   f"{r['TBps_exec']:5.2f} {r['TBps_cublas']:6.2f} {r['bytes_per_weight']:6.4f} {r['esc_per_weight']:8.2e} "
                   f"{dq:7.2f} {r['encode_GBps_in']:7.0f} {r['best1']}")
         print(f"geomean batch-1 ratio {geomean([r['ratio1'] for r in rs]):.3f} over {len(rs)} shapes")
-        for mn, _, _ in MV1:
+        for mn in [v[0] for v in MV1] + [v[0] for v in MVS]:
             print(f"   {mn:22s} geomean {geomean([r['cublas_us'] / r[mn + '_us'] for r in rs if mn + '_us' in r]):.3f}")
         bs = [r for r in rs if "N2_cublas_us" in r]
         if bs:

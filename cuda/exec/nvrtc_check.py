@@ -16,7 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu"]
+SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu", "exec_stream.cu"]
 OPTIONS = ["--gpu-architecture=compute_90", "--fmad=false", "--ftz=false", "--prec-div=true",
            "--prec-sqrt=true", "-std=c++17"]
 
@@ -69,7 +69,7 @@ def main():
                 name = m.group(1)
             m = re.search(r"Used (\d+) registers", line)
             if m and name:
-                spill = re.findall(r"(\d+) bytes spill", out.stderr.split(name, 1)[1].split("Compiling", 1)[0])
+                spill = re.findall(r"(\d+) bytes spill", out.stderr.split(f"'{name}'", 1)[1].split("Compiling", 1)[0])
                 print(f"{name:28s} regs {m.group(1):>4s}  spills {'/'.join(spill) or '0'}")
         if "--sass" in sys.argv:
             sass = subprocess.run([os.path.join(tools, "nvdisasm"), "-c", cubin], capture_output=True, text=True).stdout
