@@ -9,7 +9,7 @@ transposed halving tree) against straightforward definitions.
 """
 import numpy as np
 
-SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu", "exec_stream.cu"]
+SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu", "exec_stream.cu", "exec_v3.cu"]
 
 
 def encode(xp, w16):

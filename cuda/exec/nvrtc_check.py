@@ -16,7 +16,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu", "exec_stream.cu"]
+SOURCES = ["exec_decode.cu", "exec_matvec.cu", "exec_mma.cu", "exec_dequant.cu", "exec_encode.cu", "exec_stream.cu", "exec_v3.cu"]
 OPTIONS = ["--gpu-architecture=compute_90", "--fmad=false", "--ftz=false", "--prec-div=true",
            "--prec-sqrt=true", "-std=c++17"]
 
