@@ -60,6 +60,8 @@ fn new_vector(id: String, kind: Kind, mode_code: u32, rows: u64, cols: u64, desc
     Vector {
         id,
         kind,
+        representation: Default::default(),
+        transcoded_from: Vec::new(),
         clauses: Vec::new(),
         description,
         mode_code,

@@ -55,6 +55,8 @@ impl Writer {
         Vector {
             id: id.into(),
             kind,
+            representation: Default::default(),
+            transcoded_from: Vec::new(),
             clauses: vec![],
             description: description.into(),
             mode_code,
