@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the corpus layout; bump it when the meaning of any manifest field changes.
-/// 2: execution-layout vectors (spec 20), fields `representation` and `transcoded_from`.
+/// 2: execution-layout vectors (spec 20), fields `representation`, `transcoded_from` and
+/// `transcode_refused_from`.
 pub const CORPUS_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -71,6 +72,10 @@ pub struct Vector {
     /// matrix. Transcoding any of them (spec 20.12.2) MUST give exactly this vector's fields.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transcoded_from: Vec<String>,
+    /// Execution-layout vectors: ids of FP8 format-10 vectors (same manifest) carrying the same
+    /// values; a transcoder MUST refuse them (spec 20.12.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcode_refused_from: Vec<String>,
     /// Spec clauses the vector exercises, e.g. ["6.1", "7.3"].
     pub clauses: Vec<String>,
     /// One line saying what the vector is about.

@@ -1,7 +1,8 @@
 //! Judging execution-layout vectors (spec 20). Canonical vectors: the reference encoder reproduces
 //! every field (the layout has no unspecified bytes) and the fields are canonical (spec 20.11);
 //! valid vectors: valid, not canonical; both decode to the input, transcode from every format-10
-//! vector named in `transcoded_from` to exactly their fields, and give the expected dequant,
+//! vector named in `transcoded_from` to exactly their fields (and refuse the FP8 ones named in
+//! `transcode_refused_from`), and give the expected dequant,
 //! gather and matvec outputs on the backend. Invalid and malformed vectors: the reference rejects
 //! them with exactly `expected_error` (spec 20.10 fixes which rule comes first).
 
@@ -77,6 +78,12 @@ pub fn judge_exec(corpus: &Corpus, v: &Vector, backend: &dyn ExecBackend, class:
                 let canonical = encode_exec(Shape::new(v.rows, v.cols), &words).map_err(|e| e.to_string())?;
                 if let Some(d) = first_exec_difference(&canonical, &got) {
                     return Err(format!("{} transcodes {id} differently: {d}", backend.name()));
+                }
+            }
+            for id in &v.transcode_refused_from {
+                let source = format10_source(corpus, id)?;
+                if backend.transcode(&source).is_ok() {
+                    return Err(format!("{} transcodes {id}, an FP8 matrix (spec 20.12.3: refused)", backend.name()));
                 }
             }
             check_exec_outputs(backend, corpus, v, &m, class).map(|_| ())

@@ -57,6 +57,7 @@ impl Writer {
             kind,
             representation: Default::default(),
             transcoded_from: Vec::new(),
+            transcode_refused_from: Vec::new(),
             clauses: vec![],
             description: description.into(),
             mode_code,
