@@ -200,5 +200,34 @@ fn worked_example() {
     assert_eq!(m.codes.len(), 16);
     assert_eq!(m.esc_start, [0, 1, 1]);
     assert_eq!(m.esc, [27]);
-    assert_eq!(decode_exec(&m).unwrap().words, w);
+    let d = decode_exec(&m).unwrap();
+    assert_eq!(d.words, w);
+    let x = [2f32.powi(24), 0.5, 2f32.powi(25), 3.0, 2f32.powi(100)];
+    assert_eq!(d.matvec_bf16(&x, 1, None).unwrap(), [0x3F80, 0x0000]);
+    let stored: usize = m.to_le_fields().iter().map(|(_, b)| b.len()).sum();
+    assert_eq!((stored, m.stored_bytes()), (63, 63));
+}
+
+/// Spec 20.10: reports name the rule, clause, field and byte offset.
+#[test]
+fn reports_locate_the_violation() {
+    use nwc_reference::exec::ExecField;
+    let w = [0x3F80, 0x4000, 0xBF00, 0x0000, 0x0D80, 0, 0, 0, 0, 0];
+    let good = encode_exec(Shape::new(2, 5), &w).unwrap();
+    let first = |m: &ExecMatrix| match decode_exec(m).unwrap_err() {
+        ExecDecodeError::Format(e) => (e.rule(), e.clause(), e.field(), e.offset()),
+        other => panic!("{other}"),
+    };
+    let mut m = good.clone();
+    m.codes[8 + 3] = 0x10; // row 1, column 7 (a pad): high nibble of byte 8 + 3
+    assert_eq!(first(&m), ("exec-code-padding", "20.9.5", Some(ExecField::Codes), Some(11)));
+    let mut m = good.clone();
+    m.esc[0] = 120; // inside 115..=128
+    assert_eq!(first(&m), ("exec-escape-in-window", "20.9.10", Some(ExecField::Esc), Some(0)));
+    let mut m = good.clone();
+    m.esc_start[1] = 0; // tile 0 now counts no escape: entry 1 is wrong
+    assert_eq!(first(&m), ("exec-esc-count", "20.9.9", Some(ExecField::EscStart), Some(4)));
+    let mut m = good;
+    m.sm.pop();
+    assert_eq!(first(&m), ("exec-field-size", "20.9.2", Some(ExecField::Sm), Some(31)));
 }
