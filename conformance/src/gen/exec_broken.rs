@@ -111,6 +111,13 @@ fn corruptions(m: &ExecMatrix) -> Vec<Corruption> {
             t.bytes(ExecField::Esc).pop();
         }),
     );
+    let esc = field_key(ExecField::Esc);
+    push(
+        "exec-esc-length",
+        "missing",
+        "there is no esc field (length 0, spec 20.9.2)".into(),
+        Box::new(move |t| drop(t.raw.remove(&esc))),
+    );
     let moved = esc_start[escape_tile] + 1;
     push(
         "exec-esc-count",
