@@ -4,6 +4,7 @@
 pub mod backend;
 pub mod compare;
 pub mod corpus;
+pub mod exec;
 pub mod fields;
 pub mod gen;
 pub mod gpu;

@@ -2,13 +2,16 @@
 //! SHA-256 so any language can check it has the corpus intact. Paths are relative to `vectors/`.
 //! All binary files are raw little-endian arrays: u8 (data, hdr, low, exp_of_rank, fp8 input),
 //! u16 (BF16 input, dequant, gather output, BF16 matvec output), u32 (bases, lut), f32 (scale,
-//! activations, bias, f32 matvec output).
+//! activations, bias, f32 matvec output). Execution-layout vectors (spec 20) add u8 (exec_sm,
+//! exec_codes, exec_base, exec_esc) and u32 (exec_esc_start).
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the corpus layout; bump it when the meaning of any manifest field changes.
-pub const CORPUS_VERSION: u32 = 1;
+/// 2: execution-layout vectors (spec 20), fields `representation`, `transcoded_from` and
+/// `transcode_refused_from`.
+pub const CORPUS_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Manifest {
@@ -38,11 +41,41 @@ pub enum Kind {
     Malformed,
 }
 
+/// Which representation a vector's stored fields are in.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "lowercase")]
+pub enum Representation {
+    /// Format 10 (spec 2-13): fields `data`, `bases`, `hdr`, `lut`, `low`, `scale`.
+    #[default]
+    Format10,
+    /// The execution layout (spec 20): fields `exec_sm`, `exec_codes`, `exec_base`,
+    /// `exec_esc_start`, `exec_esc`; `mode_code` is 0 (BF16) and `expected_error` names a rule of
+    /// spec 20.9, which a decoder MUST report exactly (spec 20.10: the check order is total).
+    Exec,
+}
+
+impl Representation {
+    pub fn is_format10(&self) -> bool {
+        *self == Representation::Format10
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Vector {
     /// Unique, stable, file-system safe id, e.g. `canonical-bf16-l0-gauss-13x40`.
     pub id: String,
     pub kind: Kind,
+    /// Absent for format 10; `exec` for an execution-layout vector (spec 20).
+    #[serde(default, skip_serializing_if = "Representation::is_format10")]
+    pub representation: Representation,
+    /// Execution-layout vectors: ids of format-10 vectors (same manifest) that carry the same
+    /// matrix. Transcoding any of them (spec 20.12.2) MUST give exactly this vector's fields.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcoded_from: Vec<String>,
+    /// Execution-layout vectors: ids of FP8 format-10 vectors (same manifest) carrying the same
+    /// values; a transcoder MUST refuse them (spec 20.12.3).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub transcode_refused_from: Vec<String>,
     /// Spec clauses the vector exercises, e.g. ["6.1", "7.3"].
     pub clauses: Vec<String>,
     /// One line saying what the vector is about.

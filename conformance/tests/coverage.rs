@@ -5,7 +5,7 @@
 //! - canonical, valid and broken vectors say what the reference decoder says about them.
 
 use nwc_conformance::gen::{self, coverage, Tier};
-use nwc_conformance::manifest::{Kind, Manifest};
+use nwc_conformance::manifest::{Kind, Manifest, Representation};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -107,19 +107,29 @@ fn kinds_are_consistent_and_every_rule_has_a_vector() {
             Kind::Canonical | Kind::Valid => {
                 assert!(v.expected_error.is_none() && v.input.is_some() && v.dequant.is_some(), "{}", v.id);
                 assert!(!v.matvecs.is_empty() && !v.gathers.is_empty(), "{}", v.id);
-                assert_eq!(v.kind == Kind::Canonical, v.stream_end.is_some(), "{}", v.id);
+                // The execution layout has no unspecified bytes and so no stream end (spec 20.3).
+                let has_end = v.kind == Kind::Canonical && v.representation == Representation::Format10;
+                assert_eq!(has_end, v.stream_end.is_some(), "{}", v.id);
             }
             Kind::Invalid | Kind::Malformed => {
                 let rule = v.expected_error.as_deref().unwrap_or_else(|| panic!("{}: no expected_error", v.id));
-                let clause = nwc_reference::FormatError::RULES.iter().find(|(r, _)| *r == rule).expect("known rule").1;
-                let malformed = ["13.1", "13.2", "13.3", "13.4"].contains(&clause);
+                // Spec 20.9 rules for execution-layout vectors; the order of 20.10 is total, so
+                // they never list alternatives.
+                let exec = v.representation == Representation::Exec;
+                let table: &[(&str, &str)] =
+                    if exec { &nwc_reference::exec::ExecFormatError::RULES } else { &nwc_reference::FormatError::RULES };
+                let clause = table.iter().find(|(r, _)| *r == rule).unwrap_or_else(|| panic!("{}: unknown rule", v.id)).1;
+                assert!(!exec || v.also_broken.is_empty(), "{}", v.id);
+                let malformed = ["13.1", "13.2", "13.3", "13.4", "20.9.1", "20.9.2"].contains(&clause);
                 assert_eq!(v.kind == Kind::Malformed, malformed, "{}", v.id);
                 assert!(v.clauses.iter().any(|c| c == clause), "{} does not cite {clause}", v.id);
                 rules.insert(rule.to_owned());
             }
         }
     }
-    for (rule, _) in nwc_reference::FormatError::RULES {
-        assert!(rules.contains(rule), "no vector breaks {rule}");
+    for (rule, _) in nwc_reference::FormatError::RULES.iter().chain(&nwc_reference::exec::ExecFormatError::RULES) {
+        assert!(rules.contains(*rule), "no vector breaks {rule}");
     }
+    // Spec 20.10: at least one execution-layout vector breaks two rules and expects the first.
+    assert!(manifest.vectors.iter().any(|v| v.representation == Representation::Exec && v.id.contains("-and-")));
 }

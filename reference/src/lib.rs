@@ -22,6 +22,7 @@ pub mod decode; // spec 13, 15.1
 pub mod element; // spec 4
 pub mod encode; // spec 4-9
 pub mod error;
+pub mod exec; // spec 20
 pub mod geometry; // spec 3
 pub mod lut; // spec 10
 pub mod matrix; // spec 12

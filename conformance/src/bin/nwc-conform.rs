@@ -29,7 +29,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run every vector through the reference codec (encode, decode, validate, dequant, gather, matvec).
+    /// Run every vector through the reference codec (encode, decode, validate, dequant, gather, matvec),
+    /// execution-layout vectors (spec 20) included: encode, transcode, validate, decode and the outputs.
     Reference,
     /// Judge an encoder: runs `CMD ARGS... --elem bf16|fp8 --layout 0|1 --rows M --cols K INPUT OUTDIR`.
     Encoder(ToolArgs),

@@ -7,6 +7,8 @@
 
 pub mod cases;
 pub mod coverage;
+pub mod exec;
+mod exec_broken;
 pub mod expect;
 pub mod variants;
 pub mod writer;
@@ -60,6 +62,9 @@ fn new_vector(id: String, kind: Kind, mode_code: u32, rows: u64, cols: u64, desc
     Vector {
         id,
         kind,
+        representation: Default::default(),
+        transcoded_from: Vec::new(),
+        transcode_refused_from: Vec::new(),
         clauses: Vec::new(),
         description,
         mode_code,
@@ -273,6 +278,9 @@ pub fn generate(out: &Path, seed: u64, tier: Tier) -> io::Result<(Manifest, Summ
             }
         }
     }
+    // Spec 20: the execution-layout vectors, after the format-10 ones they name as sources.
+    let exec = exec::exec_vectors(&mut w, seed, tier, &vectors)?;
+    vectors.extend(exec);
     let mut summary = Summary { files: w.files_written, bytes: w.bytes_written, ..Summary::default() };
     for v in &vectors {
         let kind = format!("{:?}", v.kind).to_lowercase();

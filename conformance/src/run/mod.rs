@@ -7,7 +7,7 @@ pub mod reference;
 
 use crate::corpus::{Corpus, Entry};
 use crate::fields::{RawFields, EXP_OF_RANK};
-use crate::manifest::Vector;
+use crate::manifest::{Representation, Vector};
 use crate::report::{VectorResult, Verdict};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,15 +72,29 @@ pub fn first_byte_difference(expected: &[u8], got: &[u8]) -> Option<String> {
     (expected.len() != got.len()).then(|| format!("{} bytes, expected {}", got.len(), expected.len()))
 }
 
-/// Judges every entry; an unreadable entry is a failure.
-pub fn judge_all(corpus: &Corpus, mut judge: impl FnMut(usize, &Vector) -> Judgement) -> Vec<VectorResult> {
+/// Judges every entry; an unreadable entry is a failure. Execution-layout vectors (spec 20) are
+/// SKIPPED: the format-10 runners and protocols have no execution layout.
+pub fn judge_all(corpus: &Corpus, judge: impl FnMut(usize, &Vector) -> Judgement) -> Vec<VectorResult> {
+    let skip = |_: usize, _: &Vector| (Verdict::Skipped, None);
+    judge_all_with_exec(corpus, judge, skip)
+}
+
+/// [`judge_all`] with a second judge for the execution-layout vectors (`crate::exec`).
+pub fn judge_all_with_exec(
+    corpus: &Corpus,
+    mut judge: impl FnMut(usize, &Vector) -> Judgement,
+    mut judge_exec: impl FnMut(usize, &Vector) -> Judgement,
+) -> Vec<VectorResult> {
     corpus
         .entries
         .iter()
         .enumerate()
         .map(|(i, entry)| match entry {
             Entry::Usable(v) => {
-                let (verdict, detail) = judge(i, v);
+                let (verdict, detail) = match v.representation {
+                    Representation::Format10 => judge(i, v),
+                    Representation::Exec => judge_exec(i, v),
+                };
                 VectorResult { id: v.id.clone(), kind: Some(v.kind), verdict, detail }
             }
             Entry::Unusable { id, reason } => {

@@ -4,7 +4,8 @@
 //! dequant, gather and matvec outputs. Invalid and malformed vectors are rejected with exactly
 //! the expected rule (spec 13).
 
-use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields};
+use super::{decode_raw, fail, first_byte_difference, input, judge_all, judge_all_with_exec, stored_fields};
+use crate::exec::{judge_exec, ReferenceExecBackend};
 use crate::backend::{check_outputs, check_outputs_class, Backend, MatvecClass};
 use crate::compare::first_difference;
 use crate::corpus::Corpus;
@@ -14,10 +15,18 @@ use crate::report::{Report, Verdict};
 use nwc_reference::{encode_le_bytes, quantize_fp8, DecodeError, Geometry, Mode, Shape};
 
 pub fn run(corpus: &Corpus, backend: &dyn Backend) -> Report {
-    let results = judge_all(corpus, |_, v| match judge(corpus, v, backend) {
-        Ok(()) => (Verdict::Pass, None),
-        Err(detail) => fail(detail),
-    });
+    let results = judge_all_with_exec(
+        corpus,
+        |_, v| match judge(corpus, v, backend) {
+            Ok(()) => (Verdict::Pass, None),
+            Err(detail) => fail(detail),
+        },
+        // Spec 20: the execution-layout vectors on the reference's execution layout.
+        |_, v| match judge_exec(corpus, v, &ReferenceExecBackend, MatvecClass::Exact) {
+            Ok(()) => (Verdict::Pass, None),
+            Err(detail) => fail(detail),
+        },
+    );
     Report::new("reference", Vec::new(), corpus, results)
 }
 

@@ -55,6 +55,9 @@ impl Writer {
         Vector {
             id: id.into(),
             kind,
+            representation: Default::default(),
+            transcoded_from: Vec::new(),
+            transcode_refused_from: Vec::new(),
             clauses: vec![],
             description: description.into(),
             mode_code,
