@@ -6,7 +6,8 @@
 //! NWC_CEILING_CURVE set, also the whole matvec and the decode probe against the number of blocks
 //! at K = 4096, which says when a round of resident warps stops costing one block's latency.
 
-use super::{cublas_matvec_us, gaussian_bf16, time_us, Res, L2_BYTES};
+use super::timing::{cublas_matvec_us, gaussian_bf16, time_us};
+use super::{Res, L2_BYTES};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, Probe};
