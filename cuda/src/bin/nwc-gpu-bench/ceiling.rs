@@ -1,4 +1,4 @@
-//! `nwc-gpu-bench --ceiling`: where the exact layout 0 matvec's (version 7's) batch-1 time goes (docs/gpu.md, "Where the time
+//! `nwc-gpu-bench --ceiling`: where the exact layout 0 matvec's (version 7's) batch-1 time goes (docs/gpu-history.md, "Where the time
 //! goes"). In one run, per shape: cuBLAS, the memory floor (one coalesced read of every stored
 //! byte), version 7 with its later stages left out (decode only with the pair table, decode only
 //! with the table-free decoder, + weights, + fma chains) and the whole matvec (checked exact);
@@ -6,7 +6,8 @@
 //! NWC_CEILING_CURVE set, also the whole matvec and the decode probe against the number of blocks
 //! at K = 4096, which says when a round of resident warps stops costing one block's latency.
 
-use super::{cublas_matvec_us, gaussian_bf16, time_us, Res, L2_BYTES};
+use super::timing::{cublas_matvec_us, gaussian_bf16, time_us};
+use super::{Res, L2_BYTES};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, Probe};

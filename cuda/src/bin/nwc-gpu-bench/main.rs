@@ -11,8 +11,7 @@
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
-use cudarc::cublas::{sys::cublasOperation_t, CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::fp8_native::Fp8Native;
 use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, MatvecKernel, Probe};
@@ -21,7 +20,11 @@ use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+mod batch;
 mod ceiling;
+mod timing;
+
+use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -37,112 +40,6 @@ const SHAPES: [(&str, u64, u64); 8] = [
 ];
 const L2_BYTES: u64 = 60 << 20;
 const LAUNCHES_PER_GRAPH: usize = 20;
-
-/// Median microseconds per launch of `launch(i)` (i rotates copies), from CUDA-graph replays.
-fn time_us(gpu: &Arc<Gpu>, launch: &mut dyn FnMut(usize) -> Res<()>) -> Res<f64> {
-    let s = &gpu.stream;
-    for i in 0..3 {
-        launch(i)?; // warm-up: module load, cuBLAS heuristics, caches
-    }
-    s.synchronize()?;
-    s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
-    for i in 0..LAUNCHES_PER_GRAPH {
-        launch(i)?;
-    }
-    let graph = s.end_capture(CUgraphInstantiate_flags(0))?.ok_or("empty graph")?;
-    graph.launch()?;
-    s.synchronize()?;
-    let (a, b) = (gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?, gpu.ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?);
-    let mut times = Vec::new();
-    for _ in 0..25 {
-        a.record(s)?;
-        graph.launch()?;
-        b.record(s)?;
-        b.synchronize()?;
-        times.push(f64::from(a.elapsed_ms(&b)?) * 1e3 / LAUNCHES_PER_GRAPH as f64);
-    }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
-}
-
-/// cuBLAS Y (M x N) = W X for row-major W (M x K, i.e. K x M column-major, transposed) and N
-/// activation columns of K values, all BF16.
-fn gemm_config(m: u64, n: u64, k: u64) -> GemmConfig<half::bf16> {
-    GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_T,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: m as i32,
-        n: n as i32,
-        k: k as i32,
-        alpha: half::bf16::ONE,
-        lda: k as i32,
-        ldb: k as i32,
-        beta: half::bf16::ZERO,
-        ldc: m as i32,
-    }
-}
-
-/// cuBLAS batch-1 BF16 matvec y (M) = W (M x K, row-major = K x M column-major, transposed) x:
-/// median microseconds, rotating copies of W that together exceed 3x the L2.
-fn cublas_matvec_us(gpu: &Arc<Gpu>, blas: &CudaBlas, words: &[u16], x: &[u16], m: u64, k: u64) -> Res<f64> {
-    let s = &gpu.stream;
-    let copies = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> = (0..copies)
-        .map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>()))
-        .collect::<Result<_, _>>()?;
-    let x_dev: CudaSlice<half::bf16> = s.clone_htod(&x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-    let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
-    let cfg = gemm_config(m, 1, k);
-    time_us(gpu, &mut |i| {
-        // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
-        unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
-        Ok(())
-    })
-}
-
-fn gaussian_bf16(n: usize, seed: u64) -> Vec<u16> {
-    // Box-Muller on a xorshift stream: N(0, 0.02) rounded to BF16, deterministic.
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
-    };
-    (0..n)
-        .map(|_| {
-            let (u, v) = (next(), next());
-            let g = (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos();
-            half::bf16::from_f32((0.02 * g) as f32).to_bits()
-        })
-        .collect()
-}
-
-/// Real weights: a raw little-endian BF16 file (.bf16, made by cuda/real-weights.py from
-/// MiniLM's safetensors) or every 2-D F32 tensor of a .safetensors file rounded to BF16.
-fn real_pool(path: &str) -> Res<Vec<u16>> {
-    let bytes = std::fs::read(path)?;
-    if !path.ends_with(".safetensors") {
-        return Ok(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect());
-    }
-    let n = u64::from_le_bytes(bytes[..8].try_into()?) as usize;
-    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n])?;
-    let body = &bytes[8 + n..];
-    let mut pool = Vec::new();
-    for (name, t) in header.as_object().ok_or("bad header")? {
-        if name == "__metadata__" || t["dtype"] != "F32" || t["shape"].as_array().map_or(0, |s| s.len()) != 2 {
-            continue;
-        }
-        let off = t["data_offsets"].as_array().ok_or("offsets")?;
-        let (a, b) = (off[0].as_u64().ok_or("offset")? as usize, off[1].as_u64().ok_or("offset")? as usize);
-        pool.extend(body[a..b].chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()));
-    }
-    Ok(pool)
-}
-
-fn tile(pool: &[u16], n: usize) -> Vec<u16> {
-    pool.iter().copied().cycle().take(n).collect()
-}
 
 /// Matvec kernels timed side by side (label, kernel); the last is the production one. History:
 /// codewise = version 1, staged = version 6, exact = version 7 (docs/gpu-history.md).
@@ -362,84 +259,6 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
     Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k })
 }
 
-/// Batch 1..16 on one shape (synthetic BF16): cuBLAS GEMM with N columns against the exact matvec with
-/// the batched kernels (each weight decoded once per group of 4 columns) and with one launch per
-/// column. The batched output must equal the per-column one bit for bit (per-column = the batch-1
-/// kernel, exact by the conformance run), or the row says MISMATCH. Last column: the same weights
-/// in layout 1 on tensor cores (bounded matvec, all N columns per decode, bounded class: every output
-/// checked against spec 19.4).
-fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
-    let s = &gpu.stream;
-    let words = gaussian_bf16((m * k) as usize, 11);
-    let enc = encode(Mode::BF16_L0, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
-    let (g0, _) = GpuMatrix::upload_and_decode(gpu, &enc)?;
-    let copies = (3 * L2_BYTES / g0.stored_bytes + 1).clamp(1, 8) as usize;
-    let mut mats = vec![g0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
-    let enc1 = encode(Mode::BF16_L1, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
-    let (mut g1, dec1) = GpuMatrix::upload_and_decode(gpu, &enc1)?;
-    g1.set_matvec_kernel(MatvecKernel::Bounded)?;
-    let copies1 = (3 * L2_BYTES / g1.stored_bytes + 1).clamp(1, 8) as usize;
-    let mut mats1 = vec![g1];
-    for _ in 1..copies1 {
-        mats1.push(mats1[0].try_clone()?);
-    }
-    let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> =
-        (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
-    println!("batched matvec, {m}x{k} synthetic BF16 (BF16 activations and outputs):");
-    println!(
-        "{:>5} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>7} | {:>9} {:>6}",
-        "N", "cuBLAS us", "fused us", "/cB", "percol us", "/cB", "fused/percol", "L1mma us", "/cB"
-    );
-    for n in [1usize, 2, 3, 4, 8, 9, 16] {
-        let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
-        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
-        let cfg = gemm_config(m, n as u64, k);
-        let cublas_us = time_us(gpu, &mut |i| {
-            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
-            unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
-            Ok(())
-        })?;
-        let xd = mats[0].activations_bf16(&xs, n)?;
-        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
-        let run = |fused: bool, mats: &mut Vec<GpuMatrix>, y: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {
-            for g in mats.iter_mut() {
-                g.set_matvec_kernel(if fused { MatvecKernel::Exact } else { MatvecKernel::ExactPerColumn })?;
-            }
-            s.memset_zeros(y)?;
-            let us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, y)?))?;
-            Ok((us, s.clone_dtoh(y)?))
-        };
-        let (fused_us, out_fused) = run(true, &mut mats, &mut y)?;
-        let (percol_us, out_percol) = run(false, &mut mats, &mut y)?;
-        let mut tag = if out_fused == out_percol { String::new() } else { "  MISMATCH: batched output differs from per-column".into() };
-        let xd1 = mats1[0].activations_bf16(&xs, n)?;
-        s.memset_zeros(&mut y)?;
-        let mma_us = time_us(gpu, &mut |i| Ok(mats1[i % copies1].matvec_into_bf16(&xd1, None, &mut y)?))?;
-        let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
-        let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
-        let mma_us = match level2::check_outputs(&level2::expected(&dec1, &xw, n, None)?, &got, true) {
-            Ok(_) => mma_us,
-            Err(why) => {
-                tag += &format!("  MISMATCH: layout 1 bounded matvec: {why}");
-                f64::NAN
-            }
-        };
-        println!(
-            "{n:>5} | {cublas_us:9.2} | {fused_us:9.2} {:5.2}x | {percol_us:9.2} {:5.2}x | {:6.2}x | {mma_us:9.2} {:5.2}x{tag}",
-            cublas_us / fused_us,
-            cublas_us / percol_us,
-            percol_us / fused_us,
-            cublas_us / mma_us
-        );
-    }
-    Ok(())
-}
-
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
@@ -493,7 +312,7 @@ fn main() -> Res<()> {
         let got: Vec<u32> = gpu.stream.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
         println!("profile: layout 1 bounded matvec within spec 19.4: {:?}", level2::check_outputs(&p.expect1, &got, true).map(|_| ()));
         g1.dequant_into(&mut deq)?;
-        // The timing probes of the exact layout 0 matvec (docs/gpu.md, "Where the time goes").
+        // The timing probes of the exact layout 0 matvec (docs/gpu-history.md, "Where the time goes").
         for probe in [Probe::Decode, Probe::DecodeFlat, Probe::DecodeReg, Probe::DecodeRep, Probe::DecodeClz, Probe::Weights, Probe::Fma] {
             for _ in 0..2 {
                 g.probe(probe, &xd)?;
@@ -508,7 +327,7 @@ fn main() -> Res<()> {
     }
     if batch_only {
         for (m, k) in [(6144, 4096), (4096, 4096)] {
-            bench_batch(&gpu, &blas, m, k)?;
+            batch::bench_batch(&gpu, &blas, m, k)?;
         }
         return Ok(());
     }
