@@ -6,7 +6,7 @@ mod common;
 use nwc_conformance::backend::ReferenceBackend;
 use nwc_conformance::corpus::Corpus;
 use nwc_conformance::report::{Report, Verdict};
-use nwc_conformance::run::{self, Tool};
+use nwc_conformance::run::{self, Scales, Tool};
 use std::time::Duration;
 
 fn broken(mode: &str, work: &std::path::Path, timeout_s: f64) -> Tool {
@@ -16,6 +16,7 @@ fn broken(mode: &str, work: &std::path::Path, timeout_s: f64) -> Tool {
         timeout: Duration::from_secs_f64(timeout_s),
         work_dir: work.to_owned(),
         keep_work: false,
+        scales: Scales::Passed,
     }
 }
 

@@ -59,8 +59,9 @@ pub struct Corruption {
     /// One line saying what was changed.
     pub what: String,
     pub fields: Corrupted,
-    /// Rules the format forces this corruption to break as well (spec 13.21: a decoder may
-    /// report any of them). Empty for almost all corruptions.
+    /// Rules the format forces this corruption to break as well; `rule` is the first of them in
+    /// the order of checks of spec 16.2, the one a decoder reports (spec 13.21). Empty for almost
+    /// all corruptions.
     pub also_broken: Vec<&'static str>,
 }
 

@@ -2,7 +2,7 @@
 //! nwc-conform protocol, so the suite can show it catches them. Built on the reference codec;
 //! each mode breaks exactly one thing.
 //!
-//! Encoder modes (`nwc-broken MODE --elem E --layout L --rows M --cols K INPUT OUTDIR`):
+//! Encoder modes (`nwc-broken MODE --elem E --layout L --rows M --cols K [--scales FILE] INPUT OUTDIR`):
 //!   encode-ok          the reference encoder (control)
 //!   encode-noisy-slack fills every unspecified byte (spec 9.7) with 0xA5: still canonical
 //!   encode-flip-bit    flips one bit of data.bin
@@ -64,6 +64,12 @@ fn encoder(mode: &str, args: &[String]) -> Result<(), String> {
     let shape = Shape::new(number(args, "--rows")?, number(args, "--cols")?);
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let mut enc = encode_le_bytes(m, shape, &bytes).map_err(|e| e.to_string())?;
+    // Spec 11.4: scales given with FP8 bytes are stored as given.
+    if let Some(i) = args.iter().position(|a| a == "--scales") {
+        let path = args.get(i + 1).ok_or("--scales needs a value")?;
+        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        enc.matrix.scale = Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+    }
     match mode {
         "encode-ok" => {}
         "encode-silent" => return Ok(()),

@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use nwc_conformance::backend::ReferenceBackend;
 use nwc_conformance::corpus::Corpus;
 use nwc_conformance::report::Report;
-use nwc_conformance::run::{self, Tool};
+use nwc_conformance::run::{self, Scales, Tool};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -49,6 +49,10 @@ struct ToolArgs {
     /// Keep per-vector inputs and outputs in this directory (default: a temporary one, removed).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Encoder: do not pass `--scales FILE` for vectors with FP8 scales (for encoders that do not
+    /// take it); `scale` is then judged only where the encoder writes one.
+    #[arg(long)]
+    without_scales: bool,
     /// The command under test and its leading arguments (after `--`).
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
@@ -70,6 +74,7 @@ impl ToolArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             work_dir,
             keep_work,
+            scales: if self.without_scales { Scales::Withheld } else { Scales::Passed },
         })
     }
 }

@@ -4,7 +4,7 @@
 //! VALID: not canonical, but it passes every rule of spec 13 and decodes to the input (14.3);
 //! FAIL otherwise, with the first difference and the validation error.
 
-use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Tool};
+use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Scales, Tool};
 use crate::compare::{first_difference, Difference};
 use crate::corpus::Corpus;
 use crate::fields::{check_summary, read_dir, to_raw, RawFields, EXP_OF_RANK, STORED_FIELDS};
@@ -57,9 +57,18 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
         v.rows.to_string(),
         "--cols".into(),
         v.cols.to_string(),
-        input_path.display().to_string(),
-        out_dir.display().to_string(),
     ]);
+    // Spec 11.4: FP8 bytes that come with scales are encoded with them, so `scale` is judged.
+    let scales = match (tool.scales, expected.get("scale")) {
+        (Scales::Passed, Some(scale)) => {
+            let path = dir.join("scales.bin");
+            std::fs::write(&path, scale).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            args.extend(["--scales".into(), path.display().to_string()]);
+            true
+        }
+        _ => false,
+    };
+    args.extend([input_path.display().to_string(), out_dir.display().to_string()]);
     let outcome = process::run(&tool.program, &args, &dir, tool.timeout);
     let got = read_dir(&out_dir);
     let summary = check_summary(&out_dir, v.mode_code, v.rows, v.cols);
@@ -73,6 +82,9 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
         return Ok(fail("the encoder exited 0 but wrote no field files"));
     }
     summary?;
+    if scales && !got.contains_key("scale") {
+        return Ok(fail("given --scales, the encoder wrote no scale.bin (spec 11.4: the scales are stored as given)"));
+    }
     Ok(verdict(&g, v, &expected, &got, &input))
 }
 

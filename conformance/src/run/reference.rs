@@ -64,10 +64,10 @@ fn judge(corpus: &Corpus, v: &Vector, backend: &dyn Backend) -> Result<(), Strin
         }
         Kind::Invalid | Kind::Malformed => {
             let rule = v.expected_error.as_deref().ok_or("no expected_error in the manifest")?;
-            // Spec 13.21: where one corruption necessarily breaks several rules, any of them is right.
-            let allowed = |r: &str| r == rule || v.also_broken.iter().any(|a| a == r);
+            // Spec 13.21, 16.2: the order of checks is total through step 4, so the reference names
+            // exactly `expected_error`; `also_broken` only lists the other rules the file breaks.
             match decode_raw(v.mode_code, v.rows, v.cols, &raw) {
-                Err(DecodeError::Format(e)) if allowed(e.rule()) => Ok(()),
+                Err(DecodeError::Format(e)) if e.rule() == rule => Ok(()),
                 Err(DecodeError::Format(e)) => Err(format!("rejected with {} (expected {rule}): {e}", e.rule())),
                 Err(e) => Err(format!("rejected for a resource limit, not rule {rule}: {e}")),
                 Ok(_) => Err(format!("accepted, expected rule {rule}")),
