@@ -22,6 +22,7 @@ export NWC_REQUIRE_NVRTC=1
 step "format and lints (rustfmt.toml, [workspace.lints])"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
+cargo clippy -p nwc-fast --all-targets --features bench,simd -- -D warnings # the bench binary and the simd build
 
 step "build (debug binaries used by the conformance runs)"
 cargo build --workspace --bins
