@@ -114,6 +114,20 @@ fn consistent_other_ranking_is_valid_not_canonical() {
 }
 
 #[test]
+fn given_scales_are_judged() {
+    // The mini corpus's FP8 vectors carry scales (quantized from BF16): `--scales` passes them.
+    for (mode, expected) in [("encode-no-scales", "wrote no scale.bin"), ("encode-wrong-scale", "scale.bin is not the scales given")] {
+        let report = encoder(mode);
+        for id in ["canonical-fp8-l0-9x24", "canonical-fp8-l1-5x70"] {
+            let (verdict, detail) = verdict_of(&report, id);
+            assert_eq!(verdict, Verdict::Fail, "{mode} {id}");
+            assert!(detail.contains(expected), "{mode} {id}: {detail}");
+        }
+        assert_eq!(verdict_of(&report, "canonical-bf16-l0-13x40").0, Verdict::Canonical, "{mode}");
+    }
+}
+
+#[test]
 fn flipped_data_bit_fails_with_the_first_difference() {
     let report = encoder("encode-flip-bit");
     assert_eq!(report.summary.passed, 0, "{}", report.to_text());

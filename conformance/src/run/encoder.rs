@@ -34,6 +34,10 @@ fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, Str
     let enc = encode_le_bytes(mode, Shape::new(v.rows, v.cols), input).map_err(|e| format!("reference encoder: {e}"))?;
     let mut raw = to_raw(&enc.matrix);
     raw.insert(EXP_OF_RANK.into(), enc.exp_of_rank.to_vec());
+    // The scales are part of the matrix the vector carries (spec 11.4, 14.3), not of its coding.
+    if let Some(scale) = stored_fields(corpus, v)?.remove("scale") {
+        raw.insert("scale".into(), scale);
+    }
     Ok(raw)
 }
 
@@ -92,6 +96,13 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
 fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
     if got.contains_key("scale") && !expected.contains_key("scale") {
         return fail("wrote scale.bin, but this input has no scales");
+    }
+    // Spec 14.3, 14.4: a valid encoding carries the matrix's scales exactly; no other choice.
+    if let (Some(want), Some(have)) = (expected.get("scale"), got.get("scale")) {
+        if want != have {
+            let diff = first_byte_difference(want, have).unwrap_or_default();
+            return fail(format!("scale.bin is not the scales given (spec 11.4, 14.4): {diff}"));
+        }
     }
     let mut compared = vec!["data", "bases", "hdr", "lut", "low"];
     if got.contains_key("scale") {
