@@ -11,10 +11,7 @@ fn check_not_an_input(dir: &Path, out: &Path) -> Result<(), CliError> {
     let target = resolved(out);
     for name in store::ALL_FILES {
         if target.is_some() && resolved(&dir.join(name)) == target {
-            return Err(CliError::usage(format!(
-                "refusing to overwrite the input {name} with the output {}",
-                out.display()
-            )));
+            return Err(CliError::usage(format!("refusing to overwrite the input {name} with the output {}", out.display())));
         }
     }
     Ok(())
@@ -26,12 +23,6 @@ pub fn run(dir: &Path, out: &Path) -> Result<(), CliError> {
     let bytes = decoded.to_le_bytes();
     // The output appears only once complete; on any error above nothing was written.
     write_atomic(out, &bytes)?;
-    println!(
-        "{} {}: {} bytes -> {}",
-        decoded.mode,
-        decoded.shape,
-        bytes.len(),
-        out.display()
-    );
+    println!("{} {}: {} bytes -> {}", decoded.mode, decoded.shape, bytes.len(), out.display());
     Ok(())
 }

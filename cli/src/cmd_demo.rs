@@ -3,19 +3,14 @@
 
 use crate::error::{CliError, EXIT_IO};
 use crate::store::sha256_hex;
-use nwc_reference::{
-    decode, encode, quantize_fp8, ElemType, Elements, Encoding, Mode, Shape, Weights,
-};
+use nwc_reference::{decode, encode, quantize_fp8, ElemType, Elements, Encoding, Mode, Shape, Weights};
 use std::time::{Duration, Instant};
 
 /// encoder.layer.0.intermediate.dense.weight of all-MiniLM-L6-v2, F32 rounded to BF16 (data/README.md).
 const SAMPLE: &[u8] = include_bytes!("../../data/minilm-l0-intermediate.bf16");
 const SAMPLE_SHA256: &str = "e7effaca944e529cd14a1cd14b17ae3484167c9463e74ecdfda077c516a21fde";
 const SAMPLE_NAME: &str = "all-MiniLM-L6-v2 encoder.layer.0.intermediate.dense.weight";
-const SAMPLE_SHAPE: Shape = Shape {
-    rows: 1536,
-    cols: 384,
-};
+const SAMPLE_SHAPE: Shape = Shape { rows: 1536, cols: 384 };
 
 /// The fastest of `reps` runs of `f`, and its last result.
 fn best_of<T>(reps: usize, mut f: impl FnMut() -> T) -> (Duration, T) {
@@ -35,33 +30,19 @@ fn mb_per_s(bytes: usize, d: Duration) -> f64 {
 }
 
 fn failure(message: String) -> CliError {
-    CliError {
-        exit: EXIT_IO,
-        message,
-        file: None,
-    }
+    CliError { exit: EXIT_IO, message, file: None }
 }
 
 /// Bytes of every stored field (spec 12), scales included.
 fn stored_bytes(enc: &Encoding, scales: Option<&[f32]>) -> usize {
     let m = &enc.matrix;
-    m.data.len()
-        + 4 * m.bases.len()
-        + m.hdr.len()
-        + 4 * m.lut.len()
-        + m.low.len()
-        + scales.map_or(0, |s| 4 * s.len())
+    m.data.len() + 4 * m.bases.len() + m.hdr.len() + 4 * m.lut.len() + m.low.len() + scales.map_or(0, |s| 4 * s.len())
 }
 
 /// Spec 11.2: each fp8 value is the weight divided by its row scale, rounded to e4m3 (3 mantissa
 /// bits), so dequant * scale is within half a step: 2^-4 relative, or 2^-10 * scale near zero.
 /// Returns the largest error as a fraction of the row's absmax (448 * scale).
-fn check_fp8_dequant(
-    words: &[u16],
-    dequant: &[u16],
-    stride: usize,
-    scales: &[f32],
-) -> Result<f64, CliError> {
+fn check_fp8_dequant(words: &[u16], dequant: &[u16], stride: usize, scales: &[f32]) -> Result<f64, CliError> {
     let cols = SAMPLE_SHAPE.cols as usize;
     let mut worst = 0f64;
     for (row, &s) in scales.iter().enumerate() {
@@ -82,44 +63,22 @@ fn check_fp8_dequant(
 pub fn run(reps: usize) -> Result<(), CliError> {
     let digest = sha256_hex(SAMPLE);
     if digest != SAMPLE_SHA256 {
-        return Err(CliError::rejected(format!(
-            "bundled sample has sha256 {digest}, expected {SAMPLE_SHA256} (data/README.md)"
-        )));
+        return Err(CliError::rejected(format!("bundled sample has sha256 {digest}, expected {SAMPLE_SHA256} (data/README.md)")));
     }
-    let words: Vec<u16> = SAMPLE
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let words: Vec<u16> = SAMPLE.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
     let shape = SAMPLE_SHAPE;
     let n = shape.weights() as usize;
-    println!(
-        "nwc demo: {SAMPLE_NAME}, {} x {} BF16 ({} bytes, sha256 {}... ok)",
-        shape.rows,
-        shape.cols,
-        SAMPLE.len(),
-        &digest[..16]
-    );
-    let build = if cfg!(debug_assertions) {
-        "DEBUG build, timings not meaningful"
-    } else {
-        "release build"
-    };
+    println!("nwc demo: {SAMPLE_NAME}, {} x {} BF16 ({} bytes, sha256 {}... ok)", shape.rows, shape.cols, SAMPLE.len(), &digest[..16]);
+    let build = if cfg!(debug_assertions) { "DEBUG build, timings not meaningful" } else { "release build" };
     println!(
         "codecs: nwc-reference (written for clarity, not speed, one thread) and nwc-fast ({} threads), best of {reps} runs, {build}",
         rayon::current_num_threads()
     );
-    println!(
-        "throughput: MB/s of BF16 input ({} bytes) per second\n",
-        SAMPLE.len()
-    );
+    println!("throughput: MB/s of BF16 input ({} bytes) per second\n", SAMPLE.len());
 
     let (t_quant, quantized) = best_of(reps, || quantize_fp8(&words, shape));
-    let (fp8, scales) =
-        quantized.map_err(|e| CliError::rejected(format!("bundled sample: {e}")))?;
-    println!(
-        "fp8 modes quantize the sample first (spec 11.2, per-row scales): {:.1} MB/s\n",
-        mb_per_s(SAMPLE.len(), t_quant)
-    );
+    let (fp8, scales) = quantized.map_err(|e| CliError::rejected(format!("bundled sample: {e}")))?;
+    println!("fp8 modes quantize the sample first (spec 11.2, per-row scales): {:.1} MB/s\n", mb_per_s(SAMPLE.len(), t_quant));
 
     println!(
         "{:<13} {:>12} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}  round trip",
@@ -134,8 +93,7 @@ pub fn run(reps: usize) -> Result<(), CliError> {
         let mut enc = enc.map_err(|e| failure(format!("{mode}: encode failed: {e}")))?;
         enc.matrix.scale = mode_scales.map(<[f32]>::to_vec);
         let (t_dec, dec) = best_of(reps, || decode(&enc.matrix));
-        let dec =
-            dec.map_err(|e| failure(format!("{mode}: decoding our own encoding failed: {e}")))?;
+        let dec = dec.map_err(|e| failure(format!("{mode}: decoding our own encoding failed: {e}")))?;
         // The fast codec must be byte-identical to the reference (its own tests and fuzzing check
         // that in general; the demo checks it on real weights).
         let (t_fenc, fenc) = best_of(reps, || nwc_fast::encode(mode, shape, weights));
@@ -159,10 +117,7 @@ pub fn run(reps: usize) -> Result<(), CliError> {
         let mut check = "bit-exact".to_string();
         if let Some(s) = mode_scales {
             let worst = check_fp8_dequant(&words, &dec.dequant(), dec.row_stride() as usize, s)?;
-            check += &format!(
-                ", dequant*scale within half an e4m3 step (max {:.2}% of row absmax)",
-                100.0 * worst
-            );
+            check += &format!(", dequant*scale within half an e4m3 step (max {:.2}% of row absmax)", 100.0 * worst);
         }
         let stored = stored_bytes(&enc, mode_scales);
         let input = n * mode.elem.input_bytes();

@@ -2,9 +2,7 @@
 
 use crate::error::CliError;
 use crate::store::{self, sha256_hex, write_atomic};
-use nwc_reference::{
-    encode, quantize_fp8, ElemType, Encoding, Geometry, Limits, Mode, Shape, Weights,
-};
+use nwc_reference::{encode, quantize_fp8, ElemType, Encoding, Geometry, Limits, Mode, Shape, Weights};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
@@ -56,15 +54,9 @@ fn le_u32(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
 }
 
 /// Reads the input after checking its size against the shape (never reads a file of the wrong size).
-fn read_input(
-    path: &Path,
-    shape: Shape,
-    elem_name: &'static str,
-    bytes_per_weight: u64,
-) -> Result<Vec<u8>, CliError> {
+fn read_input(path: &Path, shape: Shape, elem_name: &'static str, bytes_per_weight: u64) -> Result<Vec<u8>, CliError> {
     let expected = shape.weights() * bytes_per_weight;
-    let got = store::file_len(path)?
-        .ok_or_else(|| CliError::invalid(path, "input file does not exist"))?;
+    let got = store::file_len(path)?.ok_or_else(|| CliError::invalid(path, "input file does not exist"))?;
     if got != expected {
         let (rows, cols) = (shape.rows, shape.cols);
         let msg = format!("input: {got} bytes, a {rows}x{cols} {elem_name} matrix has {expected} ({bytes_per_weight} per weight)");
@@ -72,10 +64,7 @@ fn read_input(
     }
     let bytes = fs::read(path).map_err(|e| CliError::read(path, e))?;
     if bytes.len() as u64 != expected {
-        return Err(CliError::invalid(
-            path,
-            "input changed size while being read",
-        ));
+        return Err(CliError::invalid(path, "input changed size while being read"));
     }
     Ok(bytes)
 }
@@ -87,38 +76,22 @@ fn weights_of(args: &EncodeArgs) -> Result<(Encoding, Option<Vec<f32>>), CliErro
     let bf16_input = mode.elem == ElemType::Bf16 || args.quantize_from_bf16;
     if !bf16_input {
         let bytes = read_input(input, shape, "fp8 e4m3", 1)?;
-        return Ok((
-            encode(mode, shape, Weights::Fp8(&bytes)).map_err(encode_err)?,
-            None,
-        ));
+        return Ok((encode(mode, shape, Weights::Fp8(&bytes)).map_err(encode_err)?, None));
     }
     let bytes = read_input(input, shape, "bf16", 2)?;
-    let words: Vec<u16> = bytes
-        .chunks_exact(2)
-        .map(|c| u16::from_le_bytes([c[0], c[1]]))
-        .collect();
+    let words: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
     drop(bytes);
     if mode.elem == ElemType::Bf16 {
-        return Ok((
-            encode(mode, shape, Weights::Bf16(&words)).map_err(encode_err)?,
-            None,
-        ));
+        return Ok((encode(mode, shape, Weights::Bf16(&words)).map_err(encode_err)?, None));
     }
-    let (fp8, scales) =
-        quantize_fp8(&words, shape).map_err(|e| CliError::invalid(input, e.to_string()))?;
-    Ok((
-        encode(mode, shape, Weights::Fp8(&fp8)).map_err(encode_err)?,
-        Some(scales),
-    ))
+    let (fp8, scales) = quantize_fp8(&words, shape).map_err(|e| CliError::invalid(input, e.to_string()))?;
+    Ok((encode(mode, shape, Weights::Fp8(&fp8)).map_err(encode_err)?, Some(scales)))
 }
 
 pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
     // Spec 3.2 and this process's limits, before the input is read.
-    let geometry = Geometry::new(args.mode, args.shape)
-        .map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
-    Limits::default()
-        .check_shape(args.shape)
-        .map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
+    let geometry = Geometry::new(args.mode, args.shape).map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
+    Limits::default().check_shape(args.shape).map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
     let (enc, scales) = weights_of(args)?;
     let m = &enc.matrix;
 
@@ -135,11 +108,7 @@ pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
     }
     let n = args.shape.weights();
     let bytes_input = n * args.mode.elem.input_bytes() as u64;
-    let bytes_total: u64 = files
-        .iter()
-        .filter(|(name, _)| *name != store::EXP_OF_RANK)
-        .map(|(_, b)| b.len() as u64)
-        .sum();
+    let bytes_total: u64 = files.iter().filter(|(name, _)| *name != store::EXP_OF_RANK).map(|(_, b)| b.len() as u64).sum();
     let summary = SummaryOut {
         format_version: nwc_reference::FORMAT_VERSION,
         encoder: format!("nwc-reference {}", env!("CARGO_PKG_VERSION")),
@@ -160,10 +129,7 @@ pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
         ratio_vs_bf16: bytes_total as f64 / (2 * n) as f64,
         ratio_vs_input: bytes_total as f64 / bytes_input as f64,
         exp_of_rank: enc.exp_of_rank,
-        sha256: files
-            .iter()
-            .map(|(name, b)| (*name, sha256_hex(b)))
-            .collect(),
+        sha256: files.iter().map(|(name, b)| (*name, sha256_hex(b))).collect(),
     };
     let json = serde_json::to_vec_pretty(&summary).expect("the summary serialises");
     files.push((store::SUMMARY, json));
@@ -172,10 +138,7 @@ pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
     let input = store::resolved(&args.input);
     for (name, _) in &files {
         if store::resolved(&args.outdir.join(name)) == input {
-            return Err(CliError::usage(format!(
-                "the input {} would be overwritten by the output {name}",
-                args.input.display()
-            )));
+            return Err(CliError::usage(format!("the input {} would be overwritten by the output {name}", args.input.display())));
         }
     }
     for (name, bytes) in &files {

@@ -11,32 +11,19 @@ use std::fmt::Write;
 use std::path::Path;
 
 /// The stored fields, in the order they are listed (spec 12).
-const FIELD_FILES: [&str; 6] = [
-    store::DATA,
-    store::BASES,
-    store::HDR,
-    store::LUT,
-    store::LOW,
-    store::SCALE,
-];
+const FIELD_FILES: [&str; 6] = [store::DATA, store::BASES, store::HDR, store::LUT, store::LOW, store::SCALE];
 
 /// Spec 9.4: where the last block's lane streams end.
 fn stream_end(m: &EncodedMatrix) -> u64 {
     let last = m.bases.len() - 1; // Geometry guarantees at least one block
-    let words: u64 = m.hdr[last * LANES..(last + 1) * LANES]
-        .iter()
-        .map(|&w| u64::from(w))
-        .sum();
+    let words: u64 = m.hdr[last * LANES..(last + 1) * LANES].iter().map(|&w| u64::from(w)).sum();
     u64::from(m.bases[last]) + 4 * words
 }
 
 /// Spec 6.2: BF16 weights whose exponent has no rank among 0..14 are escaped.
 fn escapes(d: &DecodedMatrix) -> u64 {
     match &d.elements {
-        Elements::Bf16(words) => words
-            .iter()
-            .filter(|&&w| !d.exp_of_rank.contains(&bf16_symbol(w)))
-            .count() as u64,
+        Elements::Bf16(words) => words.iter().filter(|&&w| !d.exp_of_rank.contains(&bf16_symbol(w))).count() as u64,
         Elements::Fp8(_) => 0,
     }
 }
@@ -58,11 +45,7 @@ fn sha256_line(dir: &Path, json: &serde_json::Value) -> Result<String, CliError>
             Ok(mut f) => {
                 let mut hasher = Sha256::new();
                 std::io::copy(&mut f, &mut hasher).map_err(|e| CliError::read(&path, e))?;
-                hasher
-                    .finalize()
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect::<String>()
+                hasher.finalize().iter().map(|b| format!("{b:02x}")).collect::<String>()
             }
             Err(_) => String::new(), // missing: differs
         };
@@ -85,11 +68,7 @@ pub fn run(dir: &Path) -> Result<(), CliError> {
     let w = &mut out;
     let _ = writeln!(w, "format        NWC {}", nwc_reference::FORMAT_VERSION);
     let _ = writeln!(w, "mode          {} (mode code {})", s.mode, s.mode.code());
-    let _ = writeln!(
-        w,
-        "shape         {} x {} (K16 {}, n_low {}, blocks {})",
-        s.shape.rows, s.shape.cols, g.k16, g.n_low, g.blocks
-    );
+    let _ = writeln!(w, "shape         {} x {} (K16 {}, n_low {}, blocks {})", s.shape.rows, s.shape.cols, g.k16, g.n_low, g.blocks);
     let mut total = 0u64;
     for name in FIELD_FILES {
         match file_len(&dir.join(name))? {
@@ -103,40 +82,20 @@ pub fn run(dir: &Path) -> Result<(), CliError> {
         }
     }
     let _ = writeln!(w, "total         {total:>10} bytes");
-    let _ = writeln!(
-        w,
-        "vs BF16       {:>10.4} (of {} bytes)",
-        total as f64 / (2 * n) as f64,
-        2 * n
-    );
+    let _ = writeln!(w, "vs BF16       {:>10.4} (of {} bytes)", total as f64 / (2 * n) as f64, 2 * n);
     if s.mode.elem == ElemType::Fp8E4m3 {
-        let _ = writeln!(
-            w,
-            "vs fp8 input  {:>10.4} (of {} bytes)",
-            total as f64 / n as f64,
-            n
-        );
+        let _ = writeln!(w, "vs fp8 input  {:>10.4} (of {} bytes)", total as f64 / n as f64, n);
     }
 
     let result = load_matrix(dir, &s, &limits).and_then(|m| {
         let end = stream_end(&m);
-        decode_with_limits(&m, &limits)
-            .map(|d| (end, d))
-            .map_err(|e| decode_error(dir, e))
+        decode_with_limits(&m, &limits).map(|d| (end, d)).map_err(|e| decode_error(dir, e))
     });
     if let Ok((end, d)) = &result {
         let ranks: Vec<String> = d.exp_of_rank.iter().map(u8::to_string).collect();
-        let _ = writeln!(
-            w,
-            "exp_of_rank   {} (ranks 0..14, from lut.bin)",
-            ranks.join(" ")
-        );
+        let _ = writeln!(w, "exp_of_rank   {} (ranks 0..14, from lut.bin)", ranks.join(" "));
         let _ = writeln!(w, "escapes       {}", escapes(d));
-        let _ = writeln!(
-            w,
-            "stream end    {end} (data.bin needs at least {})",
-            end.div_ceil(8) * 8 + 64
-        );
+        let _ = writeln!(w, "stream end    {end} (data.bin needs at least {})", end.div_ceil(8) * 8 + 64);
     }
     let _ = writeln!(w, "sha256        {}", sha256_line(dir, &s.json)?);
     match &result {
@@ -144,17 +103,8 @@ pub fn run(dir: &Path) -> Result<(), CliError> {
             let _ = writeln!(w, "status        valid");
         }
         Err(e) => {
-            let file = e
-                .file
-                .as_deref()
-                .and_then(Path::file_name)
-                .map(|f| f.to_string_lossy().into_owned());
-            let _ = writeln!(
-                w,
-                "status        invalid: {} (in {})",
-                e.message,
-                file.unwrap_or_else(|| "?".into())
-            );
+            let file = e.file.as_deref().and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
+            let _ = writeln!(w, "status        invalid: {} (in {})", e.message, file.unwrap_or_else(|| "?".into()));
         }
     }
     print!("{out}");

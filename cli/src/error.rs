@@ -26,20 +26,12 @@ pub struct CliError {
 impl CliError {
     /// The input is unusable.
     pub fn invalid(file: impl AsRef<Path>, message: impl Into<String>) -> CliError {
-        CliError {
-            exit: EXIT_INVALID,
-            message: message.into(),
-            file: Some(file.as_ref().to_path_buf()),
-        }
+        CliError { exit: EXIT_INVALID, message: message.into(), file: Some(file.as_ref().to_path_buf()) }
     }
 
     /// The arguments describe an input the format or this process's limits refuse (exit 3).
     pub fn rejected(message: impl Into<String>) -> CliError {
-        CliError {
-            exit: EXIT_INVALID,
-            message: message.into(),
-            file: None,
-        }
+        CliError { exit: EXIT_INVALID, message: message.into(), file: None }
     }
 
     /// An input file cannot be read (missing, unreadable): the input is unusable.
@@ -49,20 +41,12 @@ impl CliError {
 
     /// An output cannot be written: not the input's fault.
     pub fn write(file: impl AsRef<Path>, err: std::io::Error) -> CliError {
-        CliError {
-            exit: EXIT_IO,
-            message: format!("cannot write: {err}"),
-            file: Some(file.as_ref().to_path_buf()),
-        }
+        CliError { exit: EXIT_IO, message: format!("cannot write: {err}"), file: Some(file.as_ref().to_path_buf()) }
     }
 
     /// The arguments make no sense together (exit 2, like clap's own usage errors).
     pub fn usage(message: impl Into<String>) -> CliError {
-        CliError {
-            exit: EXIT_USAGE,
-            message: message.into(),
-            file: None,
-        }
+        CliError { exit: EXIT_USAGE, message: message.into(), file: None }
     }
 }
 

@@ -22,11 +22,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Parser)]
-#[command(
-    name = "nwc",
-    version,
-    about = "NWC format 10 (Neural Weight Compression): encode, decode, inspect, demo"
-)]
+#[command(name = "nwc", version, about = "NWC format 10 (Neural Weight Compression): encode, decode, inspect, demo")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -93,18 +89,10 @@ impl EncodeCli {
             ElemArg::Bf16 => ElemType::Bf16,
             ElemArg::Fp8 => ElemType::Fp8E4m3,
         };
-        let layout = if self.layout == 0 {
-            Layout::Rows8
-        } else {
-            Layout::Fragment16
-        };
+        let layout = if self.layout == 0 { Layout::Rows8 } else { Layout::Fragment16 };
         if self.quantize_from_bf16 && elem != ElemType::Fp8E4m3 {
-            Cli::command()
-                .error(
-                    clap::error::ErrorKind::ArgumentConflict,
-                    "--quantize-from-bf16 needs --elem fp8",
-                )
-                .exit(); // exit status 2, like every other usage error
+            Cli::command().error(clap::error::ErrorKind::ArgumentConflict, "--quantize-from-bf16 needs --elem fp8").exit();
+            // exit status 2, like every other usage error
         }
         cmd_encode::EncodeArgs {
             mode: Mode { elem, layout },

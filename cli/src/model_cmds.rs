@@ -166,7 +166,13 @@ pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
             for m in &r.mismatches {
                 outln!("MISMATCH {m}");
             }
-            outln!("{} matrices valid; {} tensors checked; {} compared with the original; {} mismatches", r.matrices, r.tensors, r.compared, r.mismatches.len());
+            outln!(
+                "{} matrices valid; {} tensors checked; {} compared with the original; {} mismatches",
+                r.matrices,
+                r.tensors,
+                r.compared,
+                r.mismatches.len()
+            );
             if r.mismatches.is_empty() {
                 Ok(())
             } else {
@@ -221,14 +227,23 @@ fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliErro
         return Err(CliError::usage(format!("{} exists; refusing to overwrite it", output.display())));
     }
     let ck = nwc_container::checkpoint::Checkpoint::open(input).map_err(container_error)?;
-    let entry = ck.entries().map_err(container_error)?.iter().find(|e| e.id == id).ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
+    let entry = ck
+        .entries()
+        .map_err(container_error)?
+        .iter()
+        .find(|e| e.id == id)
+        .ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
     let m = ck.matrix(entry).map_err(container_error)?;
     let s = nwc_container::slice_rows(&m, r0, r1).map_err(|e| match e {
         nwc_container::SliceError::Range { .. } => CliError::usage(e.to_string()),
         other => CliError::invalid(input, other.to_string()),
     })?;
     nwc_reference::validate(&s).map_err(|e| CliError::invalid(input, format!("matrix {id}: {e}")))?;
-    std::fs::create_dir(output).map_err(|e| CliError { exit: EXIT_IO, message: format!("cannot create: {e}"), file: Some(output.to_path_buf()) })?;
+    std::fs::create_dir(output).map_err(|e| CliError {
+        exit: EXIT_IO,
+        message: format!("cannot create: {e}"),
+        file: Some(output.to_path_buf()),
+    })?;
     let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     use crate::store::*;
     write_atomic(&output.join(DATA), &s.data)?;
@@ -295,7 +310,8 @@ mod tests {
         let verify = |against: Option<PathBuf>| ModelCommand::Verify { input: ck.clone(), against, threads: None };
         assert_eq!(exit(run(verify(Some(model.clone())))), 0);
         assert_eq!(exit(run(ModelCommand::Inspect { input: ck.clone() })), 0);
-        let slice = |rows: &str, out: &str| ModelCommand::Slice { input: ck.clone(), matrix: 0, rows: rows.into(), output: tmp.path().join(out) };
+        let slice =
+            |rows: &str, out: &str| ModelCommand::Slice { input: ck.clone(), matrix: 0, rows: rows.into(), output: tmp.path().join(out) };
         assert_eq!(exit(run(slice("8:40", "s1"))), 0);
         assert!(tmp.path().join("s1/summary.json").is_file());
         assert_eq!(exit(run(slice("3:40", "s2"))), EXIT_USAGE, "unaligned rows");

@@ -37,24 +37,13 @@ pub struct SummaryIn {
 }
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn u64_key(json: &Value, key: &str, path: &Path) -> Result<u64, CliError> {
     match json.get(key) {
-        None => Err(CliError::invalid(
-            path,
-            format!("summary: key `{key}` is missing"),
-        )),
-        Some(v) => v.as_u64().ok_or_else(|| {
-            CliError::invalid(
-                path,
-                format!("summary: `{key}` is {v}, expected a non-negative integer"),
-            )
-        }),
+        None => Err(CliError::invalid(path, format!("summary: key `{key}` is missing"))),
+        Some(v) => v.as_u64().ok_or_else(|| CliError::invalid(path, format!("summary: `{key}` is {v}, expected a non-negative integer"))),
     }
 }
 
@@ -63,8 +52,7 @@ fn u64_key(json: &Value, key: &str, path: &Path) -> Result<u64, CliError> {
 pub fn read_summary(dir: &Path, limits: &Limits) -> Result<SummaryIn, CliError> {
     let path = dir.join(SUMMARY);
     let text = fs::read(&path).map_err(|e| CliError::read(&path, e))?;
-    let json: Value = serde_json::from_slice(&text)
-        .map_err(|e| CliError::invalid(&path, format!("summary: not valid JSON: {e}")))?;
+    let json: Value = serde_json::from_slice(&text).map_err(|e| CliError::invalid(&path, format!("summary: not valid JSON: {e}")))?;
     if !json.is_object() {
         return Err(CliError::invalid(&path, "summary: expected a JSON object"));
     }
@@ -77,33 +65,19 @@ pub fn read_summary(dir: &Path, limits: &Limits) -> Result<SummaryIn, CliError> 
     if let Some(t) = json.get("type") {
         let expected = type_name(mode);
         if t.as_str() != Some(expected) {
-            return Err(CliError::invalid(
-                &path,
-                format!("summary: `type` is {t}, but mode code {code} means \"{expected}\""),
-            ));
+            return Err(CliError::invalid(&path, format!("summary: `type` is {t}, but mode code {code} means \"{expected}\"")));
         }
     }
     if let Some(l) = json.get("layout") {
         if l.as_u64() != Some(u64::from(mode.layout.number())) {
             let n = mode.layout.number();
-            return Err(CliError::invalid(
-                &path,
-                format!("summary: `layout` is {l}, but mode code {code} means layout {n}"),
-            ));
+            return Err(CliError::invalid(&path, format!("summary: `layout` is {l}, but mode code {code} means layout {n}")));
         }
     }
     let shape = Shape::new(rows, cols);
-    let geometry =
-        Geometry::new(mode, shape).map_err(|e| CliError::invalid(&path, e.to_string()))?;
-    limits
-        .check_shape(shape)
-        .map_err(|e| CliError::invalid(&path, e.to_string()))?;
-    Ok(SummaryIn {
-        mode,
-        shape,
-        geometry,
-        json,
-    })
+    let geometry = Geometry::new(mode, shape).map_err(|e| CliError::invalid(&path, e.to_string()))?;
+    limits.check_shape(shape).map_err(|e| CliError::invalid(&path, e.to_string()))?;
+    Ok(SummaryIn { mode, shape, geometry, json })
 }
 
 /// The element type as summary.json's `type` key spells it.
@@ -143,54 +117,25 @@ pub fn allowed_sizes(field: Field, g: &Geometry) -> Option<Vec<u64>> {
 
 /// Reads one field file after checking its size: rule 13.3 field-size for fixed-size fields,
 /// the allocation limit for `data` (whose size the streams decide).
-fn read_field(
-    dir: &Path,
-    field: Field,
-    g: &Geometry,
-    limits: &Limits,
-) -> Result<Vec<u8>, CliError> {
+fn read_field(dir: &Path, field: Field, g: &Geometry, limits: &Limits) -> Result<Vec<u8>, CliError> {
     let path = dir.join(field_file(field));
-    let len = file_len(&path)?
-        .ok_or_else(|| CliError::invalid(&path, "missing (a stored field, spec 12)"))?;
+    let len = file_len(&path)?.ok_or_else(|| CliError::invalid(&path, "missing (a stored field, spec 12)"))?;
     match allowed_sizes(field, g) {
         Some(sizes) if !sizes.contains(&len) => {
-            let expected = sizes
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(" or ");
-            return Err(CliError::invalid(
-                &path,
-                FormatError::FieldSize {
-                    field,
-                    got: len,
-                    expected,
-                }
-                .to_string(),
-            ));
+            let expected = sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(" or ");
+            return Err(CliError::invalid(&path, FormatError::FieldSize { field, got: len, expected }.to_string()));
         }
-        _ => limits
-            .check_alloc(field_file(field), len)
-            .map_err(|e| CliError::invalid(&path, e.to_string()))?,
+        _ => limits.check_alloc(field_file(field), len).map_err(|e| CliError::invalid(&path, e.to_string()))?,
     }
     let bytes = fs::read(&path).map_err(|e| CliError::read(&path, e))?;
     if bytes.len() as u64 != len {
-        return Err(CliError::invalid(
-            &path,
-            format!(
-                "changed size while being read ({len} then {} bytes)",
-                bytes.len()
-            ),
-        ));
+        return Err(CliError::invalid(&path, format!("changed size while being read ({len} then {} bytes)", bytes.len())));
     }
     Ok(bytes)
 }
 
 fn u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes
-        .chunks_exact(4)
-        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 /// Loads the stored fields of the matrix in `dir` (`scale.bin` only if present).
@@ -234,14 +179,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
-    let name = path
-        .file_name()
-        .ok_or_else(|| CliError::usage(format!("{} names no file", path.display())))?;
-    let tmp = dir.join(format!(
-        ".{}.nwc-partial-{}",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
+    let name = path.file_name().ok_or_else(|| CliError::usage(format!("{} names no file", path.display())))?;
+    let tmp = dir.join(format!(".{}.nwc-partial-{}", name.to_string_lossy(), std::process::id()));
     let result = (|| {
         let mut f = fs::File::create(&tmp)?;
         f.write_all(bytes)?;

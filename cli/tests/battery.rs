@@ -17,16 +17,7 @@ use std::time::{Duration, Instant};
 /// and a decoder that allocated or looped by the declared shape would take far longer.
 const RUN_TIME_LIMIT: Duration = Duration::from_secs(20);
 
-const FILES: [&str; 8] = [
-    "data.bin",
-    "bases.bin",
-    "hdr.bin",
-    "lut.bin",
-    "low.bin",
-    "scale.bin",
-    "exp_of_rank.bin",
-    "summary.json",
-];
+const FILES: [&str; 8] = ["data.bin", "bases.bin", "hdr.bin", "lut.bin", "low.bin", "scale.bin", "exp_of_rank.bin", "summary.json"];
 
 struct Run {
     code: i32,
@@ -35,20 +26,10 @@ struct Run {
 
 fn nwc(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
     let start = Instant::now();
-    let out = Command::new(env!("CARGO_BIN_EXE_nwc"))
-        .args(args.iter().map(|a| a.as_ref()))
-        .output()
-        .expect("spawn nwc");
+    let out = Command::new(env!("CARGO_BIN_EXE_nwc")).args(args.iter().map(|a| a.as_ref())).output().expect("spawn nwc");
     let took = start.elapsed();
-    let run = Run {
-        code: out.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        took < RUN_TIME_LIMIT,
-        "nwc took {took:?}; stderr: {}",
-        run.stderr
-    );
+    let run = Run { code: out.status.code().unwrap_or(-1), stderr: String::from_utf8_lossy(&out.stderr).into_owned() };
+    assert!(took < RUN_TIME_LIMIT, "nwc took {took:?}; stderr: {}", run.stderr);
     run
 }
 
@@ -100,42 +81,19 @@ fn check_outcome(dir: &Path, what: &str, weights_bytes: u64) -> bool {
     let out = dir.with_extension("out");
     let _ = fs::remove_file(&out);
     let r = nwc(&[&"decode", &dir, &out]);
-    assert!(
-        r.code == 0 || r.code == 3,
-        "{what}: decode exit {}: {}",
-        r.code,
-        r.stderr
-    );
+    assert!(r.code == 0 || r.code == 3, "{what}: decode exit {}: {}", r.code, r.stderr);
     assert!(!r.stderr.contains("panicked"), "{what}: {}", r.stderr);
     if r.code == 3 {
         assert!(r.stderr.starts_with("error: "), "{what}: {}", r.stderr);
         // Named: the file at fault, and for a broken validity rule its name and clause.
-        assert!(
-            FILES.iter().any(|f| r.stderr.contains(f)),
-            "{what}: no file named: {}",
-            r.stderr
-        );
-        let rule = nwc_reference::FormatError::RULES
-            .iter()
-            .find(|(name, _)| r.stderr.contains(name));
+        assert!(FILES.iter().any(|f| r.stderr.contains(f)), "{what}: no file named: {}", r.stderr);
+        let rule = nwc_reference::FormatError::RULES.iter().find(|(name, _)| r.stderr.contains(name));
         if let Some((name, clause)) = rule {
-            assert!(
-                r.stderr.contains(&format!("{name} (spec {clause})")),
-                "{what}: {}",
-                r.stderr
-            );
+            assert!(r.stderr.contains(&format!("{name} (spec {clause})")), "{what}: {}", r.stderr);
         }
-        assert!(
-            !out.exists(),
-            "{what}: a failed decode left {}",
-            out.display()
-        );
+        assert!(!out.exists(), "{what}: a failed decode left {}", out.display());
     } else {
-        assert_eq!(
-            fs::metadata(&out).unwrap().len(),
-            weights_bytes,
-            "{what}: output size"
-        );
+        assert_eq!(fs::metadata(&out).unwrap().len(), weights_bytes, "{what}: output size");
     }
     let parent = out.parent().unwrap();
     let leftovers: Vec<_> = fs::read_dir(parent)
@@ -143,17 +101,9 @@ fn check_outcome(dir: &Path, what: &str, weights_bytes: u64) -> bool {
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.contains("nwc-partial"))
         .collect();
-    assert!(
-        leftovers.is_empty(),
-        "{what}: temporary files left: {leftovers:?}"
-    );
+    assert!(leftovers.is_empty(), "{what}: temporary files left: {leftovers:?}");
     let info = nwc(&[&"info", &dir]);
-    assert!(
-        info.code == 0 || info.code == 3,
-        "{what}: info exit {}: {}",
-        info.code,
-        info.stderr
-    );
+    assert!(info.code == 0 || info.code == 3, "{what}: info exit {}: {}", info.code, info.stderr);
     assert!(!info.stderr.contains("panicked"), "{what}: {}", info.stderr);
     r.code == 3
 }
@@ -171,27 +121,17 @@ fn every_file_damaged_every_way() {
     let mut case = 0;
     for (dir, bytes_per_weight) in &dirs {
         let weights_bytes = 17 * 530 * bytes_per_weight;
-        assert!(
-            !check_outcome(dir, "undamaged", weights_bytes),
-            "{} must decode",
-            dir.display()
-        );
+        assert!(!check_outcome(dir, "undamaged", weights_bytes), "{} must decode", dir.display());
         for file in FILES {
             let Ok(good) = fs::read(dir.join(file)) else {
                 continue;
             };
             let damages: Vec<(&str, Vec<u8>)> = vec![
                 ("zero-length", Vec::new()),
-                (
-                    "truncated by one byte",
-                    good[..good.len().saturating_sub(1)].to_vec(),
-                ),
+                ("truncated by one byte", good[..good.len().saturating_sub(1)].to_vec()),
                 ("one byte longer", [good.clone(), vec![0x5A]].concat()),
                 ("random bytes, same length", noise.bytes(good.len())),
-                (
-                    "random bytes, twice as long",
-                    noise.bytes(2 * good.len() + 3),
-                ),
+                ("random bytes, twice as long", noise.bytes(2 * good.len() + 3)),
                 ("first byte flipped", {
                     let mut b = good.clone();
                     if let Some(x) = b.first_mut() {
@@ -208,17 +148,12 @@ fn every_file_damaged_every_way() {
                 let what = format!("{} {file} {how}", dir.display());
                 let failed = check_outcome(&damaged, &what, weights_bytes);
                 // Damage that a decoder cannot miss: a field of the wrong size or an empty one.
-                let must_fail =
-                    matches!(file, "bases.bin" | "hdr.bin" | "lut.bin" | "summary.json")
-                        && how != "first byte flipped";
+                let must_fail = matches!(file, "bases.bin" | "hdr.bin" | "lut.bin" | "summary.json") && how != "first byte flipped";
                 assert!(failed || !must_fail, "{what}: accepted");
             }
         }
     }
-    assert!(
-        case >= 4 * 6 * 6,
-        "only {case} damaged directories were tried"
-    );
+    assert!(case >= 4 * 6 * 6, "only {case} damaged directories were tried");
 }
 
 #[test]
@@ -232,10 +167,7 @@ fn directories_of_random_files() {
             let len = usize::from(noise.bytes(1)[0]) * (i + 1);
             fs::write(dir.join(file), noise.bytes(len)).unwrap();
         }
-        assert!(
-            check_outcome(&dir, &format!("random directory {i}"), 0),
-            "random directory {i} decoded"
-        );
+        assert!(check_outcome(&dir, &format!("random directory {i}"), 0), "random directory {i} decoded");
     }
 }
 
@@ -260,19 +192,14 @@ fn shapes_at_and_past_the_limits() {
         let dir = tmp.path().join(format!("limits{i}"));
         copy_dir(&good, &dir);
         let path = dir.join("summary.json");
-        let mut json: serde_json::Value =
-            serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+        let mut json: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
         json["M"] = serde_json::json!(rows);
         json["K"] = serde_json::json!(cols);
         fs::write(&path, json.to_string()).unwrap();
         let out = dir.with_extension("out");
         let r = nwc(&[&"decode", &dir, &out]);
         assert_eq!(r.code, 3, "{rows}x{cols}: {}", r.stderr);
-        assert!(
-            r.stderr.contains(expected),
-            "{rows}x{cols}: expected {expected}: {}",
-            r.stderr
-        );
+        assert!(r.stderr.contains(expected), "{rows}x{cols}: expected {expected}: {}", r.stderr);
         assert!(!out.exists());
     }
 }

@@ -12,11 +12,7 @@ use std::path::{Path, PathBuf};
 /// A valid BF16 layout-0 directory with two row blocks (so offsets of block 1 depend on block 0).
 fn valid_dir(tmp: &Path, name: &str) -> PathBuf {
     let shape = Shape::new(16, 40);
-    let raw = write(
-        tmp,
-        &format!("{name}.raw"),
-        &bf16_input(11, Dist::Gaussian { log2_sigma: -6 }, shape),
-    );
+    let raw = write(tmp, &format!("{name}.raw"), &bf16_input(11, Dist::Gaussian { log2_sigma: -6 }, shape));
     let dir = tmp.join(name);
     encode_ok("bf16", 0, shape, &raw, &dir, &[]);
     dir
@@ -35,17 +31,8 @@ fn decode_fails(dir: &Path, rule: &str, file: &str) {
     assert_invalid(&r, rule, Some(file));
     assert!(!out.exists(), "a failed decode left {}", out.display());
     let info = nwc(&[&"info", &dir]);
-    assert_eq!(
-        info.code, 3,
-        "info of an invalid directory: {}",
-        info.stdout
-    );
-    assert!(
-        info.stdout
-            .contains(&format!("status        invalid: {rule}")),
-        "{}",
-        info.stdout
-    );
+    assert_eq!(info.code, 3, "info of an invalid directory: {}", info.stdout);
+    assert!(info.stdout.contains(&format!("status        invalid: {rule}")), "{}", info.stdout);
 }
 
 #[test]
@@ -114,16 +101,10 @@ fn corrupted_data_byte() {
 fn bad_fp8_scale() {
     let tmp = tempfile::tempdir().unwrap();
     let shape = Shape::new(8, 32);
-    let raw = write(
-        tmp.path(),
-        "in.bf16",
-        &bf16_input(2, Dist::Gaussian { log2_sigma: 0 }, shape),
-    );
+    let raw = write(tmp.path(), "in.bf16", &bf16_input(2, Dist::Gaussian { log2_sigma: 0 }, shape));
     let dir = tmp.path().join("q");
     encode_ok("fp8", 1, shape, &raw, &dir, &["--quantize-from-bf16"]);
-    edit(&dir.join("scale.bin"), |b| {
-        b[4..8].copy_from_slice(&f32::NAN.to_bits().to_le_bytes())
-    });
+    edit(&dir.join("scale.bin"), |b| b[4..8].copy_from_slice(&f32::NAN.to_bits().to_le_bytes()));
     decode_fails(&dir, "scale-value (spec 13.19)", "scale.bin");
     edit(&dir.join("scale.bin"), |b| b.truncate(4));
     decode_fails(&dir, "field-size (spec 13.3)", "scale.bin");
@@ -136,27 +117,14 @@ fn nan_in_fp8_input() {
     input[37] = 0x7F;
     let raw = write(tmp.path(), "nan.fp8", &input);
     let out = tmp.path().join("o");
-    let r = nwc(&[
-        &"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"20", &raw, &out,
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"20", &raw, &out]);
     assert_invalid(&r, "fp8 NaN (spec 4.", Some("nan.fp8"));
     assert!(!out.join("summary.json").exists());
     // NaN in BF16 input to the quantizer is refused the same way (spec 11.2).
     let mut words = bf16_input(1, Dist::Gaussian { log2_sigma: 0 }, Shape::new(4, 20));
     words[10..12].copy_from_slice(&0x7FC0u16.to_le_bytes());
     let raw = write(tmp.path(), "nan.bf16", &words);
-    let r = nwc(&[
-        &"encode",
-        &"--elem",
-        &"fp8",
-        &"--quantize-from-bf16",
-        &"--rows",
-        &"4",
-        &"--cols",
-        &"20",
-        &raw,
-        &out,
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"fp8", &"--quantize-from-bf16", &"--rows", &"4", &"--cols", &"20", &raw, &out]);
     assert_invalid(&r, "quantize (spec 11.", Some("nan.bf16"));
 }
 
@@ -165,22 +133,12 @@ fn wrong_input_length() {
     let tmp = tempfile::tempdir().unwrap();
     let raw = write(tmp.path(), "short.raw", &[0u8; 79]);
     let out = tmp.path().join("o");
-    let r = nwc(&[
-        &"encode", &"--elem", &"bf16", &"--rows", &"4", &"--cols", &"10", &raw, &out,
-    ]);
-    assert_invalid(
-        &r,
-        "input: 79 bytes, a 4x10 bf16 matrix has 80",
-        Some("short.raw"),
-    );
-    let r = nwc(&[
-        &"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &raw, &out,
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"bf16", &"--rows", &"4", &"--cols", &"10", &raw, &out]);
+    assert_invalid(&r, "input: 79 bytes, a 4x10 bf16 matrix has 80", Some("short.raw"));
+    let r = nwc(&[&"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &raw, &out]);
     assert_invalid(&r, "has 40", Some("short.raw"));
     let missing = tmp.path().join("missing.raw");
-    let r = nwc(&[
-        &"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &missing, &out,
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &missing, &out]);
     assert_invalid(&r, "does not exist", Some("missing.raw"));
 }
 
@@ -217,10 +175,7 @@ fn decode_fails_before_reading(dir: &Path, what: &str) {
     let out = dir.with_extension("out");
     for r in [nwc(&[&"decode", &dir, &out]), nwc(&[&"info", &dir])] {
         assert_invalid(&r, what, Some("summary.json"));
-        assert_eq!(
-            r.stdout, "",
-            "nothing is reported before summary.json is read"
-        );
+        assert_eq!(r.stdout, "", "nothing is reported before summary.json is read");
     }
     assert!(!out.exists());
 }
@@ -245,29 +200,9 @@ fn shape_over_the_limits() {
     decode_fails_before_reading(&dir, "limit: 1099511627776 weights exceed");
     // The encoder refuses such shapes before reading its input.
     let raw = write(tmp.path(), "x.raw", &[0u8; 8]);
-    let r = nwc(&[
-        &"encode",
-        &"--elem",
-        &"bf16",
-        &"--rows",
-        &"0",
-        &"--cols",
-        &"4",
-        &raw,
-        &tmp.path().join("o"),
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"bf16", &"--rows", &"0", &"--cols", &"4", &raw, &tmp.path().join("o")]);
     assert_invalid(&r, "shape-range (spec 13.2)", None);
-    let r = nwc(&[
-        &"encode",
-        &"--elem",
-        &"fp8",
-        &"--rows",
-        &"4294967296",
-        &"--cols",
-        &"4",
-        &raw,
-        &tmp.path().join("o"),
-    ]);
+    let r = nwc(&[&"encode", &"--elem", &"fp8", &"--rows", &"4294967296", &"--cols", &"4", &raw, &tmp.path().join("o")]);
     assert_invalid(&r, "shape-range (spec 13.2)", None);
 }
 
@@ -280,51 +215,16 @@ fn usage_errors_exit_2() {
         vec![],
         vec![&"frobnicate"],
         vec![&"decode", &o],
-        vec![
-            &"encode", &"--elem", &"int8", &"--rows", &"2", &"--cols", &"2", &raw, &o,
-        ],
-        vec![
-            &"encode",
-            &"--elem",
-            &"bf16",
-            &"--layout",
-            &"2",
-            &"--rows",
-            &"2",
-            &"--cols",
-            &"2",
-            &raw,
-            &o,
-        ],
-        vec![
-            &"encode", &"--elem", &"bf16", &"--rows", &"-2", &"--cols", &"2", &raw, &o,
-        ],
+        vec![&"encode", &"--elem", &"int8", &"--rows", &"2", &"--cols", &"2", &raw, &o],
+        vec![&"encode", &"--elem", &"bf16", &"--layout", &"2", &"--rows", &"2", &"--cols", &"2", &raw, &o],
+        vec![&"encode", &"--elem", &"bf16", &"--rows", &"-2", &"--cols", &"2", &raw, &o],
         vec![&"encode", &"--elem", &"bf16", &"--cols", &"2", &raw, &o],
-        vec![
-            &"encode",
-            &"--elem",
-            &"bf16",
-            &"--quantize-from-bf16",
-            &"--rows",
-            &"2",
-            &"--cols",
-            &"2",
-            &raw,
-            &o,
-        ],
+        vec![&"encode", &"--elem", &"bf16", &"--quantize-from-bf16", &"--rows", &"2", &"--cols", &"2", &raw, &o],
         vec![&"demo", &"--reps", &"0"],
     ];
     for args in cases {
         let r = nwc(&args);
-        assert_eq!(
-            r.code,
-            2,
-            "args {:?}: {}",
-            args.iter()
-                .map(|a| a.as_ref().to_owned())
-                .collect::<Vec<_>>(),
-            r.stderr
-        );
+        assert_eq!(r.code, 2, "args {:?}: {}", args.iter().map(|a| a.as_ref().to_owned()).collect::<Vec<_>>(), r.stderr);
         assert!(!r.stderr.contains("panicked"));
     }
     assert!(!o.exists());
@@ -342,10 +242,7 @@ fn failed_decode_leaves_existing_output_alone_and_no_temporary_files() {
     let r = nwc(&[&"decode", &dir, &out]);
     assert_invalid(&r, "lane-length-range", Some("hdr.bin"));
     assert_eq!(fs::read(&out).unwrap(), b"previous content");
-    let names: Vec<_> = fs::read_dir(&out_dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
+    let names: Vec<_> = fs::read_dir(&out_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(names, vec![std::ffi::OsString::from("out.raw")]);
 }
 
@@ -356,12 +253,7 @@ fn decode_never_overwrites_an_input() {
     let data = fs::read(dir.join("data.bin")).unwrap();
     let r = nwc(&[&"decode", &dir, &dir.join("data.bin")]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("refusing to overwrite the input data.bin"),
-        "{}",
-        r.stderr
-    );
+    assert!(r.stderr.contains("refusing to overwrite the input data.bin"), "{}", r.stderr);
     assert_eq!(fs::read(dir.join("data.bin")).unwrap(), data);
     // Also through another spelling of the same path.
     let r = nwc(&[&"decode", &dir, &dir.join("../d/summary.json")]);

@@ -7,14 +7,7 @@ use common::*;
 use nwc_reference::Shape;
 use nwc_testkit::gen::Dist;
 
-fn info_of(
-    elem: &str,
-    layout: u8,
-    shape: Shape,
-    input: Vec<u8>,
-    extra: &[&str],
-    corrupt: Option<(&str, usize)>,
-) -> (i32, String) {
+fn info_of(elem: &str, layout: u8, shape: Shape, input: Vec<u8>, extra: &[&str], corrupt: Option<(&str, usize)>) -> (i32, String) {
     let tmp = tempfile::tempdir().unwrap();
     let raw = write(tmp.path(), "in.raw", &input);
     let dir = tmp.path().join("enc");
@@ -32,14 +25,7 @@ fn info_of(
 #[test]
 fn info_bf16_layout0() {
     let shape = Shape::new(24, 40);
-    let (code, out) = info_of(
-        "bf16",
-        0,
-        shape,
-        bf16_input(21, Dist::Gaussian { log2_sigma: -6 }, shape),
-        &[],
-        None,
-    );
+    let (code, out) = info_of("bf16", 0, shape, bf16_input(21, Dist::Gaussian { log2_sigma: -6 }, shape), &[], None);
     assert_eq!(code, 0);
     insta::assert_snapshot!(out);
 }
@@ -56,14 +42,7 @@ fn info_fp8_layout0_quantized() {
 #[test]
 fn info_bf16_layout1_with_escapes() {
     let shape = Shape::new(20, 70);
-    let (code, out) = info_of(
-        "bf16",
-        1,
-        shape,
-        bf16_input(23, Dist::HeavyTail, shape),
-        &[],
-        None,
-    );
+    let (code, out) = info_of("bf16", 1, shape, bf16_input(23, Dist::HeavyTail, shape), &[], None);
     assert_eq!(code, 0);
     insta::assert_snapshot!(out);
 }

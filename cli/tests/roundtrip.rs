@@ -17,10 +17,7 @@ fn summary(dir: &std::path::Path) -> Value {
 fn every_mode_round_trips_bit_exact() {
     let tmp = tempfile::tempdir().unwrap();
     // Ragged shapes: K not a multiple of 16/32, M not a multiple of 8/16, more than one column block.
-    for (i, shape) in [Shape::new(13, 40), Shape::new(9, 513), Shape::new(1, 7)]
-        .into_iter()
-        .enumerate()
-    {
+    for (i, shape) in [Shape::new(13, 40), Shape::new(9, 513), Shape::new(1, 7)].into_iter().enumerate() {
         for mode in Mode::ALL {
             let (elem, layout) = (mode.elem.name(), mode.layout.number());
             let input = match elem {
@@ -40,10 +37,7 @@ fn every_mode_round_trips_bit_exact() {
             assert_eq!(s["format_version"], 10);
             assert_eq!(s["M"], shape.rows);
             assert_eq!(s["K"], shape.cols);
-            assert_eq!(
-                s["bytes_input"],
-                shape.weights() * mode.elem.input_bytes() as u64
-            );
+            assert_eq!(s["bytes_input"], shape.weights() * mode.elem.input_bytes() as u64);
         }
     }
 }
@@ -60,15 +54,9 @@ fn quantized_fp8_round_trips_and_records_scales() {
         let scale = fs::read(dir.join("scale.bin")).unwrap();
         assert_eq!(scale.len(), 4 * 24);
         // The stored fp8 matrix is exactly what the reference quantizer makes of the input.
-        let words: Vec<u16> = input
-            .chunks_exact(2)
-            .map(|c| u16::from_le_bytes([c[0], c[1]]))
-            .collect();
+        let words: Vec<u16> = input.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
         let (fp8, scales) = nwc_reference::quantize_fp8(&words, shape).unwrap();
-        let want_scale: Vec<u8> = scales
-            .iter()
-            .flat_map(|s| s.to_bits().to_le_bytes())
-            .collect();
+        let want_scale: Vec<u8> = scales.iter().flat_map(|s| s.to_bits().to_le_bytes()).collect();
         assert_eq!(scale, want_scale);
         let out = tmp.path().join(format!("q{layout}.fp8"));
         let r = nwc(&[&"decode", &dir, &out]);
@@ -79,24 +67,14 @@ fn quantized_fp8_round_trips_and_records_scales() {
         assert!(s["sha256"]["scale.bin"].is_string());
     }
     // Re-encoding without quantization into the same directory must drop the stale scale.bin.
-    let fp8_raw = write(
-        tmp.path(),
-        "plain.fp8",
-        &fp8_input(1, Dist::Fp8Quantized, shape),
-    );
+    let fp8_raw = write(tmp.path(), "plain.fp8", &fp8_input(1, Dist::Fp8Quantized, shape));
     encode_ok("fp8", 0, shape, &fp8_raw, &tmp.path().join("q0"), &[]);
     assert!(!tmp.path().join("q0/scale.bin").exists());
 }
 
 /// Writes a directory the way peer_encode.py does: its file names, its summary keys (including
 /// the ones `nwc` does not write), optionally the checkpoint sizes (data + 64, low + 512).
-fn write_peer_style_dir(
-    dir: &std::path::Path,
-    mode: Mode,
-    shape: Shape,
-    out: &nwc_testkit::peer::PeerOutput,
-    checkpoint: bool,
-) {
+fn write_peer_style_dir(dir: &std::path::Path, mode: Mode, shape: Shape, out: &nwc_testkit::peer::PeerOutput, checkpoint: bool) {
     fs::create_dir_all(dir).unwrap();
     let mut data = out.data.clone();
     let mut low = out.low.clone();
@@ -120,19 +98,14 @@ fn write_peer_style_dir(
         "encoder_return_dl": out.data.len(), "checkpoint_sizes": checkpoint,
         "exp_of_rank": out.exp_of_rank,
     });
-    fs::write(
-        dir.join("summary.json"),
-        serde_json::to_vec_pretty(&summary).unwrap(),
-    )
-    .unwrap();
+    fs::write(dir.join("summary.json"), serde_json::to_vec_pretty(&summary).unwrap()).unwrap();
 }
 
 /// The 0.10.1 library's own encoder output (fetched from PyPI like the conformance tests do), in
 /// peer_encode.py's directory form, decodes to the input with `nwc decode`, and `nwc info` calls it valid.
 #[test]
 fn decodes_directories_written_like_peer_encode_py() {
-    let peer = nwc_testkit::peer::PeerLib::load()
-        .expect("the peer library (PyPI neural-weight-compression 0.10.1)");
+    let peer = nwc_testkit::peer::PeerLib::load().expect("the peer library (PyPI neural-weight-compression 0.10.1)");
     let tmp = tempfile::tempdir().unwrap();
     let shape = Shape::new(21, 600);
     for mode in Mode::ALL {
@@ -142,40 +115,23 @@ fn decodes_directories_written_like_peer_encode_py() {
         };
         let out = peer.encode(mode, shape, &input).expect("peer encodes");
         for checkpoint in [false, true] {
-            let dir = tmp
-                .path()
-                .join(format!("peer-{}-{checkpoint}", mode.code()));
+            let dir = tmp.path().join(format!("peer-{}-{checkpoint}", mode.code()));
             write_peer_style_dir(&dir, mode, shape, &out, checkpoint);
-            let raw = tmp
-                .path()
-                .join(format!("peer-{}-{checkpoint}.raw", mode.code()));
+            let raw = tmp.path().join(format!("peer-{}-{checkpoint}.raw", mode.code()));
             let r = nwc(&[&"decode", &dir, &raw]);
             assert_eq!(r.code, 0, "{mode} checkpoint={checkpoint}: {}", r.stderr);
-            assert_eq!(
-                fs::read(&raw).unwrap(),
-                input,
-                "{mode} checkpoint={checkpoint}"
-            );
+            assert_eq!(fs::read(&raw).unwrap(), input, "{mode} checkpoint={checkpoint}");
             let info = nwc(&[&"info", &dir]);
             assert_eq!(info.code, 0, "{}", info.stderr);
-            assert!(
-                info.stdout.contains("status        valid"),
-                "{}",
-                info.stdout
-            );
-            assert!(
-                info.stdout.contains("not recorded in summary.json"),
-                "{}",
-                info.stdout
-            );
+            assert!(info.stdout.contains("status        valid"), "{}", info.stdout);
+            assert!(info.stdout.contains("not recorded in summary.json"), "{}", info.stdout);
         }
     }
 }
 
 #[test]
 fn nwc_encode_writes_what_the_peer_writes() {
-    let peer = nwc_testkit::peer::PeerLib::load()
-        .expect("the peer library (PyPI neural-weight-compression 0.10.1)");
+    let peer = nwc_testkit::peer::PeerLib::load().expect("the peer library (PyPI neural-weight-compression 0.10.1)");
     let tmp = tempfile::tempdir().unwrap();
     let shape = Shape::new(17, 100);
     for mode in Mode::ALL {
@@ -185,35 +141,12 @@ fn nwc_encode_writes_what_the_peer_writes() {
         };
         let raw = write(tmp.path(), &format!("in-{}.raw", mode.code()), &input);
         let dir = tmp.path().join(format!("ours-{}", mode.code()));
-        encode_ok(
-            mode.elem.name(),
-            mode.layout.number(),
-            shape,
-            &raw,
-            &dir,
-            &[],
-        );
+        encode_ok(mode.elem.name(), mode.layout.number(), shape, &raw, &dir, &[]);
         let out = peer.encode(mode, shape, &input).expect("peer encodes");
-        assert_eq!(
-            fs::read(dir.join("data.bin")).unwrap(),
-            out.data,
-            "{mode} data.bin"
-        );
-        assert_eq!(
-            fs::read(dir.join("hdr.bin")).unwrap(),
-            out.hdr,
-            "{mode} hdr.bin"
-        );
-        assert_eq!(
-            fs::read(dir.join("low.bin")).unwrap(),
-            out.low,
-            "{mode} low.bin"
-        );
-        assert_eq!(
-            fs::read(dir.join("exp_of_rank.bin")).unwrap(),
-            out.exp_of_rank,
-            "{mode} exp_of_rank.bin"
-        );
+        assert_eq!(fs::read(dir.join("data.bin")).unwrap(), out.data, "{mode} data.bin");
+        assert_eq!(fs::read(dir.join("hdr.bin")).unwrap(), out.hdr, "{mode} hdr.bin");
+        assert_eq!(fs::read(dir.join("low.bin")).unwrap(), out.low, "{mode} low.bin");
+        assert_eq!(fs::read(dir.join("exp_of_rank.bin")).unwrap(), out.exp_of_rank, "{mode} exp_of_rank.bin");
         let s = summary(&dir);
         assert_eq!(s["encoder_return_dl"], out.data.len());
         assert_eq!(s["blocks"], out.layout[0]);

@@ -38,12 +38,16 @@ fn words(raw: &RawFields, name: &str, expected: impl Fn() -> String) -> Result<V
 }
 
 /// Builds the reference's view of an encoding from its metadata and raw fields. Rules 13.1
-/// (mode-code), 13.2 (shape-range) and the byte-level part of 13.3 (field-size) are checked here;
-/// a missing field counts as empty, so the reference decoder reports its size.
+/// (mode-code), 13.2 (shape-range), 13.3.1 (field-missing: a required field's file is absent; an
+/// absent `scale` is an unscaled FP8 encoding, spec 11.6) and the byte-level part of 13.3
+/// (field-size) are checked here, in the order of spec 16.2 steps 1 and 2.
 pub fn parse(mode_code: u32, rows: u64, cols: u64, raw: &RawFields) -> Result<EncodedMatrix, FormatError> {
     let mode = Mode::from_code(mode_code)?; // rule 13.1
     let shape = Shape::new(rows, cols);
     let g = Geometry::new(mode, shape)?; // rule 13.2
+    if let Some(field) = Field::REQUIRED.into_iter().find(|f| !raw.contains_key(f.name())) {
+        return Err(FormatError::FieldMissing { field }); // rule 13.3.1
+    }
     let bytes = |name: &str| raw.get(name).cloned().unwrap_or_default();
     let bases = words(raw, "bases", || format!("{} (u32 x {} blocks)", 4 * g.blocks, g.blocks))?;
     let lut = words(raw, "lut", || "16384 (u32 x 4096)".to_owned())?;

@@ -9,8 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Version of the corpus layout; bump it when the meaning of any manifest field changes.
-/// 2: execution-layout vectors (spec 20), fields `representation`, `transcoded_from` and
-/// `transcode_refused_from`.
+/// 2 (spec revision 2): `expected_error` is the first rule in the order of spec 16.2, vectors that
+/// break two rules and vectors with an absent field (rule 13.3.1); see vectors/README.md.
+/// Also in version 2: execution-layout vectors (spec 20), fields `representation`, `transcoded_from`
+/// and `transcode_refused_from`.
 pub const CORPUS_VERSION: u32 = 2;
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -90,16 +92,20 @@ pub struct Vector {
     pub cols: u64,
     /// The uncompressed matrix (canonical and valid vectors): LE BF16 or fp8 bytes, M*K elements.
     pub input: Option<String>,
-    /// Stored fields by name: "data", "bases", "hdr", "lut", "low", "scale" (FP8 with scales),
-    /// plus "exp_of_rank" (canonical vectors: the encoder's 16-byte rank table, not a stored field).
+    /// Stored fields by name: "data", "bases", "hdr", "lut", "low", "scale" (scaled FP8, spec
+    /// 11.6), plus "exp_of_rank" (canonical vectors: the encoder's 16-byte rank table, not a
+    /// stored field). A malformed vector may lack a required field (rule 13.3.1).
     pub fields: BTreeMap<String, String>,
     /// Canonical vectors: end of the streams in `data`; bytes from here on are unspecified, as are
     /// the alignment gaps between blocks.
     pub stream_end: Option<u64>,
-    /// Invalid and malformed vectors: the rule name of spec 13 a decoder must report.
+    /// Invalid and malformed vectors: the rule name of spec 13 a decoder must report, the first
+    /// one the encoding breaks in the order of checks of spec 16.2.
     pub expected_error: Option<String>,
-    /// Invalid vectors whose corruption unavoidably breaks further rules (a misaligned offset is
-    /// always a mismatched one too): a decoder MAY report any of these instead (spec 13.21).
+    /// Invalid and malformed vectors that break further rules (a misaligned offset is always a
+    /// mismatched one too; some vectors break two rules on purpose): informative. A decoder that
+    /// follows spec 16.2 reports `expected_error`; before spec revision 2 it MAY have reported one
+    /// of these (for rules of step 5 of spec 16.2 it still MAY, spec 13.21).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub also_broken: Vec<String>,
     /// FP8 vectors quantized from BF16 (spec 11.2): the BF16 source, u16 LE, M*K words. A

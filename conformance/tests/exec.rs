@@ -46,10 +46,8 @@ impl ExecBackend for Faulty {
             }
             Fault::TranscodeFp8 => {
                 let d = decode(m).map_err(|e| e.to_string())?;
-                let w: Vec<u16> = (0..d.shape.rows)
-                    .flat_map(|r| (0..d.shape.cols).map(move |c| (r, c)))
-                    .map(|(r, c)| d.bf16_word(r, c))
-                    .collect();
+                let w: Vec<u16> =
+                    (0..d.shape.rows).flat_map(|r| (0..d.shape.cols).map(move |c| (r, c))).map(|(r, c)| d.bf16_word(r, c)).collect();
                 nwc_reference::exec::encode_exec(d.shape, &w).map_err(|e| e.to_string())
             }
             _ => transcode(m).map_err(|e| e.to_string()),

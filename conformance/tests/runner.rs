@@ -6,7 +6,7 @@ mod common;
 use nwc_conformance::backend::ReferenceBackend;
 use nwc_conformance::corpus::Corpus;
 use nwc_conformance::report::{Report, Verdict};
-use nwc_conformance::run::{self, Tool};
+use nwc_conformance::run::{self, Scales, Tool};
 use std::time::Duration;
 
 fn broken(mode: &str, work: &std::path::Path, timeout_s: f64) -> Tool {
@@ -16,6 +16,7 @@ fn broken(mode: &str, work: &std::path::Path, timeout_s: f64) -> Tool {
         timeout: Duration::from_secs_f64(timeout_s),
         work_dir: work.to_owned(),
         keep_work: false,
+        scales: Scales::Passed,
     }
 }
 
@@ -110,6 +111,20 @@ fn consistent_other_ranking_is_valid_not_canonical() {
     assert_eq!(report.summary.by_verdict.get("valid"), Some(&5), "{}", report.to_text());
     let (_, detail) = verdict_of(&report, "canonical-bf16-l1-3x33");
     assert!(detail.starts_with("not canonical: first difference data offset 0"), "{detail}");
+}
+
+#[test]
+fn given_scales_are_judged() {
+    // The mini corpus's FP8 vectors carry scales (quantized from BF16): `--scales` passes them.
+    for (mode, expected) in [("encode-no-scales", "wrote no scale.bin"), ("encode-wrong-scale", "scale.bin is not the scales given")] {
+        let report = encoder(mode);
+        for id in ["canonical-fp8-l0-9x24", "canonical-fp8-l1-5x70"] {
+            let (verdict, detail) = verdict_of(&report, id);
+            assert_eq!(verdict, Verdict::Fail, "{mode} {id}");
+            assert!(detail.contains(expected), "{mode} {id}: {detail}");
+        }
+        assert_eq!(verdict_of(&report, "canonical-bf16-l0-13x40").0, Verdict::Canonical, "{mode}");
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@
 mod common;
 
 use nwc_conformance::report::Report;
-use nwc_conformance::run::{self, Tool};
+use nwc_conformance::run::{self, Scales, Tool};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -29,6 +29,7 @@ fn tool(program: PathBuf, args: &[&str], work: &std::path::Path) -> Tool {
         timeout: Duration::from_secs(120),
         work_dir: work.to_owned(),
         keep_work: false,
+        scales: Scales::Passed,
     }
 }
 
@@ -40,7 +41,10 @@ fn assert_all(report: &Report, verdict: &str, count: u64) {
 #[test]
 fn nwc_encode_is_canonical() {
     let (tmp, corpus) = common::mini_corpus();
-    let report = run::encoder::run(&corpus, &tool(nwc_binary(), &["encode"], tmp.path()));
+    // `nwc encode` does not take `--scales FILE` yet (cli/ is its own change): until it does, its
+    // FP8 vectors are encoded without their scales and `scale` is not judged.
+    let tool = Tool { scales: Scales::Withheld, ..tool(nwc_binary(), &["encode"], tmp.path()) };
+    let report = run::encoder::run(&corpus, &tool);
     assert_all(&report, "canonical", 5);
 }
 

@@ -86,12 +86,16 @@ impl Checkpoint {
         let config: NwcConfig = serde_json::from_str(&text)
             .map_err(|e| ContainerError::Config { file: cfg_path.clone(), msg: format!("not a valid nwc_config.json: {e}") })?;
         if !READABLE_VERSIONS.contains(&config.library_version) {
-            return Err(ContainerError::Unsupported { file: cfg_path, msg: format!("library_version {} (readable: 9, 10)", config.library_version) });
+            return Err(ContainerError::Unsupported {
+                file: cfg_path,
+                msg: format!("library_version {} (readable: 9, 10)", config.library_version),
+            });
         }
         let index_path = dir.join(INDEX_FILE);
         let files: Vec<String> = if index_path.is_file() {
             let text = std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
-            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
             let mut names: Vec<String> = v["weight_map"]
                 .as_object()
                 .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "no `weight_map` object".into() })?
@@ -114,14 +118,16 @@ impl Checkpoint {
             for t in read_safetensors(&path)?.tensors {
                 order.push(t.name.clone());
                 if let Some((first, _)) = tensors.insert(t.name.clone(), (path.clone(), t)) {
-                    return Err(ContainerError::Tensor { file: path, tensor: order.pop().unwrap(), msg: format!("also stored in {}", first.display()) });
+                    return Err(ContainerError::Tensor {
+                        file: path,
+                        tensor: order.pop().unwrap(),
+                        msg: format!("also stored in {}", first.display()),
+                    });
                 }
             }
         }
-        let other_files = list_dir(dir)?
-            .into_iter()
-            .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE)
-            .collect();
+        let other_files =
+            list_dir(dir)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE).collect();
         Ok(Checkpoint { dir: dir.to_path_buf(), config, tensors, order, other_files })
     }
 

@@ -106,13 +106,15 @@ pub fn read_model(input: &Path) -> Result<Model> {
     let index_path = input.join(INDEX_FILE);
     let (index, shard_names) = if index_path.is_file() {
         let index = read_json(&index_path)?;
-        let map = index.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| ContainerError::Config {
-            file: index_path.clone(),
-            msg: "no `weight_map` object".into(),
-        })?;
+        let map = index
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "no `weight_map` object".into() })?;
         let mut names: Vec<String> = Vec::new();
         for v in map.values() {
-            let s = v.as_str().ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "weight_map values must be file names".into() })?;
+            let s = v
+                .as_str()
+                .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "weight_map values must be file names".into() })?;
             if !names.iter().any(|n| n == s) {
                 names.push(s.to_string());
             }
@@ -136,15 +138,15 @@ pub fn read_model(input: &Path) -> Result<Model> {
         for (tensor, file) in index["weight_map"].as_object().expect("checked").iter() {
             let f = files.iter().find(|f| Some(f.name.as_str()) == file.as_str()).expect("read above");
             if !f.tensors.iter().any(|t| &t.name == tensor) {
-                return Err(ContainerError::Tensor { file: input.join(&f.name), tensor: tensor.clone(), msg: "listed in the index but missing".into() });
+                return Err(ContainerError::Tensor {
+                    file: input.join(&f.name),
+                    tensor: tensor.clone(),
+                    msg: "listed in the index but missing".into(),
+                });
             }
         }
     }
-    let other_files = list_dir(input)?
-        .into_iter()
-        .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE)
-        .map(PathBuf::from)
-        .collect();
+    let other_files = list_dir(input)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE).map(PathBuf::from).collect();
     Ok(Model { files, index, other_files, root: input.to_path_buf() })
 }
 

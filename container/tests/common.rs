@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use nwc_container::model::{write_safetensors, Tensor};
-use nwc_testkit::gen::{Dist, Generator};
 use nwc_reference::Shape;
+use nwc_testkit::gen::{Dist, Generator};
 use safetensors::Dtype;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,7 +17,11 @@ pub fn f32_tensor(gen: &mut Generator, name: &str, shape: Vec<usize>) -> Tensor 
     let n: usize = shape.iter().product();
     let words = gen.bf16(Dist::Gaussian { log2_sigma: -5 }, Shape::new(1, n as u64));
     // Full-precision F32 values (not BF16-representable) so the cast is really lossy.
-    let data = words.iter().enumerate().flat_map(|(i, &w)| (f32::from_bits(u32::from(w) << 16 | (i as u32).wrapping_mul(2654435761) >> 16)).to_le_bytes()).collect();
+    let data = words
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &w)| (f32::from_bits(u32::from(w) << 16 | (i as u32).wrapping_mul(2654435761) >> 16)).to_le_bytes())
+        .collect();
     Tensor { name: name.into(), dtype: Dtype::F32, shape, data }
 }
 
@@ -40,7 +44,12 @@ pub fn sharded_model(dir: &Path) -> Vec<Tensor> {
         bf16_tensor(&mut gen, "model.layers.0.mlp.up_proj.weight", 37, 530, Dist::Gaussian { log2_sigma: -7 }),
         f32_tensor(&mut gen, "model.layers.0.mlp.down_proj.weight", vec![24, 37]),
         f32_tensor(&mut gen, "model.norm.weight", vec![64]),
-        Tensor { name: "model.position_ids".into(), dtype: Dtype::I64, shape: vec![1, 4], data: (0..4i64).flat_map(|i| i.to_le_bytes()).collect() },
+        Tensor {
+            name: "model.position_ids".into(),
+            dtype: Dtype::I64,
+            shape: vec![1, 4],
+            data: (0..4i64).flat_map(|i| i.to_le_bytes()).collect(),
+        },
         lm_head,
     ];
     let meta: BTreeMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();

@@ -32,21 +32,13 @@ fn fp8_expected(orig: Vec<Tensor>) -> Vec<Tensor> {
         .map(|mut t| {
             if t.dtype == Dtype::BF16 && t.shape.len() == 2 {
                 let shape = Shape::new(t.shape[0] as u64, t.shape[1] as u64);
-                let words: Vec<u16> = t
-                    .data
-                    .chunks_exact(2)
-                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
-                    .collect();
+                let words: Vec<u16> = t.data.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
                 let (q, scale) = quantize_fp8(&words, shape).unwrap();
                 let cols = t.shape[1];
                 t.data = q
                     .iter()
                     .enumerate()
-                    .flat_map(|(i, &b)| {
-                        half::bf16::from_f32(fp8_to_f32(b) * scale[i / cols])
-                            .to_bits()
-                            .to_le_bytes()
-                    })
+                    .flat_map(|(i, &b)| half::bf16::from_f32(fp8_to_f32(b) * scale[i / cols]).to_bits().to_le_bytes())
                     .collect();
             }
             t
@@ -58,68 +50,37 @@ fn fp8_expected(orig: Vec<Tensor>) -> Vec<Tensor> {
 #[ignore = "needs NWC_PEER_CHECKPOINTS: checkpoints the 0.10.1 library wrote (scripts/h200-interop.sh)"]
 fn library_checkpoints_decompress_bit_exactly() {
     let root = PathBuf::from(
-        std::env::var("NWC_PEER_CHECKPOINTS")
-            .expect("NWC_PEER_CHECKPOINTS: the peer-checkpoints folder of an h200-interop.sh run"),
+        std::env::var("NWC_PEER_CHECKPOINTS").expect("NWC_PEER_CHECKPOINTS: the peer-checkpoints folder of an h200-interop.sh run"),
     );
-    let mut variants: Vec<PathBuf> = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("ck").is_dir())
-        .collect();
+    let mut variants: Vec<PathBuf> =
+        std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("ck").is_dir()).collect();
     variants.sort();
-    assert!(
-        !variants.is_empty(),
-        "no <variant>/ck folders in {}",
-        root.display()
-    );
+    assert!(!variants.is_empty(), "no <variant>/ck folders in {}", root.display());
     let tmp = tempfile::tempdir().unwrap();
     for v in &variants {
         let name = v.file_name().unwrap().to_string_lossy().into_owned();
         let (ck, orig, export) = (v.join("ck"), v.join("orig"), v.join("peer-export"));
         let report = verify(&ck, None, &no_progress).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert!(
-            report.matrices > 0 && report.mismatches.is_empty(),
-            "{name}: {:?}",
-            report.mismatches
-        );
+        assert!(report.matrices > 0 && report.mismatches.is_empty(), "{name}: {:?}", report.mismatches);
         let out = tmp.path().join(&name);
         decompress(&ck, &out, &no_progress).unwrap_or_else(|e| panic!("{name}: {e}"));
         let got = all_tensors(&out);
         if export.is_dir() {
             // The library's own export: tied lm_head written once, fused groups split, fp8 scaled.
             let want = all_tensors(&export);
-            assert!(
-                got == want,
-                "{name}: decompressed tensors differ from the library's export"
-            );
+            assert!(got == want, "{name}: decompressed tensors differ from the library's export");
         }
         if name.starts_with("bf16") {
             let report = verify(&ck, Some(&orig), &no_progress).unwrap();
-            assert!(
-                report.mismatches.is_empty(),
-                "{name}: {:?}",
-                report.mismatches
-            );
-            assert!(
-                got == all_tensors(&orig),
-                "{name}: decompressed tensors differ from the original"
-            );
+            assert!(report.mismatches.is_empty(), "{name}: {:?}", report.mismatches);
+            assert!(got == all_tensors(&orig), "{name}: decompressed tensors differ from the original");
         } else {
             let expected = fp8_expected(all_tensors(&orig));
             assert_eq!(got.len(), expected.len(), "{name}: tensor count");
             for (g, e) in got.iter().zip(&expected) {
-                assert!(
-                    g.name == e.name && g.data == e.data,
-                    "{name}: {} differs from the spec 11 quantization of {}",
-                    g.name,
-                    e.name
-                );
+                assert!(g.name == e.name && g.data == e.data, "{name}: {} differs from the spec 11 quantization of {}", g.name, e.name);
             }
         }
-        eprintln!(
-            "{name}: {} matrices, {} tensors, bit-exact",
-            report.matrices,
-            got.len()
-        );
+        eprintln!("{name}: {} matrices, {} tensors, bit-exact", report.matrices, got.len());
     }
 }

@@ -63,7 +63,12 @@ fn write_peer_checkpoint(dir: &Path, version: u64) -> Vec<(String, Vec<usize>, V
     let e1 = encode(Mode::BF16_L0, Shape::new(40, 600), Weights::Bf16(&qkv)).unwrap();
     let mut tensors = peer_tensors(0, &e0.matrix, e0.stream_end as usize, true, 1);
     tensors.extend(peer_tensors(1, &e1.matrix, e1.stream_end as usize, false, 2));
-    tensors.push(Tensor { name: "nwc/fused/model.layers.0.self_attn.bias".into(), dtype: Dtype::BF16, shape: vec![40], data: bf16_bytes(&fused_bias) });
+    tensors.push(Tensor {
+        name: "nwc/fused/model.layers.0.self_attn.bias".into(),
+        dtype: Dtype::BF16,
+        shape: vec![40],
+        data: bf16_bytes(&fused_bias),
+    });
     tensors.push(Tensor { name: "model.norm.weight".into(), dtype: Dtype::BF16, shape: vec![40], data: bf16_bytes(&norm) });
     let refs: Vec<&Tensor> = tensors.iter().collect();
     let meta = [("format".to_string(), "pt".to_string()), ("nwc".to_string(), "1".to_string())].into_iter().collect();

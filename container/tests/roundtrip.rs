@@ -39,10 +39,18 @@ fn lossless_round_trip_keeps_every_tensor_and_file() {
         assert_eq!(k.bias, Some(Some("model.layers.0.self_attn.k_proj.bias".into())));
         decompress(&ck, &out, &no_progress).unwrap();
         assert_eq!(all_tensors(&out), all_tensors(&orig), "{layout:?}");
-        for f in ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json", "config.json", "tokenizer.json"] {
+        for f in [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "config.json",
+            "tokenizer.json",
+        ] {
             assert!(out.join(f).is_file(), "{f} missing");
         }
-        let index = |d: &Path| serde_json::from_slice::<serde_json::Value>(&std::fs::read(d.join("model.safetensors.index.json")).unwrap()).unwrap();
+        let index = |d: &Path| {
+            serde_json::from_slice::<serde_json::Value>(&std::fs::read(d.join("model.safetensors.index.json")).unwrap()).unwrap()
+        };
         assert_eq!(index(&out), index(&orig), "same index content");
         let report = verify(&ck, Some(&orig), &no_progress).unwrap();
         assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
@@ -66,10 +74,14 @@ fn stored_fields_use_the_library_lengths() {
     for e in &c.config.weights {
         let m = c.matrix(e).unwrap();
         let g = nwc_reference::Geometry::new(m.mode, m.shape).unwrap();
-        let canonical = nwc_reference::encode(m.mode, m.shape, nwc_reference::Weights::Bf16(&match nwc_reference::decode(&m).unwrap().elements {
-            nwc_reference::Elements::Bf16(w) => w,
-            _ => unreachable!(),
-        }))
+        let canonical = nwc_reference::encode(
+            m.mode,
+            m.shape,
+            nwc_reference::Weights::Bf16(&match nwc_reference::decode(&m).unwrap().elements {
+                nwc_reference::Elements::Bf16(w) => w,
+                _ => unreachable!(),
+            }),
+        )
         .unwrap();
         // Spec 17.7: data is dl + 64 bytes, low is n_low + 512.
         assert_eq!(m.data.len(), canonical.matrix.data.len() + 64);

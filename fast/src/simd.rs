@@ -15,9 +15,7 @@ use crate::encode::{EncodeArgs, RowBlockStreams};
 /// micro-operations on Intel cores and must go through the `cl` register; with it, one (`shlx`).
 #[inline(always)]
 fn has_v3() -> bool {
-    std::is_x86_feature_detected!("bmi2")
-        && std::is_x86_feature_detected!("lzcnt")
-        && std::is_x86_feature_detected!("avx2")
+    std::is_x86_feature_detected!("bmi2") && std::is_x86_feature_detected!("lzcnt") && std::is_x86_feature_detected!("avx2")
 }
 
 /// [`crate::decode::decode_row_block`], compiled for this processor's features where it has

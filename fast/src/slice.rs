@@ -53,7 +53,7 @@ pub fn slice_rows(m: &EncodedMatrix, r0: u64, r1: u64) -> Result<EncodedMatrix, 
     let last_len: usize = m.hdr[(b1 - 1) * LANES..b1 * LANES].iter().map(|&w| 4 * usize::from(w)).sum();
     let end = m.bases[b1 - 1] as usize + last_len;
     let mut data = m.data[first..end].to_vec();
-    data.resize(align8(data.len()) + TAIL_SLACK as usize, 0); // spec 9.4
+    data.resize(align8(data.len()) + TAIL_SLACK as usize, 0); // spec 9.4, 9.5 (read-ahead slack)
     let bases = m.bases[b0..b1].iter().map(|&b| b - first as u32).collect();
     let hdr = m.hdr[b0 * LANES..b1 * LANES].to_vec();
     // Spec 7.5 / 8.5: the raw plane of the slice is a contiguous run of the source's.

@@ -133,10 +133,7 @@ proptest! {
 fn input_errors_match() {
     let shape = Shape::new(2, 3);
     let nan = [0u8, 0, 0x7F, 0, 0, 0];
-    assert_eq!(
-        nwc_fast::encode(Mode::FP8_L0, shape, Weights::Fp8(&nan)),
-        nwc_reference::encode(Mode::FP8_L0, shape, Weights::Fp8(&nan))
-    );
+    assert_eq!(nwc_fast::encode(Mode::FP8_L0, shape, Weights::Fp8(&nan)), nwc_reference::encode(Mode::FP8_L0, shape, Weights::Fp8(&nan)));
     let short = [0u16; 5];
     assert_eq!(
         nwc_fast::encode(Mode::BF16_L1, shape, Weights::Bf16(&short)),

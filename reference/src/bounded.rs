@@ -89,7 +89,11 @@ pub fn check_bf16(word: u16, y_c: f32, b: f64) -> bool {
     // Past the largest finite BF16 the neighbour is ±2^128 (where rounding overflows).
     let neighbour = |o: i32, sign: f64| {
         let n = bf16_value(unordered(o));
-        if n.is_finite() { n } else { sign * 2f64.powi(128) }
+        if n.is_finite() {
+            n
+        } else {
+            sign * 2f64.powi(128)
+        }
     };
     let lower = (neighbour(o - 1, -1.0) + v) / 2.0;
     let upper = (neighbour(o + 1, 1.0) + v) / 2.0;

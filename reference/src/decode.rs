@@ -25,19 +25,22 @@ pub fn decode(m: &EncodedMatrix) -> Result<DecodedMatrix, DecodeError> {
 }
 
 /// Validates and decodes. Cheap structural rules come first, so a hostile header is rejected
-/// before any allocation sized by the shape (spec 3.3).
+/// before any allocation sized by the shape (spec 3.3). The checks run in the total order of
+/// spec 16.2, so the rule reported for an encoding that breaks several is the one the spec names.
+/// Rule 13.3.1 (field-missing) is for the readers of files: an `EncodedMatrix` has every required
+/// field.
 pub fn decode_with_limits(m: &EncodedMatrix, limits: &Limits) -> Result<DecodedMatrix, DecodeError> {
     let g = Geometry::new(m.mode, m.shape)?; // 13.2
     limits.check_shape(m.shape)?;
     let out_bytes = m.shape.weights() * m.mode.elem.input_bytes() as u64;
     limits.check_alloc("decoded weights", out_bytes)?;
-    check_field_sizes(m, &g)?; // 13.3
-    check_offsets(m, &g)?; // 13.2 (data length), 13.4 - 13.8
-    let exp_of_rank = check_table(m)?; // 13.9, 13.10
+    check_field_sizes(m, &g)?; // spec 16.2 step 2: 13.3
+    check_offsets(m, &g)?; // step 3: 13.8, 13.5, 13.6/13.7 per block, 13.2 (data length), 13.4
+    let exp_of_rank = check_table(m)?; // step 4: 13.9, 13.10
     if let Some(scale) = &m.scale {
-        check_scales(scale)?; // 13.19
+        check_scales(scale)?; // step 4: 13.19; no scale field is an unscaled FP8 encoding (spec 11.6)
     }
-    let elements = decode_lanes(m, &g, &exp_of_rank)?; // 13.11 - 13.18, 13.20
+    let elements = decode_lanes(m, &g, &exp_of_rank)?; // step 5: 13.11 - 13.18, 13.20 in lane order
     Ok(DecodedMatrix { mode: m.mode, shape: m.shape, exp_of_rank, elements, scale: m.scale.clone() })
 }
 
@@ -83,12 +86,15 @@ fn check_field_sizes(m: &EncodedMatrix, g: &Geometry) -> Result<(), FormatError>
             Err(size_error(Field::Scale, s.len() * 4, format!("{} (f32 x {} rows)", 4 * m.shape.rows, m.shape.rows)))
         }
         (Some(s), ElemType::Bf16) => Err(size_error(Field::Scale, s.len() * 4, "0 (BF16 matrices have no scales)".into())),
+        // FP8 without a scale field is an unscaled encoding (spec 11.6), not an error.
         _ => Ok(()),
     }
 }
 
-/// Rules 13.4 - 13.8 (spec 6.6, 9.1 - 9.4) and the data-length part of 13.2. Keeps no per-lane state:
-/// an allocation sized by `hdr` would be up to 128 times the decoded output (spec 3.3).
+/// Rules 13.4 - 13.8 (spec 6.6, 9.1 - 9.4) and the data-length part of 13.2, in the total order of
+/// spec 16.2 step 3: every header byte (13.8), bases[0] (13.5), then block by block 13.6 before
+/// 13.7, then the data length (13.2) and 13.4. Keeps no per-lane state: an allocation sized by
+/// `hdr` would be up to 128 times the decoded output (spec 3.3).
 fn check_offsets(m: &EncodedMatrix, g: &Geometry) -> Result<(), FormatError> {
     let max = g.max_lane_words();
     for (i, &words) in m.hdr.iter().enumerate() {
@@ -163,11 +169,7 @@ fn check_scales(scale: &[f32]) -> Result<(), FormatError> {
 }
 
 /// Rules 13.11 - 13.18 and 13.20: reads every lane stream (spec 6 - 8) and rebuilds the weights.
-fn decode_lanes(
-    m: &EncodedMatrix,
-    g: &Geometry,
-    exp_of_rank: &[u8; 15],
-) -> Result<Elements, FormatError> {
+fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Result<Elements, FormatError> {
     let n = m.shape.weights() as usize;
     let mut elements = match m.mode.elem {
         ElemType::Bf16 => Elements::Bf16(vec![0u16; n]),
@@ -192,9 +194,7 @@ fn decode_lanes(
                 let offset = start + 4 * (reader.position() as u64 / 32);
                 let read = reader.read(rank_limit, has_escape).map_err(|failure| match failure {
                     ReadFailure::Truncated => FormatError::LaneTruncated { block, lane, code, codes, offset },
-                    ReadFailure::TooManyZeros { zeros } if has_escape => {
-                        FormatError::Bf16Escape { block, lane, code, zeros, offset }
-                    }
+                    ReadFailure::TooManyZeros { zeros } if has_escape => FormatError::Bf16Escape { block, lane, code, zeros, offset },
                     ReadFailure::TooManyZeros { zeros } => FormatError::Fp8Rank { block, lane, code, zeros, offset },
                 })?;
                 if !pos.real {

@@ -72,7 +72,8 @@ pub fn fp8_join(parts: Fp8Parts) -> Option<u8> {
             }
             4 + (nibble >> 1)
         }
-        0..=7 => { // symbol 0 reaches here only with nibble >= 8, i.e. exponent 1
+        0..=7 => {
+            // symbol 0 reaches here only with nibble >= 8, i.e. exponent 1
             let e = (symbol << 1) | (nibble >> 3);
             (e << 3) | (nibble & 7)
         }

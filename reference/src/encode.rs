@@ -61,8 +61,7 @@ pub fn encode_le_bytes(mode: Mode, shape: Shape, input: &[u8]) -> Result<Encodin
 
 /// Encodes a matrix. The element type of `weights` must match `mode.elem` (checked).
 pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding, EncodeError> {
-    let geometry =
-        Geometry::new(mode, shape).map_err(|_| EncodeError::Shape { rows: shape.rows, cols: shape.cols })?;
+    let geometry = Geometry::new(mode, shape).map_err(|_| EncodeError::Shape { rows: shape.rows, cols: shape.cols })?;
     let n = shape.weights();
     if weights.elem() != mode.elem || weights.len() as u64 != n {
         return Err(EncodeError::InputLength {
@@ -138,15 +137,6 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
     }
     data.resize(data_len as usize, 0);
     let lut = build_lut(mode.elem, &ranking.exp_of_rank);
-    let matrix = EncodedMatrix {
-        mode,
-        shape,
-        data,
-        bases: bases.into_iter().map(|b| b as u32).collect(),
-        hdr,
-        lut,
-        low,
-        scale: None,
-    };
+    let matrix = EncodedMatrix { mode, shape, data, bases: bases.into_iter().map(|b| b as u32).collect(), hdr, lut, low, scale: None };
     Ok(Encoding { matrix, exp_of_rank: ranking.exp_of_rank, stream_end, escapes })
 }

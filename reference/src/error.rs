@@ -16,6 +16,10 @@ pub enum Field {
 }
 
 impl Field {
+    /// The fields every encoding has (spec 12.1), in the order spec 16.2 step 2 checks their
+    /// presence (rule 13.3.1). `scale` is optional (spec 11.6).
+    pub const REQUIRED: [Field; 5] = [Field::Data, Field::Bases, Field::Hdr, Field::Lut, Field::Low];
+
     pub fn name(self) -> &'static str {
         match self {
             Field::Data => "data",
@@ -45,6 +49,10 @@ pub enum FormatError {
     ShapeRange { rows: u64, cols: u64 },
     #[error("shape-range (spec 13.2): the lane streams in `hdr` need a data field of {needed} bytes, more than 2^32 - 1")]
     DataLength { needed: u64 },
+    /// A required field is absent altogether (not stored with length 0). `EncodedMatrix` always
+    /// holds its required fields, so the readers of files and containers report this one.
+    #[error("field-missing (spec 13.3.1): the required field `{field}` is absent")]
+    FieldMissing { field: Field },
     #[error("field-size (spec 13.3): field `{field}` has {got} bytes, expected {expected}")]
     FieldSize { field: Field, got: u64, expected: String },
     #[error("data-too-short (spec 13.4): field `data` has {got} bytes, the streams and their 64-byte slack need {needed}")]
@@ -69,7 +77,9 @@ pub enum FormatError {
     StreamPadding { block: u64, lane: usize, offset: u64 },
     #[error("filler-code (spec 13.14): block {block} lane {lane} code {code} (row {row}, column {col}, outside the matrix) is not `10`")]
     FillerCode { block: u64, lane: usize, code: usize, row: u64, col: u64 },
-    #[error("fp8-rank (spec 13.15): block {block} lane {lane} code {code} has {zeros} leading zeros, FP8 ranks end at 9 (data offset {offset})")]
+    #[error(
+        "fp8-rank (spec 13.15): block {block} lane {lane} code {code} has {zeros} leading zeros, FP8 ranks end at 9 (data offset {offset})"
+    )]
     Fp8Rank { block: u64, lane: usize, code: usize, zeros: usize, offset: u64 },
     #[error("fp8-nibble (spec 13.16): row {row} column {col}: nibble {nibble} cannot follow FP8 symbol byte {symbol_byte} (low offset {offset})")]
     Fp8Nibble { row: u64, col: u64, symbol_byte: u8, nibble: u8, offset: u64 },
@@ -100,6 +110,7 @@ impl FormatError {
             ModeCode { .. } => ("mode-code", "13.1"),
             ShapeRange { .. } | DataLength { .. } => ("shape-range", "13.2"),
             FieldSize { .. } => ("field-size", "13.3"),
+            FieldMissing { .. } => ("field-missing", "13.3.1"),
             DataTooShort { .. } => ("data-too-short", "13.4"),
             OffsetFirstNonZero { .. } => ("offset-first-nonzero", "13.5"),
             OffsetMisaligned { .. } => ("offset-misaligned", "13.6"),
@@ -121,10 +132,11 @@ impl FormatError {
     }
 
     /// Every rule name, in clause order (for tools that list or cover them).
-    pub const RULES: [(&'static str, &'static str); 20] = [
+    pub const RULES: [(&'static str, &'static str); 21] = [
         ("mode-code", "13.1"),
         ("shape-range", "13.2"),
         ("field-size", "13.3"),
+        ("field-missing", "13.3.1"),
         ("data-too-short", "13.4"),
         ("offset-first-nonzero", "13.5"),
         ("offset-misaligned", "13.6"),

@@ -66,12 +66,7 @@ impl Default for Limits {
     /// Defaults: the hard row/column limits, 2^34 weights (a 32 GiB BF16 matrix) and
     /// 2^36 bytes per allocation.
     fn default() -> Limits {
-        Limits {
-            max_rows: hard::MAX_ROWS,
-            max_cols: hard::MAX_COLS,
-            max_weights: 1 << 34,
-            max_alloc_bytes: 1 << 36,
-        }
+        Limits { max_rows: hard::MAX_ROWS, max_cols: hard::MAX_COLS, max_weights: 1 << 34, max_alloc_bytes: 1 << 36 }
     }
 }
 

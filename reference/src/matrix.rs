@@ -19,7 +19,8 @@ pub struct EncodedMatrix {
     pub lut: Vec<u32>,
     /// The raw plane: n_low bytes, optionally followed by the 512-byte slack (spec 3.6, 9.6).
     pub low: Vec<u8>,
-    /// FP8 only: per-row scales (spec 11). Absent means the stored fp8 values are used unscaled.
+    /// FP8 only: per-row scales (spec 11). None is an unscaled FP8 encoding (spec 11.6): matvec
+    /// skips the multiply, the same as every scale being 1.0.
     pub scale: Option<Vec<f32>>,
 }
 

@@ -89,7 +89,8 @@ impl DecodedMatrix {
                 for cb in 0..g.col_blocks {
                     sum += block_partial(&g, cb, w, xs);
                 }
-                // Spec 15.4.6: scale (FP8) as one multiply, then the bias as a separate add.
+                // Spec 15.4.6: scale (scaled FP8) as one multiply, then the bias as a separate add;
+                // an unscaled FP8 encoding has no multiply (spec 11.6).
                 let mut t = sum;
                 if let Some(scale) = &self.scale {
                     t *= scale[row];

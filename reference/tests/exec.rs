@@ -4,8 +4,8 @@
 //! matrix it decodes to under its own bases, spec 20.11) and total check order (spec 20.10).
 
 use nwc_reference::exec::{
-    canonical_base, check_canonical, decode_exec, encode_exec, encode_exec_with_bases, exponent, parse_le_fields,
-    transcode, ExecDecodeError, ExecEncodeError, ExecFormatError, ExecMatrix, MAX_BASE,
+    canonical_base, check_canonical, decode_exec, encode_exec, encode_exec_with_bases, exponent, parse_le_fields, transcode,
+    ExecDecodeError, ExecEncodeError, ExecFormatError, ExecMatrix, MAX_BASE,
 };
 use nwc_reference::{decode, encode, Mode, Shape, Weights};
 use proptest::prelude::*;

@@ -62,8 +62,7 @@ fn exec_decoder_allocates_output_plus_constant() {
         let shape = Shape::new(rows, cols);
         let n = (rows * cols) as usize;
         // Every third weight far outside the window: many escapes, so `esc` is large.
-        let words: Vec<u16> =
-            (0..n).map(|i| if i % 3 == 0 { 0x7000 + i as u16 % 64 } else { 0x3F00 + i as u16 % 64 }).collect();
+        let words: Vec<u16> = (0..n).map(|i| if i % 3 == 0 { 0x7000 + i as u16 % 64 } else { 0x3F00 + i as u16 % 64 }).collect();
         let m = encode_exec(shape, &words).unwrap();
         // One weight a row always fits its row's window; wider rows escape every third weight.
         assert!(cols == 1 || m.esc.len() > n / 4);

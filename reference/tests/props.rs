@@ -7,8 +7,7 @@
 //! report (shape, mode, seed, kind) reproduces it exactly.
 
 use nwc_reference::{
-    decode, encode, validate, DecodeError, DecodedMatrix, ElemType, Elements, EncodedMatrix, Layout, Mode, Shape,
-    Weights,
+    decode, encode, validate, DecodeError, DecodedMatrix, ElemType, Elements, EncodedMatrix, Layout, Mode, Shape, Weights,
 };
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -166,7 +165,16 @@ fn same_f32(a: f32, b: f32) -> bool {
 fn assert_same_f32s(got: &[f32], want: &[f32], what: &str) -> Result<(), TestCaseError> {
     prop_assert_eq!(got.len(), want.len());
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        prop_assert!(same_f32(*g, *w), "{}: output {} is {:e} ({:#010x}), expected {:e} ({:#010x})", what, i, g, g.to_bits(), w, w.to_bits());
+        prop_assert!(
+            same_f32(*g, *w),
+            "{}: output {} is {:e} ({:#010x}), expected {:e} ({:#010x})",
+            what,
+            i,
+            g,
+            g.to_bits(),
+            w,
+            w.to_bits()
+        );
     }
     Ok(())
 }
@@ -247,7 +255,13 @@ fn flip(m: &mut EncodedMatrix, target: Target, position: usize, xor: u8) -> usiz
 /// panic), or decode. If it decodes to the original, the flipped byte must be one the spec leaves
 /// unspecified (spec 9.7); if it decodes to something else, that byte was specified, and the new
 /// matrix must itself survive a canonical round trip.
-fn check_corruption(original: &EncodedMatrix, input: &Input, target: Target, at: usize, corrupt: &EncodedMatrix) -> Result<(), TestCaseError> {
+fn check_corruption(
+    original: &EncodedMatrix,
+    input: &Input,
+    target: Target,
+    at: usize,
+    corrupt: &EncodedMatrix,
+) -> Result<(), TestCaseError> {
     let in_unspecified = match target {
         Target::Data => unspecified_data_bytes(original).iter().any(|r| r.contains(&at)),
         Target::Low => at as u64 >= nwc_reference::Geometry::new(original.mode, original.shape).unwrap().n_low,
@@ -256,7 +270,13 @@ fn check_corruption(original: &EncodedMatrix, input: &Input, target: Target, at:
     let result = decode(corrupt);
     if matches!(target, Target::Bases | Target::Hdr) {
         // Spec 9.3 and rules 13.11/13.12 determine every offset and header byte.
-        prop_assert!(matches!(result, Err(DecodeError::Format(_))), "{:?} byte {} flipped, decoder says {:?}", target, at, result.as_ref().map(|_| ()));
+        prop_assert!(
+            matches!(result, Err(DecodeError::Format(_))),
+            "{:?} byte {} flipped, decoder says {:?}",
+            target,
+            at,
+            result.as_ref().map(|_| ())
+        );
     }
     match result {
         Err(DecodeError::Format(_)) => {
@@ -268,7 +288,12 @@ fn check_corruption(original: &EncodedMatrix, input: &Input, target: Target, at:
             // A table flip in a rank no weight uses changes nothing decoded (spec 14.4: another
             // rank order is valid); any other specified byte must change the weights.
             if decoded.elements == original_elements {
-                prop_assert!(in_unspecified || matches!(target, Target::Lut), "{:?} byte {} changed but the decoder ignored it", target, at);
+                prop_assert!(
+                    in_unspecified || matches!(target, Target::Lut),
+                    "{:?} byte {} changed but the decoder ignored it",
+                    target,
+                    at
+                );
             } else {
                 prop_assert!(!in_unspecified, "unspecified {:?} byte {} changed the weights", target, at);
                 // The decoded matrix is a matrix like any other: it re-encodes and decodes back.

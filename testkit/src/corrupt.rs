@@ -59,19 +59,14 @@ pub struct Corruption {
     /// One line saying what was changed.
     pub what: String,
     pub fields: Corrupted,
-    /// Rules the format forces this corruption to break as well (spec 13.21: a decoder may
-    /// report any of them). Empty for almost all corruptions.
+    /// Rules the format forces this corruption to break as well; `rule` is the first of them in
+    /// the order of checks of spec 16.2, the one a decoder reports (spec 13.21). Empty for almost
+    /// all corruptions.
     pub also_broken: Vec<&'static str>,
 }
 
 fn corruption(rule: &'static str, variant: impl Into<String>, what: impl Into<String>, m: EncodedMatrix) -> Corruption {
-    Corruption {
-        rule,
-        variant: variant.into(),
-        what: what.into(),
-        fields: Corrupted::Matrix(m),
-        also_broken: Vec::new(),
-    }
+    Corruption { rule, variant: variant.into(), what: what.into(), fields: Corrupted::Matrix(m), also_broken: Vec::new() }
 }
 
 /// Every corruption this module knows for `enc`, rule by rule in clause order. Rules that cannot
@@ -136,9 +131,7 @@ pub fn lane_words(m: &EncodedMatrix) -> Vec<Vec<u32>> {
         let mut start = base as usize;
         for &words in &m.hdr[block * LANES..(block + 1) * LANES] {
             let end = start + 4 * usize::from(words);
-            out.push(
-                m.data[start..end].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
-            );
+            out.push(m.data[start..end].chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
             start = end;
         }
     }
@@ -254,11 +247,7 @@ fn find_position(m: &EncodedMatrix, pick: impl Fn(&Position) -> bool) -> Option<
     let g = geometry(m);
     (0..g.blocks).find_map(|block| {
         (0..LANES).find_map(|lane| {
-            lane_positions(&g, block, lane)
-                .into_iter()
-                .enumerate()
-                .find(|(_, p)| pick(p))
-                .map(|(i, p)| (block, lane, i, p))
+            lane_positions(&g, block, lane).into_iter().enumerate().find(|(_, p)| pick(p)).map(|(i, p)| (block, lane, i, p))
         })
     })
 }
@@ -329,17 +318,13 @@ pub fn field_size(m: &EncodedMatrix) -> Vec<Corruption> {
     });
     push("lut-long", "lut has 4097 entries", &|c| c.lut.push(0));
     let n_low = geometry(m).n_low as usize;
-    for (variant, len) in
-        [("low-short", n_low - 1), ("low-long", n_low + 1), ("low-slack-short", n_low + RAW_SLACK as usize - 1)]
-    {
+    for (variant, len) in [("low-short", n_low - 1), ("low-long", n_low + 1), ("low-slack-short", n_low + RAW_SLACK as usize - 1)] {
         let what = format!("low has {len} bytes, n_low is {n_low}");
         push(variant, &what, &|c| c.low.resize(len, 0));
     }
     let rows = m.shape.rows as usize;
     match m.mode.elem {
-        ElemType::Bf16 => {
-            push("scale-in-bf16", "a BF16 encoding with a scale field", &|c| c.scale = Some(vec![1.0; rows]))
-        }
+        ElemType::Bf16 => push("scale-in-bf16", "a BF16 encoding with a scale field", &|c| c.scale = Some(vec![1.0; rows])),
         ElemType::Fp8E4m3 => {
             push("scale-short", "scale has M - 1 entries", &|c| c.scale = Some(vec![1.0; rows - 1]));
             push("scale-long", "scale has M + 1 entries", &|c| c.scale = Some(vec![1.0; rows + 1]));
@@ -353,18 +338,13 @@ pub fn field_size(m: &EncodedMatrix) -> Vec<Corruption> {
 pub fn data_too_short(enc: &Encoding) -> Vec<Corruption> {
     let m = &enc.matrix;
     let dl = align8(enc.stream_end as usize) + TAIL_SLACK as usize;
-    [
-        ("dl-minus-1", dl - 1),
-        ("stream-end", enc.stream_end as usize),
-        ("half", enc.stream_end as usize / 2),
-        ("empty", 0),
-    ]
-    .into_iter()
-    .map(|(variant, len)| {
-        let what = format!("data cut to {len} bytes, dl is {dl}");
-        corruption("data-too-short", variant, what, EncodedMatrix { data: m.data[..len].to_vec(), ..m.clone() })
-    })
-    .collect()
+    [("dl-minus-1", dl - 1), ("stream-end", enc.stream_end as usize), ("half", enc.stream_end as usize / 2), ("empty", 0)]
+        .into_iter()
+        .map(|(variant, len)| {
+            let what = format!("data cut to {len} bytes, dl is {dl}");
+            corruption("data-too-short", variant, what, EncodedMatrix { data: m.data[..len].to_vec(), ..m.clone() })
+        })
+        .collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -508,8 +488,7 @@ pub fn lane_overlong(m: &EncodedMatrix) -> Vec<Corruption> {
     let mut lanes = lane_words(m);
     let Some(i) = lanes.iter().position(|w| w.len() < max) else { return Vec::new() };
     lanes[i].push(0);
-    let what =
-        format!("a zero word appended to block {} lane {}, hdr and later offsets adjusted", i / LANES, i % LANES);
+    let what = format!("a zero word appended to block {} lane {}, hdr and later offsets adjusted", i / LANES, i % LANES);
     vec![corruption("lane-overlong", "extra-zero-word", what, assemble(m, &lanes))]
 }
 
@@ -532,18 +511,8 @@ pub fn filler_code(m: &EncodedMatrix) -> Vec<Corruption> {
     let Some((block, lane, i, pos)) = find_position(m, |p| !p.real) else { return Vec::new() };
     let at = format!("filler of block {block} lane {lane} (row {}, column {})", pos.row, pos.col);
     let mut out = vec![
-        corruption(
-            "filler-code",
-            "sign1",
-            format!("{at} coded `11`"),
-            replace_code(m, block, lane, i, Code::rank(0, 1)),
-        ),
-        corruption(
-            "filler-code",
-            "rank1",
-            format!("{at} coded `010`"),
-            replace_code(m, block, lane, i, Code::rank(1, 0)),
-        ),
+        corruption("filler-code", "sign1", format!("{at} coded `11`"), replace_code(m, block, lane, i, Code::rank(0, 1))),
+        corruption("filler-code", "rank1", format!("{at} coded `010`"), replace_code(m, block, lane, i, Code::rank(1, 0))),
     ];
     if m.mode.elem == ElemType::Bf16 {
         let hi = recover_exp_of_rank(&m.lut)[0];
@@ -573,12 +542,7 @@ pub fn bf16_escape(m: &EncodedMatrix) -> Vec<Corruption> {
     let last_block = g.blocks - 1;
     let last_code = g.codes_per_lane(last_block) - 1;
     vec![
-        corruption(
-            "bf16-escape",
-            "first-code",
-            "block 0 lane 0 code 0 has 16 leading zeros",
-            replace_code(m, 0, 0, 0, bad),
-        ),
+        corruption("bf16-escape", "first-code", "block 0 lane 0 code 0 has 16 leading zeros", replace_code(m, 0, 0, 0, bad)),
         corruption(
             "bf16-escape",
             "last-code",
@@ -610,17 +574,13 @@ pub fn fp8_nibble(m: &EncodedMatrix) -> Vec<Corruption> {
     if m.mode.elem != ElemType::Fp8E4m3 {
         return Vec::new();
     }
-    [
-        ("zero-nibble1", FP8_SYMBOL_BYTE[9], 1u8),
-        ("sub-nibble4", FP8_SYMBOL_BYTE[8], 4),
-        ("sym0-nibble3", FP8_SYMBOL_BYTE[0], 3),
-    ]
-    .into_iter()
-    .map(|(variant, byte, nibble)| {
-        let what = format!("weight (0, 0) coded as symbol byte {byte} with nibble {nibble}");
-        corruption("fp8-nibble", variant, what, set_fp8_weight(m, byte, 0, nibble))
-    })
-    .collect()
+    [("zero-nibble1", FP8_SYMBOL_BYTE[9], 1u8), ("sub-nibble4", FP8_SYMBOL_BYTE[8], 4), ("sym0-nibble3", FP8_SYMBOL_BYTE[0], 3)]
+        .into_iter()
+        .map(|(variant, byte, nibble)| {
+            let what = format!("weight (0, 0) coded as symbol byte {byte} with nibble {nibble}");
+            corruption("fp8-nibble", variant, what, set_fp8_weight(m, byte, 0, nibble))
+        })
+        .collect()
 }
 
 /// 13.17: the weight at (0, 0) made symbol 7 with nibble 15, i.e. 0x7F and 0xFF.
@@ -644,10 +604,7 @@ pub fn raw_padding(m: &EncodedMatrix) -> Vec<Corruption> {
     let slot = pos.raw.expect("picked for its slot");
     let mut c = m.clone();
     set_raw(&mut c.low, slot, 0x5);
-    let what = format!(
-        "raw slot {slot:?} of the pad at row {}, column {} (block {block} lane {lane}) set to 5",
-        pos.row, pos.col
-    );
+    let what = format!("raw slot {slot:?} of the pad at row {}, column {} (block {block} lane {lane}) set to 5", pos.row, pos.col);
     let layout = if m.mode.layout == Layout::Rows8 { "l0" } else { "l1" };
     vec![corruption("raw-padding", format!("pad-{layout}"), what, c)]
 }
@@ -659,20 +616,13 @@ pub fn scale_value(m: &EncodedMatrix) -> Vec<Corruption> {
         return Vec::new();
     }
     let base = m.scale.clone().unwrap_or_else(|| vec![1.0; m.shape.rows as usize]);
-    [
-        ("nan", f32::NAN),
-        ("inf", f32::INFINITY),
-        ("neg-inf", f32::NEG_INFINITY),
-        ("zero", 0.0),
-        ("neg-zero", -0.0),
-        ("negative", -0.5),
-    ]
-    .into_iter()
-    .map(|(variant, value)| {
-        let mut scale = base.clone();
-        *scale.last_mut().expect("M >= 1") = value;
-        let what = format!("scale of the last row set to {value}");
-        corruption("scale-value", variant, what, EncodedMatrix { scale: Some(scale), ..m.clone() })
-    })
-    .collect()
+    [("nan", f32::NAN), ("inf", f32::INFINITY), ("neg-inf", f32::NEG_INFINITY), ("zero", 0.0), ("neg-zero", -0.0), ("negative", -0.5)]
+        .into_iter()
+        .map(|(variant, value)| {
+            let mut scale = base.clone();
+            *scale.last_mut().expect("M >= 1") = value;
+            let what = format!("scale of the last row set to {value}");
+            corruption("scale-value", variant, what, EncodedMatrix { scale: Some(scale), ..m.clone() })
+        })
+        .collect()
 }

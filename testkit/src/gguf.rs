@@ -72,13 +72,7 @@ pub struct Gguf {
 
 impl std::fmt::Debug for Gguf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "Gguf(v{}, {} tensors, {} bytes)",
-            self.version,
-            self.tensors.len(),
-            self.bytes.len()
-        )
+        write!(f, "Gguf(v{}, {} tensors, {} bytes)", self.version, self.tensors.len(), self.bytes.len())
     }
 }
 
@@ -89,18 +83,13 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     fn fail<T>(&self, what: impl Into<String>) -> Result<T> {
-        Err(GgufError {
-            offset: self.at as u64,
-            what: what.into(),
-        })
+        Err(GgufError { offset: self.at as u64, what: what.into() })
     }
 
     fn take(&mut self, n: u64, what: &str) -> Result<&[u8]> {
         let left = (self.bytes.len() - self.at) as u64;
         if n > left {
-            return self.fail(format!(
-                "{what}: needs {n} bytes, {left} left (truncated file)"
-            ));
+            return self.fail(format!("{what}: needs {n} bytes, {left} left (truncated file)"));
         }
         let s = &self.bytes[self.at..self.at + n as usize];
         self.at += n as usize;
@@ -123,10 +112,7 @@ impl Cursor<'_> {
         let b = self.take(n, what)?;
         match std::str::from_utf8(b) {
             Ok(s) => Ok(s.to_string()),
-            Err(_) => Err(GgufError {
-                offset: at as u64,
-                what: format!("{what}: not UTF-8"),
-            }),
+            Err(_) => Err(GgufError { offset: at as u64, what: format!("{what}: not UTF-8") }),
         }
     }
 
@@ -192,22 +178,13 @@ impl Gguf {
     }
 
     pub fn parse(bytes: Vec<u8>) -> Result<Gguf> {
-        let mut c = Cursor {
-            bytes: &bytes,
-            at: 0,
-        };
+        let mut c = Cursor { bytes: &bytes, at: 0 };
         if c.take(4, "magic")? != b"GGUF" {
-            return Err(GgufError {
-                offset: 0,
-                what: "magic is not GGUF".into(),
-            });
+            return Err(GgufError { offset: 0, what: "magic is not GGUF".into() });
         }
         let version = c.u32("version")?;
         if version != 3 {
-            return Err(GgufError {
-                offset: 4,
-                what: format!("version {version}, only 3 is read"),
-            });
+            return Err(GgufError { offset: 4, what: format!("version {version}, only 3 is read") });
         }
         let n_tensors = c.u64("tensor count")?;
         let n_meta = c.u64("metadata count")?;
@@ -231,13 +208,9 @@ impl Gguf {
             let name = c.string("tensor name")?;
             let nd = c.u32(&name)?;
             if nd == 0 || nd > MAX_DIMS {
-                return c.fail(format!(
-                    "tensor {name}: {nd} dimensions (1 to {MAX_DIMS} read)"
-                ));
+                return c.fail(format!("tensor {name}: {nd} dimensions (1 to {MAX_DIMS} read)"));
             }
-            let dims = (0..nd)
-                .map(|_| c.u64(&name))
-                .collect::<Result<Vec<u64>>>()?;
+            let dims = (0..nd).map(|_| c.u64(&name)).collect::<Result<Vec<u64>>>()?;
             let ggml_type = c.u32(&name)?;
             let offset = c.u64(&name)?;
             infos.push((name, dims, ggml_type, offset));
@@ -245,46 +218,28 @@ impl Gguf {
         let align = match ints.get("general.alignment") {
             None => 32,
             Some(&a) if a > 0 && a <= 1 << 16 && (a & (a - 1)) == 0 => a as u64,
-            Some(a) => {
-                return c.fail(format!(
-                    "general.alignment {a} is not a power of two up to 65536"
-                ))
-            }
+            Some(a) => return c.fail(format!("general.alignment {a} is not a power of two up to 65536")),
         };
         let data_start = (c.at as u64).div_ceil(align) * align;
         let mut tensors = Vec::new();
         for (name, dims, ggml_type, offset) in infos {
-            let start = data_start
-                .checked_add(offset)
-                .filter(|s| s % align == 0)
-                .ok_or_else(|| GgufError {
-                    offset: data_start,
-                    what: format!("tensor {name}: data offset {offset} is not aligned to {align}"),
-                })?;
-            let info = TensorInfo {
-                name,
-                dims,
-                ggml_type,
-                start,
-            };
+            let start = data_start.checked_add(offset).filter(|s| s % align == 0).ok_or_else(|| GgufError {
+                offset: data_start,
+                what: format!("tensor {name}: data offset {offset} is not aligned to {align}"),
+            })?;
+            let info = TensorInfo { name, dims, ggml_type, start };
             // Types we cannot size are kept in the table; reading them fails with a named error.
             if let Some(len) = info.byte_len()? {
-                if start
-                    .checked_add(len)
-                    .is_none_or(|end| end > bytes.len() as u64)
-                {
-                    return Err(GgufError { offset: start, what: format!("tensor {}: {len} bytes of data run past the end of the file ({} bytes)", info.name, bytes.len()) });
+                if start.checked_add(len).is_none_or(|end| end > bytes.len() as u64) {
+                    return Err(GgufError {
+                        offset: start,
+                        what: format!("tensor {}: {len} bytes of data run past the end of the file ({} bytes)", info.name, bytes.len()),
+                    });
                 }
             }
             tensors.push(info);
         }
-        Ok(Gguf {
-            version,
-            tensors,
-            ints,
-            strings,
-            bytes,
-        })
+        Ok(Gguf { version, tensors, ints, strings, bytes })
     }
 
     pub fn tensor(&self, name: &str) -> Option<&TensorInfo> {
@@ -293,25 +248,16 @@ impl Gguf {
 
     /// The tensor `name` dequantized to f32, in storage order (row-major for a matrix).
     pub fn f32_values(&self, name: &str) -> Result<Vec<f32>> {
-        let t = self.tensor(name).ok_or_else(|| GgufError {
-            offset: 0,
-            what: format!("no tensor named {name}"),
-        })?;
+        let t = self.tensor(name).ok_or_else(|| GgufError { offset: 0, what: format!("no tensor named {name}") })?;
         let len = t.byte_len()?.ok_or_else(|| GgufError {
             offset: t.start,
-            what: format!(
-                "tensor {name}: ggml type {} is not read (F32, F16, Q4_1, Q8_0 are)",
-                t.ggml_type
-            ),
+            what: format!("tensor {name}: ggml type {} is not read (F32, F16, Q4_1, Q8_0 are)", t.ggml_type),
         })?;
         let raw = &self.bytes[t.start as usize..(t.start + len) as usize];
         let f16 = |b: &[u8]| half::f16::from_le_bytes([b[0], b[1]]).to_f32();
         let mut out = Vec::with_capacity(t.elements() as usize);
         match t.ggml_type {
-            GGML_F32 => out.extend(
-                raw.chunks_exact(4)
-                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            ),
+            GGML_F32 => out.extend(raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))),
             GGML_F16 => out.extend(raw.chunks_exact(2).map(f16)),
             GGML_Q4_1 => {
                 // 32 weights: f16 scale d, f16 minimum m, 16 bytes of nibbles; weight j < 16 is the
@@ -336,27 +282,13 @@ impl Gguf {
 
     /// A 2-D tensor as a BF16 matrix (rows = dims[1], cols = dims[0]), rounded to nearest even.
     pub fn bf16_matrix(&self, name: &str) -> Result<NamedMatrix> {
-        let t = self.tensor(name).ok_or_else(|| GgufError {
-            offset: 0,
-            what: format!("no tensor named {name}"),
-        })?;
+        let t = self.tensor(name).ok_or_else(|| GgufError { offset: 0, what: format!("no tensor named {name}") })?;
         if t.dims.len() != 2 {
-            return Err(GgufError {
-                offset: t.start,
-                what: format!("tensor {name} has {} dimensions, not 2", t.dims.len()),
-            });
+            return Err(GgufError { offset: t.start, what: format!("tensor {name} has {} dimensions, not 2", t.dims.len()) });
         }
         let shape = Shape::new(t.dims[1], t.dims[0]);
-        let words = self
-            .f32_values(name)?
-            .into_iter()
-            .map(|v| half::bf16::from_f32(v).to_bits())
-            .collect();
-        Ok(NamedMatrix {
-            name: name.to_string(),
-            shape,
-            words,
-        })
+        let words = self.f32_values(name)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect();
+        Ok(NamedMatrix { name: name.to_string(), shape, words })
     }
 }
 
@@ -368,30 +300,19 @@ impl TensorInfo {
 
     /// Bytes of data, `None` for a type this reader does not size.
     fn byte_len(&self) -> Result<Option<u64>> {
-        let err = |what: String| GgufError {
-            offset: self.start,
-            what: format!("tensor {}: {what}", self.name),
-        };
+        let err = |what: String| GgufError { offset: self.start, what: format!("tensor {}: {what}", self.name) };
         let n = self
             .dims
             .iter()
             .try_fold(1u64, |a, &d| a.checked_mul(d))
             .filter(|&n| n > 0 && n <= 1 << 40)
-            .ok_or_else(|| {
-                err(format!(
-                    "dimensions {:?}: empty or over 2^40 elements",
-                    self.dims
-                ))
-            })?;
+            .ok_or_else(|| err(format!("dimensions {:?}: empty or over 2^40 elements", self.dims)))?;
         let Some((bytes, per)) = block_size(self.ggml_type) else {
             return Ok(None);
         };
         // Blocks never straddle rows: the fastest dimension is a whole number of blocks.
         if self.dims[0] % per != 0 {
-            return Err(err(format!(
-                "first dimension {} is not a multiple of the block of {per} weights",
-                self.dims[0]
-            )));
+            return Err(err(format!("first dimension {} is not a multiple of the block of {per} weights", self.dims[0])));
         }
         Ok(Some(n / per * bytes))
     }
@@ -402,10 +323,7 @@ pub(crate) mod tests {
     use super::*;
 
     /// Builds a GGUF v3 file: `meta` as (key, u32 value), tensors as (name, dims, type, data).
-    pub(crate) fn build(
-        meta: &[(&str, u32)],
-        tensors: &[(&str, Vec<u64>, u32, Vec<u8>)],
-    ) -> Vec<u8> {
+    pub(crate) fn build(meta: &[(&str, u32)], tensors: &[(&str, Vec<u64>, u32, Vec<u8>)]) -> Vec<u8> {
         let s = |out: &mut Vec<u8>, x: &str| {
             out.extend((x.len() as u64).to_le_bytes());
             out.extend(x.as_bytes());
@@ -459,17 +377,10 @@ pub(crate) mod tests {
         q80.extend((0..32).map(|j| (j as i8 - 16) as u8));
         q80.extend(f16(0.25));
         q80.extend((0..32).map(|j| (100 - j) as u8));
-        let f32s: Vec<u8> = [1.5f32, -2.0, 3.0e-3]
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect();
+        let f32s: Vec<u8> = [1.5f32, -2.0, 3.0e-3].iter().flat_map(|v| v.to_le_bytes()).collect();
         build(
             &[("llama.block_count", 30)],
-            &[
-                ("q41", vec![32, 1], GGML_Q4_1, q41),
-                ("q80", vec![32, 2], GGML_Q8_0, q80),
-                ("norm", vec![3], GGML_F32, f32s),
-            ],
+            &[("q41", vec![32, 1], GGML_Q4_1, q41), ("q80", vec![32, 2], GGML_Q8_0, q80), ("norm", vec![3], GGML_F32, f32s)],
         )
     }
 
@@ -479,24 +390,14 @@ pub(crate) mod tests {
         assert_eq!(g.ints["llama.block_count"], 30);
         assert_eq!(g.strings["general.architecture"], "llama");
         let q41 = g.f32_values("q41").unwrap();
-        let expected: Vec<f32> = (0..16)
-            .chain((0..16).rev())
-            .map(|n| n as f32 * 0.5 - 1.0)
-            .collect();
+        let expected: Vec<f32> = (0..16).chain((0..16).rev()).map(|n| n as f32 * 0.5 - 1.0).collect();
         assert_eq!(q41, expected);
         let m = g.bf16_matrix("q80").unwrap();
         assert_eq!((m.shape.rows, m.shape.cols), (2, 32));
         assert_eq!(half::bf16::from_bits(m.words[0]).to_f32(), -4.0);
-        assert_eq!(
-            half::bf16::from_bits(m.words[32 + 31]).to_f32(),
-            69.0 * 0.25
-        );
+        assert_eq!(half::bf16::from_bits(m.words[32 + 31]).to_f32(), 69.0 * 0.25);
         assert_eq!(g.f32_values("norm").unwrap(), vec![1.5, -2.0, 3.0e-3]);
-        assert!(g
-            .bf16_matrix("norm")
-            .unwrap_err()
-            .what
-            .contains("1 dimensions"));
+        assert!(g.bf16_matrix("norm").unwrap_err().what.contains("1 dimensions"));
     }
 
     #[test]
@@ -513,16 +414,8 @@ pub(crate) mod tests {
                     continue;
                 }
             };
-            assert!(
-                e.offset <= len as u64 || e.what.contains("past the end"),
-                "{len}: {e}"
-            );
-            assert!(
-                e.what.contains("truncated")
-                    || e.what.contains("past the end")
-                    || e.what.contains("magic"),
-                "{len}: {e}"
-            );
+            assert!(e.offset <= len as u64 || e.what.contains("past the end"), "{len}: {e}");
+            assert!(e.what.contains("truncated") || e.what.contains("past the end") || e.what.contains("magic"), "{len}: {e}");
         }
     }
 
@@ -538,10 +431,7 @@ pub(crate) mod tests {
         let g = Gguf::parse(unknown).unwrap();
         assert!(g.f32_values("x").unwrap_err().what.contains("ggml type 12"));
         let ragged = build(&[], &[("x", vec![31, 1], GGML_Q8_0, vec![0; 34])]);
-        assert!(Gguf::parse(ragged)
-            .unwrap_err()
-            .what
-            .contains("multiple of the block"));
+        assert!(Gguf::parse(ragged).unwrap_err().what.contains("multiple of the block"));
         let past = build(&[], &[("x", vec![32, 4], GGML_Q8_0, vec![0; 34])]);
         assert!(Gguf::parse(past).unwrap_err().what.contains("past the end"));
     }

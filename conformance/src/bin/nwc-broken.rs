@@ -2,7 +2,7 @@
 //! nwc-conform protocol, so the suite can show it catches them. Built on the reference codec;
 //! each mode breaks exactly one thing.
 //!
-//! Encoder modes (`nwc-broken MODE --elem E --layout L --rows M --cols K INPUT OUTDIR`):
+//! Encoder modes (`nwc-broken MODE --elem E --layout L --rows M --cols K [--scales FILE] INPUT OUTDIR`):
 //!   encode-ok          the reference encoder (control)
 //!   encode-noisy-slack fills every unspecified byte (spec 9.7) with 0xA5: still canonical
 //!   encode-flip-bit    flips one bit of data.bin
@@ -11,6 +11,8 @@
 //!   encode-reranked    swaps ranks 0 and 1 and re-codes consistently: valid, not canonical
 //!   encode-silent      exits 0 and writes nothing
 //!   encode-hang        never finishes
+//!   encode-no-scales   ignores `--scales` (writes no scale.bin)
+//!   encode-wrong-scale stores the given scales with one bit of scale[0] flipped
 //! Decoder modes (`nwc-broken MODE DIR OUT.raw`):
 //!   decode-ok            the reference decoder (control)
 //!   decode-no-validation writes zeros instead of rejecting an invalid encoding
@@ -64,11 +66,24 @@ fn encoder(mode: &str, args: &[String]) -> Result<(), String> {
     let shape = Shape::new(number(args, "--rows")?, number(args, "--cols")?);
     let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
     let mut enc = encode_le_bytes(m, shape, &bytes).map_err(|e| e.to_string())?;
+    // Spec 11.4: scales given with FP8 bytes are stored as given.
+    let given = args.iter().position(|a| a == "--scales").filter(|_| mode != "encode-no-scales");
+    if let Some(i) = given {
+        let path = args.get(i + 1).ok_or("--scales needs a value")?;
+        let bytes = std::fs::read(path).map_err(|e| format!("{path}: {e}"))?;
+        enc.matrix.scale = Some(bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect());
+    }
     match mode {
         "encode-ok" => {}
         "encode-silent" => return Ok(()),
         "encode-noisy-slack" => noisy_slack(&mut enc),
         "encode-flip-bit" => enc.matrix.data[0] ^= 0x10,
+        "encode-no-scales" => {}
+        "encode-wrong-scale" => {
+            if let Some(s) = enc.matrix.scale.as_mut() {
+                s[0] = f32::from_bits(s[0].to_bits() ^ 1);
+            }
+        }
         "encode-raw-padding" => raw_padding(&mut enc),
         "encode-wrong-ranks" => enc.exp_of_rank.swap(0, 1),
         "encode-reranked" => {

@@ -8,7 +8,7 @@ use nwc_conformance::corpus::Corpus;
 use nwc_conformance::gpu::sweep::run_sweep;
 use nwc_conformance::gpu::GpuBackend;
 use nwc_conformance::report::Report;
-use nwc_conformance::run::{self, Tool};
+use nwc_conformance::run::{self, Scales, Tool};
 use nwc_cuda::{Gpu, MatvecKernel, SKIP_NO_DEVICE};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,6 +70,10 @@ struct ToolArgs {
     /// Keep per-vector inputs and outputs in this directory (default: a temporary one, removed).
     #[arg(long)]
     work_dir: Option<PathBuf>,
+    /// Encoder: do not pass `--scales FILE` for vectors with FP8 scales (for encoders that do not
+    /// take it); `scale` is then judged only where the encoder writes one.
+    #[arg(long)]
+    without_scales: bool,
     /// The command under test and its leading arguments (after `--`).
     #[arg(last = true, required = true, num_args = 1..)]
     command: Vec<String>,
@@ -91,6 +95,7 @@ impl ToolArgs {
             timeout: Duration::from_secs_f64(self.timeout),
             work_dir,
             keep_work,
+            scales: if self.without_scales { Scales::Withheld } else { Scales::Passed },
         })
     }
 }

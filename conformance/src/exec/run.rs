@@ -49,19 +49,12 @@ pub fn judge_exec(corpus: &Corpus, v: &Vector, backend: &dyn ExecBackend, class:
             let words: Vec<u16> = input(corpus, v)?.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
             let d = decode_exec(&m).map_err(|e| format!("the fields are rejected: {e}"))?;
             if let Some(i) = (0..words.len().max(d.words.len())).find(|&i| words.get(i) != d.words.get(i)) {
-                return Err(format!(
-                    "decodes to a different matrix: weight {i}: expected {:?}, got {:?}",
-                    words.get(i),
-                    d.words.get(i)
-                ));
+                return Err(format!("decodes to a different matrix: weight {i}: expected {:?}, got {:?}", words.get(i), d.words.get(i)));
             }
             let non_canonical = check_canonical(&m).map_err(|e| e.to_string())?;
             match (v.kind, non_canonical) {
                 (Kind::Canonical, Some(n)) => {
-                    return Err(format!(
-                        "not canonical: row {} has base {}, the canonical base is {}",
-                        n.row, n.base, n.canonical
-                    ))
+                    return Err(format!("not canonical: row {} has base {}, the canonical base is {}", n.row, n.base, n.canonical))
                 }
                 (Kind::Canonical, None) => {
                     let ours = encode_exec(Shape::new(v.rows, v.cols), &words).map_err(|e| e.to_string())?;
@@ -102,8 +95,7 @@ fn format10_source(corpus: &Corpus, id: &str) -> Result<nwc_reference::EncodedMa
         })
         .ok_or_else(|| format!("transcoded_from names {id}, which is not a usable format-10 vector of the corpus"))?;
     let raw = stored_fields(corpus, v)?;
-    let (m, _) =
-        crate::run::decode_raw(v.mode_code, v.rows, v.cols, &raw).map_err(|e| format!("{id} is rejected: {e}"))?;
+    let (m, _) = crate::run::decode_raw(v.mode_code, v.rows, v.cols, &raw).map_err(|e| format!("{id} is rejected: {e}"))?;
     Ok(m)
 }
 

@@ -272,6 +272,8 @@ pub fn clauses(case: &Case, enc: &Encoding) -> Vec<&'static str> {
     }
     if case.scale.is_some() {
         c.extend(["11", "11.1", "11.4", "11.5"]);
+    } else if case.mode.elem == ElemType::Fp8E4m3 {
+        c.extend(["11", "11.6"]); // an unscaled FP8 encoding: matvec without scales
     }
     if enc.escapes > 0 {
         c.push("6.2");

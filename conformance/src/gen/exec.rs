@@ -10,8 +10,7 @@ use super::{exec_broken, new_vector, set_clauses, Tier};
 use crate::exec::field_key;
 use crate::manifest::{GatherCase, Kind, MatvecCase, Representation, Vector};
 use nwc_reference::exec::{
-    canonical_base, check_canonical, decode_exec, encode_exec, encode_exec_with_bases, ExecDecoded, ExecMatrix,
-    MAX_BASE,
+    canonical_base, check_canonical, decode_exec, encode_exec, encode_exec_with_bases, ExecDecoded, ExecMatrix, MAX_BASE,
 };
 use nwc_reference::{DecodedMatrix, ElemType, Elements, Mode, Shape};
 use std::io;
@@ -29,8 +28,8 @@ pub struct ExecCase {
 
 /// Clauses every canonical or valid execution-layout vector exercises.
 const COMMON: [&str; 24] = [
-    "3.2", "15.4.2", "15.4.3", "15.4.4", "15.4.5", "15.4.6", "15.4.7", "20", "20.1", "20.2", "20.3", "20.4", "20.5",
-    "20.6", "20.7", "20.9", "20.11", "20.13", "20.14", "20.15", "20.15.1", "20.15.2", "20.18", "20.19",
+    "3.2", "15.4.2", "15.4.3", "15.4.4", "15.4.5", "15.4.6", "15.4.7", "20", "20.1", "20.2", "20.3", "20.4", "20.5", "20.6", "20.7",
+    "20.9", "20.11", "20.13", "20.14", "20.15", "20.15.1", "20.15.2", "20.18", "20.19",
 ];
 
 /// The matrices: every BF16 case of the format-10 corpus (both layouts: their matrices differ),
@@ -130,13 +129,8 @@ fn write_exec_results(w: &mut Writer, v: &mut Vector, d: &ExecDecoded, inputs: &
         let output = w.put(v, &format!("gather{i}"), &le_u16(&d.gather(&rows).expect("rows in range")))?;
         v.gathers.push(GatherCase { rows, output });
     }
-    let f10 = DecodedMatrix {
-        mode: Mode::BF16_L0,
-        shape: d.shape,
-        exp_of_rank: [0; 15],
-        elements: Elements::Bf16(d.words.clone()),
-        scale: None,
-    };
+    let f10 =
+        DecodedMatrix { mode: Mode::BF16_L0, shape: d.shape, exp_of_rank: [0; 15], elements: Elements::Bf16(d.words.clone()), scale: None };
     let quiet = |x: f32| if x.is_nan() { f32::from_bits(0x7FC0_0000) } else { x };
     let quiet16 = |b: u16| if b & 0x7FFF > 0x7F80 { 0x7FC0 } else { b };
     for (i, input) in inputs.iter().enumerate() {
@@ -145,8 +139,7 @@ fn write_exec_results(w: &mut Writer, v: &mut Vector, d: &ExecDecoded, inputs: &
         let same: Vec<f32> = f10.matvec(&input.x, input.batch, bias).expect("sizes").into_iter().map(quiet).collect();
         let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
         assert_eq!(bits(&y), bits(&same), "{}: exec matvec differs from format-10 layout 0", v.id);
-        let y16: Vec<u16> =
-            d.matvec_bf16(&input.x, input.batch, bias).expect("sizes").into_iter().map(quiet16).collect();
+        let y16: Vec<u16> = d.matvec_bf16(&input.x, input.batch, bias).expect("sizes").into_iter().map(quiet16).collect();
         let activations = w.put(v, &format!("mv{i}-x"), &le_f32(&input.x))?;
         let bias_path = match bias {
             Some(b) => Some(w.put(v, &format!("mv{i}-bias"), &le_f32(b))?),
@@ -194,11 +187,7 @@ fn fp8_twins(existing: &[Vector], case: &ExecCase) -> Vec<String> {
     if case.name != "l0-example-1x3" {
         return Vec::new();
     }
-    existing
-        .iter()
-        .filter(|v| v.id.starts_with("canonical-fp8-") && v.id.contains("-example-1x3-scaled"))
-        .map(|v| v.id.clone())
-        .collect()
+    existing.iter().filter(|v| v.id.starts_with("canonical-fp8-") && v.id.contains("-example-1x3-scaled")).map(|v| v.id.clone()).collect()
 }
 
 fn canonical(w: &mut Writer, seed: u64, case: &ExecCase, existing: &[Vector]) -> io::Result<Vector> {
@@ -263,8 +252,7 @@ fn valid(w: &mut Writer, seed: u64, case: &ExecCase) -> io::Result<Vec<Vector>> 
 }
 
 /// Cases that get valid variants, and the one the broken vectors start from.
-const VALID_BASES: [&str; 4] =
-    ["l0-gauss2p-12-13x40", "l0-heavytail-9x513", "l1-rowscaled12-31x600", "window-ends-4x70"];
+const VALID_BASES: [&str; 4] = ["l0-gauss2p-12-13x40", "l0-heavytail-9x513", "l1-rowscaled12-31x600", "window-ends-4x70"];
 const BROKEN_BASE: &str = "l0-rowscaled20-9x520";
 
 /// Every execution-layout vector, given the format-10 vectors already generated.

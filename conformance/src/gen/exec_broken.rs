@@ -8,9 +8,7 @@ use super::{new_vector, set_clauses};
 use crate::exec::{field_key, parse};
 use crate::fields::RawFields;
 use crate::manifest::{Kind, Representation, Vector};
-use nwc_reference::exec::{
-    decode_exec, encode_exec, ExecDecodeError, ExecField, ExecFormatError, ExecGeometry, ExecMatrix, ESCAPE_CODE,
-};
+use nwc_reference::exec::{decode_exec, encode_exec, ExecDecodeError, ExecField, ExecFormatError, ExecGeometry, ExecMatrix, ESCAPE_CODE};
 use nwc_reference::{Mode, Shape};
 use std::io;
 
@@ -48,9 +46,8 @@ fn corruptions(m: &ExecMatrix) -> Vec<Corruption> {
     let (k, k16) = (m.shape.cols, g.k16);
     let esc_start = m.esc_start.clone();
     // The first position with an escape, and a tile t >= 1 that has one.
-    let first_escape_row = (0..m.shape.rows)
-        .find(|&r| (0..k).any(|c| m.code(k16, r, c) == ESCAPE_CODE))
-        .expect("the base case has escapes");
+    let first_escape_row =
+        (0..m.shape.rows).find(|&r| (0..k).any(|c| m.code(k16, r, c) == ESCAPE_CODE)).expect("the base case has escapes");
     let escape_tile = (1..g.tiles as usize).find(|&t| esc_start[t + 1] > esc_start[t]).expect("escapes past tile 0");
     // A window code (1..14) to turn into an escape code, in row 1.
     let window_col = (0..k).find(|&c| (1..=14).contains(&m.code(k16, 1, c))).expect("row 1 has window codes");
@@ -112,20 +109,12 @@ fn corruptions(m: &ExecMatrix) -> Vec<Corruption> {
         }),
     );
     let esc = field_key(ExecField::Esc);
-    push(
-        "exec-esc-length",
-        "missing",
-        "there is no esc field (length 0, spec 20.9.2)".into(),
-        Box::new(move |t| drop(t.raw.remove(&esc))),
-    );
+    push("exec-esc-length", "missing", "there is no esc field (length 0, spec 20.9.2)".into(), Box::new(move |t| drop(t.raw.remove(&esc))));
     let moved = esc_start[escape_tile] + 1;
     push(
         "exec-esc-count",
         "boundary",
-        format!(
-            "esc_start[{escape_tile}] = {moved}: one escape moved from tile {escape_tile} to tile {}",
-            escape_tile - 1
-        ),
+        format!("esc_start[{escape_tile}] = {moved}: one escape moved from tile {escape_tile} to tile {}", escape_tile - 1),
         Box::new(move |t| t.set_u32(escape_tile, moved)),
     );
     let byte = (k16 / 2 + window_col / 2) as usize;
@@ -188,8 +177,7 @@ fn write(
     } else {
         format!("; also breaks {}, which come later in the order of spec 20.10", also.join(", "))
     };
-    let about =
-        format!("execution layout: {} ({}) breaks {rule} (spec {clause}): {what}{extra}", case.shape, case.about);
+    let about = format!("execution layout: {} ({}) breaks {rule} (spec {clause}): {what}{extra}", case.shape, case.about);
     let mut v = new_vector(id, kind, Mode::BF16_L0.code(), t.shape.rows, t.shape.cols, about);
     v.representation = Representation::Exec;
     let mut clauses = vec!["20.9", clause, "20.10", "20.16", "16", "16.1", "16.2", "16.6", "16.7"];

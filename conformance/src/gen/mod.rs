@@ -10,6 +10,7 @@ pub mod coverage;
 pub mod exec;
 mod exec_broken;
 pub mod expect;
+pub mod multi;
 pub mod variants;
 pub mod writer;
 
@@ -206,10 +207,10 @@ fn slice_vector(w: &mut Writer, seed: u64, case: &Case, enc: &Encoding) -> io::R
     Ok(Some(v))
 }
 
-/// Rules 13.1 - 13.3 and truncated fields (13.4 here) cannot be parsed: malformed (manifest.rs).
+/// Rules 13.1 - 13.3.1 and truncated fields (13.4 here) cannot be parsed: malformed (manifest.rs).
 fn kind_of(rule: &str) -> Kind {
     match rule {
-        "mode-code" | "shape-range" | "field-size" | "data-too-short" => Kind::Malformed,
+        "mode-code" | "shape-range" | "field-size" | "field-missing" | "data-too-short" => Kind::Malformed,
         _ => Kind::Invalid,
     }
 }
@@ -275,6 +276,7 @@ pub fn generate(out: &Path, seed: u64, tier: Tier) -> io::Result<(Manifest, Summ
             }
             if is_base(BROKEN_BASE) || (tier == Tier::Large && base_shape == "1x1") {
                 vectors.extend(broken_vectors(&mut w, case, &enc)?);
+                vectors.extend(multi::vectors(&mut w, case, &enc)?);
             }
         }
     }

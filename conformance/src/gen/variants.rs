@@ -108,6 +108,7 @@ pub fn rule_clauses(rule: &str, m: &EncodedMatrix) -> Vec<&'static str> {
         // Declared sizes a hostile file could use to make a decoder allocate or loop: spec 16.3-16.5.
         "shape-range" => vec!["3", "3.2", "3.3", "12.2", "16.3", "16.4", "16.5"],
         "field-size" => vec!["12", "12.1", "9.6", "11.4", "16.3", "16.5"],
+        "field-missing" => vec!["12", "12.1"],
         "data-too-short" => vec!["9.4", "9.5", "12.4", "16.5"],
         "offset-first-nonzero" | "offset-misaligned" | "offset-mismatch" => vec!["9.2", "9.3"],
         "lane-length-range" => vec!["6.6", "9.1"],

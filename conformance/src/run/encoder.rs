@@ -4,7 +4,7 @@
 //! VALID: not canonical, but it passes every rule of spec 13 and decodes to the input (14.3);
 //! FAIL otherwise, with the first difference and the validation error.
 
-use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Tool};
+use super::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Scales, Tool};
 use crate::compare::{first_difference, Difference};
 use crate::corpus::Corpus;
 use crate::fields::{check_summary, read_dir, to_raw, RawFields, EXP_OF_RANK, STORED_FIELDS};
@@ -34,6 +34,10 @@ fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, Str
     let enc = encode_le_bytes(mode, Shape::new(v.rows, v.cols), input).map_err(|e| format!("reference encoder: {e}"))?;
     let mut raw = to_raw(&enc.matrix);
     raw.insert(EXP_OF_RANK.into(), enc.exp_of_rank.to_vec());
+    // The scales are part of the matrix the vector carries (spec 11.4, 14.3), not of its coding.
+    if let Some(scale) = stored_fields(corpus, v)?.remove("scale") {
+        raw.insert("scale".into(), scale);
+    }
     Ok(raw)
 }
 
@@ -57,9 +61,18 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
         v.rows.to_string(),
         "--cols".into(),
         v.cols.to_string(),
-        input_path.display().to_string(),
-        out_dir.display().to_string(),
     ]);
+    // Spec 11.4: FP8 bytes that come with scales are encoded with them, so `scale` is judged.
+    let scales = match (tool.scales, expected.get("scale")) {
+        (Scales::Passed, Some(scale)) => {
+            let path = dir.join("scales.bin");
+            std::fs::write(&path, scale).map_err(|e| format!("writing {}: {e}", path.display()))?;
+            args.extend(["--scales".into(), path.display().to_string()]);
+            true
+        }
+        _ => false,
+    };
+    args.extend([input_path.display().to_string(), out_dir.display().to_string()]);
     let outcome = process::run(&tool.program, &args, &dir, tool.timeout);
     let got = read_dir(&out_dir);
     let summary = check_summary(&out_dir, v.mode_code, v.rows, v.cols);
@@ -73,6 +86,9 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
         return Ok(fail("the encoder exited 0 but wrote no field files"));
     }
     summary?;
+    if scales && !got.contains_key("scale") {
+        return Ok(fail("given --scales, the encoder wrote no scale.bin (spec 11.4: the scales are stored as given)"));
+    }
     Ok(verdict(&g, v, &expected, &got, &input))
 }
 
@@ -80,6 +96,13 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
 fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
     if got.contains_key("scale") && !expected.contains_key("scale") {
         return fail("wrote scale.bin, but this input has no scales");
+    }
+    // Spec 14.3, 14.4: a valid encoding carries the matrix's scales exactly; no other choice.
+    if let (Some(want), Some(have)) = (expected.get("scale"), got.get("scale")) {
+        if want != have {
+            let diff = first_byte_difference(want, have).unwrap_or_default();
+            return fail(format!("scale.bin is not the scales given (spec 11.4, 14.4): {diff}"));
+        }
     }
     let mut compared = vec!["data", "bases", "hdr", "lut", "low"];
     if got.contains_key("scale") {

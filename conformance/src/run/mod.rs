@@ -19,6 +19,19 @@ pub fn fail(detail: impl Into<String>) -> Judgement {
     (Verdict::Fail, Some(detail.into()))
 }
 
+/// Whether an encoder under test is given a vector's FP8 scales (`--scales FILE`, protocol in
+/// conformance/README.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Scales {
+    /// A vector with a `scale` field is encoded with `--scales FILE`, and the output's `scale.bin`
+    /// is judged like every specified byte (spec 11.4, 14.1).
+    #[default]
+    Passed,
+    /// For encoders that do not take `--scales` (`nwc-conform encoder --without-scales`): no
+    /// scales are passed and `scale` is judged only where the encoder writes one.
+    Withheld,
+}
+
 /// The command under test and how to run it.
 #[derive(Clone, Debug)]
 pub struct Tool {
@@ -28,6 +41,8 @@ pub struct Tool {
     /// Where per-vector inputs and outputs go; kept afterwards only if `keep_work`.
     pub work_dir: PathBuf,
     pub keep_work: bool,
+    /// Encoder runs: whether FP8 scales are passed.
+    pub scales: Scales,
 }
 
 impl Tool {

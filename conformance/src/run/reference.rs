@@ -5,10 +5,10 @@
 //! the expected rule (spec 13).
 
 use super::{decode_raw, fail, first_byte_difference, input, judge_all, judge_all_with_exec, stored_fields};
-use crate::exec::{judge_exec, ReferenceExecBackend};
 use crate::backend::{check_outputs, check_outputs_class, Backend, MatvecClass};
 use crate::compare::first_difference;
 use crate::corpus::Corpus;
+use crate::exec::{judge_exec, ReferenceExecBackend};
 use crate::fields::{to_raw, EXP_OF_RANK};
 use crate::manifest::{Kind, Vector};
 use crate::report::{Report, Verdict};
@@ -72,10 +72,10 @@ fn judge(corpus: &Corpus, v: &Vector, backend: &dyn Backend) -> Result<(), Strin
         }
         Kind::Invalid | Kind::Malformed => {
             let rule = v.expected_error.as_deref().ok_or("no expected_error in the manifest")?;
-            // Spec 13.21: where one corruption necessarily breaks several rules, any of them is right.
-            let allowed = |r: &str| r == rule || v.also_broken.iter().any(|a| a == r);
+            // Spec 13.21, 16.2: the order of checks is total through step 4, so the reference names
+            // exactly `expected_error`; `also_broken` only lists the other rules the file breaks.
             match decode_raw(v.mode_code, v.rows, v.cols, &raw) {
-                Err(DecodeError::Format(e)) if allowed(e.rule()) => Ok(()),
+                Err(DecodeError::Format(e)) if e.rule() == rule => Ok(()),
                 Err(DecodeError::Format(e)) => Err(format!("rejected with {} (expected {rule}): {e}", e.rule())),
                 Err(e) => Err(format!("rejected for a resource limit, not rule {rule}: {e}")),
                 Ok(_) => Err(format!("accepted, expected rule {rule}")),

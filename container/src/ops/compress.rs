@@ -1,6 +1,6 @@
 //! Spec 17.3 - 17.7: original model -> NWC checkpoint.
 
-use super::convert::{from_bf16_words, fp8_to_bf16_scaled, to_bf16_words};
+use super::convert::{fp8_to_bf16_scaled, from_bf16_words, to_bf16_words};
 use super::Progress;
 use crate::checkpoint::{accounted_bytes, checkpoint_metadata, matrix_tensors};
 use crate::config::{Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, WeightEntry, CONFIG_FILE};
@@ -50,7 +50,10 @@ pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: P
     let staged = StagedDir::new(output, &[input])?;
     let all: Vec<(&str, &Tensor)> = model.tensors().map(|(f, t)| (f.name.as_str(), t)).collect();
     if let Some((_, t)) = all.iter().find(|(_, t)| t.name.starts_with("nwc/")) {
-        return Err(ContainerError::Unsupported { file: input.to_path_buf(), msg: format!("tensor `{}` uses the reserved prefix nwc/", t.name) });
+        return Err(ContainerError::Unsupported {
+            file: input.to_path_buf(),
+            msg: format!("tensor `{}` uses the reserved prefix nwc/", t.name),
+        });
     }
     let digests: Vec<String> = all.par_iter().map(|(_, t)| sha256_hex(&t.data)).collect();
 

@@ -12,11 +12,9 @@ pub fn to_bf16_words(t: &Tensor) -> Option<Vec<u16>> {
     let c2 = |c: &[u8]| [c[0], c[1]];
     Some(match t.dtype {
         Dtype::BF16 => t.data.chunks_exact(2).map(|c| u16::from_le_bytes(c2(c))).collect(),
-        Dtype::F32 => t
-            .data
-            .chunks_exact(4)
-            .map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits())
-            .collect(),
+        Dtype::F32 => {
+            t.data.chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()).collect()
+        }
         Dtype::F16 => t
             .data
             .chunks_exact(2)

@@ -48,7 +48,11 @@ fn export(ck: &Checkpoint, decoded: &HashMap<u64, DecodedMatrix>) -> Result<Outp
             None => {
                 let (file, t) = ck.tensors.get(&r.name).ok_or_else(|| bad(&r.name, "missing from the checkpoint".into()))?;
                 if t.dtype != dtype || t.shape != shape {
-                    return Err(ContainerError::Tensor { file: file.clone(), tensor: r.name.clone(), msg: "dtype or shape differs from nwc_config.json".into() });
+                    return Err(ContainerError::Tensor {
+                        file: file.clone(),
+                        tensor: r.name.clone(),
+                        msg: "dtype or shape differs from nwc_config.json".into(),
+                    });
                 }
                 t.data.clone()
             }
@@ -83,7 +87,12 @@ fn export_peer(ck: &Checkpoint, decoded: &HashMap<u64, DecodedMatrix>) -> Result
         .and_then(|v| v.get("tie_word_embeddings").and_then(|b| b.as_bool()))
         .unwrap_or(false);
     let embedding_ids: Vec<u64> = ck.config.modules.iter().filter(|m| m.kind == "embedding").map(|m| m.weight).collect();
-    let bf16 = |words: &[u16], name: String, rows: usize, cols: usize| Tensor { name, dtype: Dtype::BF16, shape: vec![rows, cols], data: from_bf16_words(words, Dtype::BF16) };
+    let bf16 = |words: &[u16], name: String, rows: usize, cols: usize| Tensor {
+        name,
+        dtype: Dtype::BF16,
+        shape: vec![rows, cols],
+        data: from_bf16_words(words, Dtype::BF16),
+    };
     let mut out = Vec::new();
     for name in &ck.order {
         if !name.starts_with("nwc/") {
@@ -136,7 +145,11 @@ pub fn decompress(input: &Path, output: &Path, progress: Progress) -> Result<()>
         let by_name: HashMap<&str, &Tensor> = files.iter().flat_map(|f| f.2.iter().map(|t| (t.name.as_str(), t))).collect();
         for r in &x.tensors {
             if sha256_hex(&by_name[r.name.as_str()].data) != r.decoded_sha256 {
-                return Err(ContainerError::Tensor { file: ck.dir.join(CONFIG_FILE), tensor: r.name.clone(), msg: "decompressed bytes do not match the recorded SHA-256".into() });
+                return Err(ContainerError::Tensor {
+                    file: ck.dir.join(CONFIG_FILE),
+                    tensor: r.name.clone(),
+                    msg: "decompressed bytes do not match the recorded SHA-256".into(),
+                });
             }
         }
     }
@@ -186,7 +199,8 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
     }
     if let Some(orig) = against {
         let model = read_model(orig)?;
-        let lossy: HashMap<&str, &Vec<String>> = records.map(|rs| rs.iter().map(|r| (r.name.as_str(), &r.lossy)).collect()).unwrap_or_default();
+        let lossy: HashMap<&str, &Vec<String>> =
+            records.map(|rs| rs.iter().map(|r| (r.name.as_str(), &r.lossy)).collect()).unwrap_or_default();
         let mut seen = 0;
         for (_, t) in model.tensors() {
             let Some(got) = out.get(t.name.as_str()) else {
@@ -195,11 +209,17 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
             };
             seen += 1;
             if got.dtype != t.dtype || got.shape != t.shape {
-                report.mismatches.push(format!("{}: {:?} {:?} in the original, {:?} {:?} decompressed", t.name, t.dtype, t.shape, got.dtype, got.shape));
+                report
+                    .mismatches
+                    .push(format!("{}: {:?} {:?} in the original, {:?} {:?} decompressed", t.name, t.dtype, t.shape, got.dtype, got.shape));
                 continue;
             }
             let steps = lossy.get(t.name.as_str()).map(|v| v.as_slice()).unwrap_or(&[]);
-            let expected = expected_output(t, steps).map_err(|msg| ContainerError::Tensor { file: orig.to_path_buf(), tensor: t.name.clone(), msg })?;
+            let expected = expected_output(t, steps).map_err(|msg| ContainerError::Tensor {
+                file: orig.to_path_buf(),
+                tensor: t.name.clone(),
+                msg,
+            })?;
             if got.data != expected {
                 let at = got.data.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(0);
                 report.mismatches.push(format!("{}: differs from the original at byte {at}", t.name));

@@ -1,7 +1,7 @@
 //! CPU throughput, side by side in one run: the reference codec, nwc-fast on 1 thread and on all
 //! threads, and the 0.10.1 library's host encoder (fetched from PyPI by the test kit).
 //!
-//! cargo run --release -p nwc-fast [--features simd] --bin nwc-cpu-bench -- [ROWS COLS [REPS]] [--minilm]
+//! cargo run --release -p nwc-fast --features bench[,simd] --bin nwc-cpu-bench -- [ROWS COLS [REPS]] [--minilm]
 //!     [--fast-only] [--only-encode | --only-decode] [--case TEXT] [--one-thread]
 //!
 //! MB/s counts uncompressed input bytes (2 per BF16 weight, 1 per fp8 weight), best of REPS
@@ -141,11 +141,8 @@ fn main() {
         let bytes: f64 = case.matrices.iter().map(|(_, b)| b.len() as f64).sum();
         let words: Vec<Vec<u16>> = case.matrices.iter().map(|(_, b)| words_of(case.mode, b)).collect();
         let inputs: Vec<(Shape, Weights)> = case.matrices.iter().zip(&words).map(|((s, b), w)| (*s, weights(case.mode, w, b))).collect();
-        let encoded: Vec<_> = case
-            .matrices
-            .iter()
-            .map(|(s, b)| nwc_fast::encode_le_bytes(case.mode, *s, b).expect("encode").matrix)
-            .collect();
+        let encoded: Vec<_> =
+            case.matrices.iter().map(|(s, b)| nwc_fast::encode_le_bytes(case.mode, *s, b).expect("encode").matrix).collect();
         println!("\n{}\n\n| codec | MB/s |\n|---|---:|", case.name);
         let reference_reps = if fast_only { 0 } else { reps.min(2) };
         if do_enc {
@@ -187,7 +184,9 @@ fn main() {
         }
         if do_dec {
             if !fast_only {
-                let (w, c) = best_of_one_thread(&one, reference_reps, || encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).collect::<Vec<_>>());
+                let (w, c) = best_of_one_thread(&one, reference_reps, || {
+                    encoded.iter().map(|m| nwc_reference::decode(m).unwrap()).collect::<Vec<_>>()
+                });
                 row("decode: reference", bytes, w);
                 row("decode: reference (CPU time)", bytes, c);
             }

@@ -95,8 +95,7 @@ pub fn encode_exec_with_bases(shape: Shape, words: &[u16], bases: &[u8]) -> Resu
             }
             // Spec 20.7: close the tile after its last column (or the row's last column).
             if (col + 1) % super::TILE_COLS as usize == 0 || col + 1 == k {
-                let len = u32::try_from(esc.len())
-                    .map_err(|_| ExecEncodeError::TooManyEscapes { escapes: esc.len() as u64 })?;
+                let len = u32::try_from(esc.len()).map_err(|_| ExecEncodeError::TooManyEscapes { escapes: esc.len() as u64 })?;
                 esc_start.push(len);
             }
         }

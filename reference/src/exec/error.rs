@@ -21,8 +21,7 @@ pub enum ExecField {
 
 impl ExecField {
     /// The five fields in the order of spec 20.3 (also the order of the size checks, spec 20.10).
-    pub const ALL: [ExecField; 5] =
-        [ExecField::Sm, ExecField::Codes, ExecField::Base, ExecField::EscStart, ExecField::Esc];
+    pub const ALL: [ExecField; 5] = [ExecField::Sm, ExecField::Codes, ExecField::Base, ExecField::EscStart, ExecField::Esc];
 
     /// The field's name in the spec and in the corpus manifest (`exec_` + this name; spec 20.3).
     pub fn name(self) -> &'static str {
@@ -61,11 +60,11 @@ pub enum ExecFormatError {
     EscStartFirst { got: u32 },
     #[error("exec-esc-start-order (spec 20.9.7): esc_start[{entry}] = {got} is below esc_start[{}] = {previous}", entry - 1)]
     EscStartOrder { entry: u64, got: u32, previous: u32 },
-    #[error(
-        "exec-esc-length (spec 20.9.8): esc_start[{entry}] = {last} (the last entry), but field `esc` has {got} bytes"
-    )]
+    #[error("exec-esc-length (spec 20.9.8): esc_start[{entry}] = {last} (the last entry), but field `esc` has {got} bytes")]
     EscLength { entry: u64, last: u32, got: u64 },
-    #[error("exec-esc-count (spec 20.9.9): tile {tile} (row {row}, columns from {col}) has {codes} escape codes, esc_start gives it {counted}")]
+    #[error(
+        "exec-esc-count (spec 20.9.9): tile {tile} (row {row}, columns from {col}) has {codes} escape codes, esc_start gives it {counted}"
+    )]
     EscCount { tile: u64, row: u64, col: u64, codes: u64, counted: u64 },
     #[error("exec-escape-in-window (spec 20.9.10): esc[{offset}] = {got} (row {row}, column {col}) {why}")]
     EscapeInWindow { offset: u64, row: u64, col: u64, got: u8, why: String },
@@ -121,9 +120,7 @@ impl ExecFormatError {
             BaseRange { .. } => Some(ExecField::Base),
             SmPadding { .. } => Some(ExecField::Sm),
             CodePadding { .. } => Some(ExecField::Codes),
-            EscStartFirst { .. } | EscStartOrder { .. } | EscLength { .. } | EscCount { .. } => {
-                Some(ExecField::EscStart)
-            }
+            EscStartFirst { .. } | EscStartOrder { .. } | EscLength { .. } | EscCount { .. } => Some(ExecField::EscStart),
             EscapeInWindow { .. } => Some(ExecField::Esc),
         }
     }

@@ -19,9 +19,7 @@ pub fn parse_le_fields(
     esc: &[u8],
 ) -> Result<ExecMatrix, ExecFormatError> {
     let g = ExecGeometry::new(shape)?;
-    for (field, bytes) in
-        [(ExecField::Sm, sm), (ExecField::Codes, codes), (ExecField::Base, base), (ExecField::EscStart, esc_start)]
-    {
+    for (field, bytes) in [(ExecField::Sm, sm), (ExecField::Codes, codes), (ExecField::Base, base), (ExecField::EscStart, esc_start)] {
         let expected = g.field_bytes(field).expect("fixed-size field");
         if bytes.len() as u64 != expected {
             return Err(ExecFormatError::FieldSize { field, got: bytes.len() as u64, expected });
@@ -183,11 +181,7 @@ fn decode_words(m: &ExecMatrix, g: &ExecGeometry) -> Result<Vec<u16>, ExecFormat
                     let why = if got == 0 {
                         Some("is 0, which has code 0".to_owned())
                     } else if got >= base && got - base < WINDOW {
-                        Some(format!(
-                            "is inside the window {base}..={} of its row, which has code {}",
-                            base + 13,
-                            got - base + 1
-                        ))
+                        Some(format!("is inside the window {base}..={} of its row, which has code {}", base + 13, got - base + 1))
                     } else {
                         None
                     };

@@ -143,8 +143,7 @@ impl Times {
             v.sort();
             v[v.len() / 2]
         };
-        (!self.cpu.is_empty())
-            .then(|| (megabytes / median(&self.cpu).as_secs_f64(), megabytes / median(&self.wall).as_secs_f64()))
+        (!self.cpu.is_empty()).then(|| (megabytes / median(&self.cpu).as_secs_f64(), megabytes / median(&self.wall).as_secs_f64()))
     }
 }
 
@@ -289,7 +288,11 @@ fn main() {
     }
 
     println!("date: {}", command_output("date", &["-u", "+%Y-%m-%d %H:%M UTC"]));
-    println!("cpu: {} ({} logical CPUs visible, benchmark single-threaded)", cpu_model(), std::thread::available_parallelism().map_or(0, |n| n.get()));
+    println!(
+        "cpu: {} ({} logical CPUs visible, benchmark single-threaded)",
+        cpu_model(),
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
     println!("rustc: {}", command_output("rustc", &["-V"]));
     println!("load average at start: {}", load_average());
     if let Some(lib) = &peer {
