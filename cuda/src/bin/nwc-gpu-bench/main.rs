@@ -348,7 +348,7 @@ fn main() -> Res<()> {
             if quick && m * k > 60_000_000 {
                 continue;
             }
-            exec::batch(&gpu, &blas, m, k, 1 << 31)?;
+            exec::batch(&gpu, &blas, m, k, 1 << 28)?;
         }
         return Ok(());
     }
