@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec]
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
 #          matvec on layout 1 checked against spec 19.4), the ignored device tests,
@@ -16,6 +16,9 @@
 #   ncu    Nsight Compute on one launch of each kernel (`nwc-gpu-bench --profile`, 6144x4096).
 #   ceiling  where the exact matvec's time goes (`nwc-gpu-bench --ceiling`: stage probes, memory
 #          floor, time against the number of blocks).
+#   exec   the execution layout (spec 20): conformance (format-10 and exec vectors, both sweeps),
+#          memcheck on a small sweep, `nwc-gpu-bench --exec --real` (batch 1, dequant, transcode,
+#          VRAM bytes per weight beside cuBLAS and format 10) and `--exec-batch --quick` (N = 2..64).
 set -uo pipefail
 B=.device-bin
 OUT=${OUT:-/tmp/out}
@@ -71,7 +74,14 @@ ncu)
   grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
 ceiling)
   step "ceiling"; timeout 500 $B/nwc-gpu-bench --ceiling ;;
-*) echo "unknown part $part (check, verify, bench, ncu or ceiling)"; exit 2 ;;
+exec)
+  conform 120
+  sanitize memcheck
+  step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
+  timeout 160 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "exec batched (N = 2..64)"
+  timeout 70 $B/nwc-gpu-bench --exec-batch --quick ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling or exec)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

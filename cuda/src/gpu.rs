@@ -16,6 +16,9 @@ pub struct Gpu {
     pub name: String,
     pub arch: &'static str,
     pub sm_count: u32,
+    /// The most dynamic shared memory one CTA may opt in to (the execution-layout kernels size
+    /// their pipelines to it).
+    pub smem_optin: u32,
     _module: Arc<CudaModule>,
     functions: HashMap<&'static str, CudaFunction>,
     /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
@@ -70,17 +73,29 @@ impl Gpu {
         let arch = kernels::arch_name(major, minor);
         let ptx = kernels::compile(arch)?;
         let module = ctx.load_module(ptx)?;
+        let smem_optin = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)? as u32;
         let mut functions = HashMap::new();
         for (name, smem) in kernels::all_kernels() {
             let f = module.load_function(name)?;
             // Kernels with more than the default 48 KB of dynamic shared memory must say so.
             if smem > 0 {
-                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
+                let limit = if smem == kernels::SMEM_OPTIN { smem_optin } else { smem };
+                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit as i32)?;
             }
             functions.insert(name, f);
         }
         let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
-        Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions, occupancy: Mutex::new(HashMap::new()) })
+        Ok(Gpu {
+            name: ctx.name()?,
+            ctx,
+            stream,
+            arch,
+            sm_count,
+            smem_optin,
+            _module: module,
+            functions,
+            occupancy: Mutex::new(HashMap::new()),
+        })
     }
 
     /// The loaded entry point `name`; an error (not a panic) for a name this build did not load.

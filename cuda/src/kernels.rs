@@ -23,6 +23,11 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exact_matvec_l0.cu"),
     include_str!("../kernels/bounded_matvec.cu"),
     include_str!("../kernels/dequant_l1.cu"),
+    include_str!("../kernels/exec_common.cu"),
+    include_str!("../kernels/exec_encode.cu"),
+    include_str!("../kernels/exec_matvec.cu"),
+    include_str!("../kernels/exec_tensor.cu"),
+    include_str!("../kernels/exec_dequant.cu"),
 );
 
 /// The bench-only kernels, compiled after [`SOURCE`].
@@ -31,6 +36,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/versions.cu"),
     include_str!("../kernels/bench/probes.cu"),
     include_str!("../kernels/bench/fp8_native.cu"),
+    include_str!("../kernels/bench/exec_versions.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -70,8 +76,18 @@ pub const fn staged_warp_smem(fp8: bool) -> u32 {
     }
 }
 
+/// The execution-layout streaming kernels (exec_matvec.cu, exec_dequant.cu): CTAs of 16 warps,
+/// one per SM; an item stage is 4 rows x (512 sm + 256 code bytes) + 32 bytes of escape offsets and
+/// base word; the tensor-core kernel's item is a 16-row tile (exec_tensor.cu).
+pub const EXEC_THREADS: u32 = 512;
+pub const EXEC_STAGE: u32 = 4 * 768 + 32;
+pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
+/// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
+/// layout kernels size their pipelines and activation copies to it at launch.
+pub const SMEM_OPTIN: u32 = u32::MAX;
+
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 28] = [
+pub const PRODUCTION: [(&str, u32); 46] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -105,6 +121,29 @@ pub const PRODUCTION: [(&str, u32); 28] = [
     ("nwc_bounded_matvec_c16_bf16_l1", BOUNDED_SMEM),
     ("nwc_bounded_matvec_fp8_l1", BOUNDED_SMEM),
     ("nwc_bounded_matvec_c16_fp8_l1", BOUNDED_SMEM),
+    // Execution layout (spec 20): GPU encode (exec_encode.cu).
+    ("exec_enc_stats", 0),
+    ("exec_enc_scan_a", 0),
+    ("exec_enc_scan_b", 0),
+    ("exec_enc_scan_c", 0),
+    ("exec_enc_emit", 0),
+    // Exact matvec, 1, 2 or 4 columns per decode, pipeline depth 4/3/2 or x from global (exec_matvec.cu).
+    ("exec_matvec_c1_d4", SMEM_OPTIN),
+    ("exec_matvec_c1_d3", SMEM_OPTIN),
+    ("exec_matvec_c1_d2", SMEM_OPTIN),
+    ("exec_matvec_c1_xg", SMEM_OPTIN),
+    ("exec_matvec_c2_d2", SMEM_OPTIN),
+    ("exec_matvec_c4_d2", SMEM_OPTIN),
+    // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec.cu).
+    ("exec_matvec_rows", SMEM_OPTIN),
+    // Bounded matvec on tensor cores, 8 to 64 columns per decode (exec_tensor.cu).
+    ("exec_tensor_n1", SMEM_OPTIN),
+    ("exec_tensor_n2", SMEM_OPTIN),
+    ("exec_tensor_n4", SMEM_OPTIN),
+    ("exec_tensor_n8", SMEM_OPTIN),
+    // Dequant and gather (exec_dequant.cu).
+    ("exec_dequant_d4", SMEM_OPTIN),
+    ("exec_dequant_rows", 0),
 ];
 
 /// The conflict-free table probe (`bench/probes.cu`): a 32 KB replicated table and two
@@ -114,7 +153,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 20] = [
+pub const BENCH: [(&str, u32); 22] = [
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
     ("bench_matvec_v1_bf16_l0_xf32", 0),
     ("bench_matvec_v1_bf16_l0_xbf16", 0),
@@ -140,6 +179,9 @@ pub const BENCH: [(&str, u32); 20] = [
     ("bench_probe_read_write", 0),
     // The uncompressed fp8 baseline.
     ("bench_fp8_native_matvec", 0),
+    // Execution layout: version 2 of the tensor-core matvec, the baseline of exec_tensor.cu.
+    ("bench_exec_tensor_step_n2", SMEM_OPTIN),
+    ("bench_exec_tensor_step_n4", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -13,6 +13,7 @@
 //! `bench` feature adds the superseded versions, timing probes and the fp8 baseline that
 //! `nwc-gpu-bench` measures; production builds never compile them.
 
+pub mod exec;
 #[cfg(feature = "bench")]
 pub mod fp8_native;
 pub mod gpu;
@@ -39,6 +40,12 @@ pub enum GpuError {
     /// The host-side validation (spec 13) rejected the matrix; it never reached the device.
     #[error("matrix rejected before upload: {0}")]
     Invalid(#[from] nwc_reference::DecodeError),
+    /// The host-side validation (spec 20.9) rejected an execution-layout matrix.
+    #[error("execution-layout matrix rejected before upload: {0}")]
+    ExecInvalid(#[from] nwc_reference::exec::ExecDecodeError),
+    /// No execution layout for this matrix (FP8, too many escapes: spec 20.12).
+    #[error("no execution layout: {0}")]
+    ExecEncode(nwc_reference::exec::ExecEncodeError),
     /// A bad argument (row index, activation length, empty batch).
     #[error(transparent)]
     Param(#[from] nwc_reference::ParamError),

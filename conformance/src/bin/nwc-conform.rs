@@ -5,10 +5,12 @@
 use clap::{Args, Parser, Subcommand};
 use nwc_conformance::backend::{MatvecClass, ReferenceBackend};
 use nwc_conformance::corpus::Corpus;
+use nwc_conformance::gpu::exec::{run_exec_sweep, GpuExecBackend};
 use nwc_conformance::gpu::sweep::run_sweep;
 use nwc_conformance::gpu::GpuBackend;
 use nwc_conformance::report::Report;
 use nwc_conformance::run::{self, Scales, Tool};
+use nwc_cuda::exec::ExecMatvecKernel;
 use nwc_cuda::{Gpu, MatvecKernel, SKIP_NO_DEVICE};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -139,6 +141,14 @@ fn run_gpu(cli: &Cli, args: &GpuArgs) -> ExitCode {
             passed += report.summary.passed;
             failed += report.summary.failed;
         }
+        // The execution layout (spec 20): its vectors, exact then bounded (spec 19).
+        for kernel in [ExecMatvecKernel::Exact, ExecMatvecKernel::Bounded] {
+            let class = if kernel.is_exact() { MatvecClass::Exact } else { MatvecClass::Bounded };
+            let report = nwc_conformance::exec::run_exec_backend(&corpus, &GpuExecBackend::new(gpu.clone(), kernel), class);
+            print!("{}", report.to_text());
+            passed += report.summary.passed;
+            failed += report.summary.failed;
+        }
     }
     if args.sweep > 0 {
         let t0 = std::time::Instant::now();
@@ -149,6 +159,21 @@ fn run_gpu(cli: &Cli, args: &GpuArgs) -> ExitCode {
         println!(
             "sweep of {} random matrices (seed {}, max dim {}) took {:.1} s: {}",
             args.sweep,
+            args.seed,
+            args.max_dim,
+            t0.elapsed().as_secs_f64(),
+            t.line()
+        );
+        passed += t.passed;
+        failed += t.failed;
+        let t0 = std::time::Instant::now();
+        let n = args.sweep.div_ceil(2);
+        let t = run_exec_sweep(&gpu, args.seed, n, args.max_dim);
+        for f in &t.failures {
+            println!("FAIL       {f}");
+        }
+        println!(
+            "execution-layout sweep of {n} random BF16 matrices (seed {}, max dim {}) took {:.1} s: {}",
             args.seed,
             args.max_dim,
             t0.elapsed().as_secs_f64(),

@@ -3,6 +3,7 @@
 //! exact matvec and once with the bounded one where the layout has it, then a random sweep
 //! against the reference (`sweep`).
 
+pub mod exec;
 pub mod sweep;
 
 use crate::backend::{Backend, Loaded};

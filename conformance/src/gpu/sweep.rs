@@ -19,7 +19,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    fn record(&mut self, id: &str, result: Result<(), String>) {
+    pub(crate) fn record(&mut self, id: &str, result: Result<(), String>) {
         match result {
             Ok(()) => self.passed += 1,
             Err(why) => {

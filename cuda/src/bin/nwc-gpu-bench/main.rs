@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 mod batch;
 mod ceiling;
+mod exec;
 mod timing;
 
 use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
@@ -51,6 +52,9 @@ const DEQUANTS: [(&str, DequantKernel); 3] =
     [("gather", DequantKernel::Gather), ("staged", DequantKernel::ByLayout), ("pairs", DequantKernel::PairTable)];
 /// `--production`: only the production kernels (and no fp8 baseline).
 static PRODUCTION_ONLY: AtomicBool = AtomicBool::new(false);
+/// `--exec`: the execution layout's rows (spec 20) beside cuBLAS and the production format-10
+/// kernels, BF16 only (implies `--production`, no FP8 rows).
+static EXEC_ONLY: AtomicBool = AtomicBool::new(false);
 
 fn matvecs() -> &'static [(&'static str, MatvecKernel)] {
     if PRODUCTION_ONLY.load(Ordering::Relaxed) {
@@ -84,6 +88,8 @@ struct Row {
     l1_dequant_us: f64,
     m: u64,
     k: u64,
+    /// The execution layout of the same weights (BF16 rows).
+    exec: Option<exec::ExecRow>,
 }
 
 impl Row {
@@ -256,7 +262,13 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
             Some((t, rel))
         }
     };
-    Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k })
+    let exec = if p.fp8.is_none() {
+        mats[0].set_dequant_kernel(DequantKernel::ByLayout)?;
+        Some(exec::measure(gpu, &mats[0], &p.words, &p.x, &p.expected)?)
+    } else {
+        None
+    };
+    Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k, exec })
 }
 
 fn main() -> Res<()> {
@@ -265,12 +277,18 @@ fn main() -> Res<()> {
     let mut profile = false;
     let mut batch_only = false;
     let mut ceiling_only = false;
+    let mut exec_batch = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--real" => real = args.next(),
             "--quick" => quick = true,
             "--production" => PRODUCTION_ONLY.store(true, Ordering::Relaxed),
+            "--exec" => {
+                EXEC_ONLY.store(true, Ordering::Relaxed);
+                PRODUCTION_ONLY.store(true, Ordering::Relaxed);
+            }
+            "--exec-batch" => exec_batch = true,
             "--profile" => profile = true,
             "--batch" => batch_only = true,
             "--ceiling" => ceiling_only = true,
@@ -325,6 +343,15 @@ fn main() -> Res<()> {
     if ceiling_only {
         return ceiling::bench_ceiling(&gpu, &blas);
     }
+    if exec_batch {
+        for &(_, m, k) in &SHAPES {
+            if quick && m * k > 60_000_000 {
+                continue;
+            }
+            exec::batch(&gpu, &blas, m, k, 1 << 28)?;
+        }
+        return Ok(());
+    }
     if batch_only {
         for (m, k) in [(6144, 4096), (4096, 4096)] {
             batch::bench_batch(&gpu, &blas, m, k)?;
@@ -347,7 +374,7 @@ fn main() -> Res<()> {
                 None => gaussian_bf16(n, i as u64 + 1),
                 Some(p) => tile(p, n),
             };
-            if pool.is_none() {
+            if pool.is_none() && !EXEC_ONLY.load(Ordering::Relaxed) {
                 jobs.push((format!("{:<10} {name:<17} {m:>6}x{k:<5} fp8 ", "synthetic"), m, k, words.clone(), true));
             }
             let src = if pool.is_none() { "synthetic" } else { "real" };
@@ -401,6 +428,21 @@ fn main() -> Res<()> {
         }
         rows.push(r);
     }
+    let reported: Vec<exec::Reported> = rows
+        .iter()
+        .filter_map(|r| {
+            r.exec.as_ref().map(|e| exec::Reported {
+                label: &r.label,
+                m: r.m,
+                k: r.k,
+                cublas_us: r.cublas_us,
+                f10_us: r.ours_us(),
+                f10_stored: r.stored,
+                e,
+            })
+        })
+        .collect();
+    exec::report(&reported);
     for kind in ["synthetic", "real"] {
         for elem in ["bf16", "fp8 "] {
             let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind) && r.label.ends_with(elem)).collect();

@@ -42,9 +42,20 @@ impl GpuExecMatrix {
         let optin = u64::from(self.gpu.smem_optin);
         let x_bytes = nb * self.k16 * 4;
         let warps = u64::from(EXEC_THREADS / 32);
-        let pbuf = |g: u64| if g > 1 { (warps / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4 } else { 0 };
+        let pbuf = |g: u64| {
+            if g > 1 {
+                (warps / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4
+            } else {
+                0
+            }
+        };
         let candidates: &[(&'static str, u64, bool)] = match nb {
-            1 => &[("exec_matvec_c1_d4", 4, true), ("exec_matvec_c1_d3", 3, true), ("exec_matvec_c1_d2", 2, true), ("exec_matvec_c1_xg", 4, false)],
+            1 => &[
+                ("exec_matvec_c1_d4", 4, true),
+                ("exec_matvec_c1_d3", 3, true),
+                ("exec_matvec_c1_d2", 2, true),
+                ("exec_matvec_c1_xg", 4, false),
+            ],
             2 => &[("exec_matvec_c2_d2", 2, true)],
             _ => &[("exec_matvec_c4_d2", 2, true)],
         };
@@ -107,14 +118,12 @@ impl GpuExecMatrix {
 
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).
     fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
-        #[cfg(feature = "bench")]
         if k == ExecMatvecKernel::Rows {
             let threads = 32 * self.col_tiles.div_ceil(2).clamp(1, 8) as u32;
             let grid = self.shape.rows.div_ceil(2).min(u64::from(u32::MAX / 2)) as u32;
             let smem = (2 * self.col_tiles * 4) as u32;
-            return Ok((Plan { name: "bench_exec_matvec_rows_r2u2", grid, threads, smem, groups: 1 }, 1));
+            return Ok((Plan { name: "exec_matvec_rows", grid, threads, smem, groups: 1 }, 1));
         }
-        let _ = k;
         for nb in [4u64, 2, 1] {
             if nb > left && nb > 1 {
                 continue;
@@ -134,11 +143,10 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        if !p.name.starts_with("bench_") {
+        if p.name != "exec_matvec_rows" {
             b.arg(&p.groups);
         }
-        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu) or EXEC_MATVEC
-        // (bench); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
+        // SAFETY: the argument list matches EXEC_MV3 or EXEC_MATVEC (kernels/exec_matvec.cu); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
         // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
         // shared memory fits the device (exact_plan) and G divides the CTA's warps.
@@ -147,7 +155,6 @@ impl GpuExecMatrix {
     }
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        let s = &self.gpu.stream;
         let nt = ncols.div_ceil(8).next_power_of_two();
         #[cfg(feature = "bench")]
         if k == ExecMatvecKernel::BoundedStep {
@@ -177,7 +184,18 @@ impl GpuExecMatrix {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn tensor_args(&self, name: &str, grid: u32, threads: u32, smem: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+    fn tensor_args(
+        &self,
+        name: &str,
+        grid: u32,
+        threads: u32,
+        smem: u32,
+        x: u64,
+        ncols: u32,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+    ) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
         let f = self.ptrs();
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
@@ -195,7 +213,9 @@ impl GpuExecMatrix {
     /// Spec 20.14 dequant (or gather of `rows`, each < M) into `out`, rows of stride K16.
     fn expand(&self, rows: Option<&CudaSlice<u32>>, nrows: usize, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         if out.len() < nrows * self.row_stride() {
-            return Err(ParamError::Length { what: "dequant output", got: out.len() as u64, expected: (nrows * self.row_stride()) as u64 }.into());
+            return Err(
+                ParamError::Length { what: "dequant output", got: out.len() as u64, expected: (nrows * self.row_stride()) as u64 }.into()
+            );
         }
         if nrows == 0 {
             return Ok(());
@@ -206,17 +226,24 @@ impl GpuExecMatrix {
         let rows_ptr = rows_guard.as_ref().map_or(0, |(p, _)| *p);
         let (out_ptr, _go) = out.device_ptr(s);
         let (k32, n32, ldo) = (self.shape.cols as u32, nrows as u32, self.k16);
-        #[cfg(feature = "bench")]
         if self.dequant_kernel == ExecDequantKernel::Rows && rows.is_none() {
             let items = nrows as u64 * self.col_tiles;
             let cfg = LaunchConfig { grid_dim: (items.div_ceil(16).max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            let mut b = s.launch_builder(self.gpu.function("bench_exec_dequant_rows")?);
-            b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&k32).arg(&rows_ptr).arg(&n32).arg(&out_ptr).arg(&ldo);
-            // SAFETY: argument list of EXEC_DEQUANT (bench); out holds nrows x K16 words.
+            let mut b = s.launch_builder(self.gpu.function("exec_dequant_rows")?);
+            b.arg(&f.sm)
+                .arg(&f.codes)
+                .arg(&f.base)
+                .arg(&f.esc_start)
+                .arg(&f.esc)
+                .arg(&k32)
+                .arg(&rows_ptr)
+                .arg(&n32)
+                .arg(&out_ptr)
+                .arg(&ldo);
+            // SAFETY: argument list of EXEC_DEQUANT (exec_dequant.cu); out holds nrows x K16 words.
             unsafe { b.launch(cfg) }?;
             return Ok(());
         }
-        let _ = ExecDequantKernel::Stream;
         let name = "exec_dequant_d4";
         let smem = (EXEC_THREADS / 32) * 4 * EXEC_STAGE;
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, EXEC_THREADS, smem)?);
@@ -227,7 +254,17 @@ impl GpuExecMatrix {
         let g32 = g as u32;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXEC_THREADS, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name)?);
-        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&k32).arg(&rows_ptr).arg(&n32).arg(&out_ptr).arg(&ldo).arg(&g32);
+        b.arg(&f.sm)
+            .arg(&f.codes)
+            .arg(&f.base)
+            .arg(&f.esc_start)
+            .arg(&f.esc)
+            .arg(&k32)
+            .arg(&rows_ptr)
+            .arg(&n32)
+            .arg(&out_ptr)
+            .arg(&ldo)
+            .arg(&g32);
         // SAFETY: the argument list matches EXEC_DQ3 (kernels/exec_dequant.cu); rows (if any)
         // holds nrows indices < M (checked by gather), out nrows x K16 words (checked above).
         unsafe { b.launch(cfg) }?;

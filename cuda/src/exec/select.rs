@@ -13,8 +13,9 @@ pub enum ExecMatvecKernel {
     /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]), up to 64 columns per decode.
     Bounded,
-    /// Bench: version 1 of the exact matvec (short CTAs of 2 rows, one load batch per warp).
-    #[cfg(feature = "bench")]
+    /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
+    /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
+    /// [`ExecMatvecKernel::Exact`].
     Rows,
     /// Bench: version 2 of the tensor-core matvec (one 64-column step per pipeline item).
     #[cfg(feature = "bench")]
@@ -26,8 +27,8 @@ pub enum ExecMatvecKernel {
 pub enum ExecDequantKernel {
     /// kernels/exec_dequant.cu: the streaming item pipeline. The default.
     Stream,
-    /// Bench: version 1 (short-lived warps, two items each).
-    #[cfg(feature = "bench")]
+    /// Version 1 (kernels/exec_dequant.cu `exec_dequant_rows`): short-lived warps, two items
+    /// each. Same results.
     Rows,
 }
 
@@ -35,7 +36,6 @@ impl ExecMatvecKernel {
     pub const ALL: &'static [ExecMatvecKernel] = &[
         ExecMatvecKernel::Exact,
         ExecMatvecKernel::Bounded,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::Rows,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
@@ -45,7 +45,6 @@ impl ExecMatvecKernel {
         match self {
             ExecMatvecKernel::Exact => "exact",
             ExecMatvecKernel::Bounded => "bounded",
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
@@ -57,7 +56,6 @@ impl ExecMatvecKernel {
         match self {
             ExecMatvecKernel::Exact => true,
             ExecMatvecKernel::Bounded => false,
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => false,
@@ -66,16 +64,11 @@ impl ExecMatvecKernel {
 }
 
 impl ExecDequantKernel {
-    pub const ALL: &'static [ExecDequantKernel] = &[
-        ExecDequantKernel::Stream,
-        #[cfg(feature = "bench")]
-        ExecDequantKernel::Rows,
-    ];
+    pub const ALL: &'static [ExecDequantKernel] = &[ExecDequantKernel::Stream, ExecDequantKernel::Rows];
 
     pub fn name(self) -> &'static str {
         match self {
             ExecDequantKernel::Stream => "stream",
-            #[cfg(feature = "bench")]
             ExecDequantKernel::Rows => "rows",
         }
     }

@@ -5,7 +5,8 @@
 //! batched kernel (checked against one launch per column) and the tensor-core kernels (spec 19:
 //! checked against the bound where the host reference is affordable).
 
-use super::{gemm_config, gaussian_bf16, time_us, Res, L2_BYTES};
+use super::timing::{gaussian_bf16, gemm_config, time_us};
+use super::{Res, L2_BYTES};
 use cudarc::cublas::{CudaBlas, Gemm};
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
@@ -108,7 +109,10 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 
 /// Batches 2..64 on one shape (synthetic BF16): cuBLAS GEMM against the exact batched kernel and
 /// the two tensor-core kernels on the execution layout.
-pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<(usize, f64, f64, f64, f64)>> {
+/// One batch size: N, cuBLAS, exact, tensor-core and step-kernel microseconds.
+pub type BatchRow = (usize, f64, f64, f64, f64);
+
+pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<BatchRow>> {
     let s = &gpu.stream;
     let words = gaussian_bf16((m * k) as usize, 11);
     let shape = Shape::new(m, k);
@@ -126,7 +130,10 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
-    println!("{:>4} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check", "N", "cuBLAS us", "exact us", "/cB", "tensor us", "/cB", "step us", "/cB");
+    println!(
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
+        "N", "cuBLAS us", "exact us", "/cB", "tensor us", "/cB", "step us", "/cB"
+    );
     for n in [2usize, 3, 4, 8, 16, 32, 64] {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
         let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
@@ -188,4 +195,72 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         out.push((n, cublas_us, exact_us, tensor_us, step_us));
     }
     Ok(out)
+}
+
+/// The execution-layout table: per BF16 row, batch-1 times and ratios against cuBLAS (and the
+/// format-10 production kernel), dequant TB/s of BF16 output, transcode GB/s (BF16 bytes per
+/// second), VRAM bytes per weight; then geomeans per source.
+/// One BF16 bench row as the report needs it.
+pub struct Reported<'a> {
+    pub label: &'a str,
+    pub m: u64,
+    pub k: u64,
+    pub cublas_us: f64,
+    /// The format-10 production matvec and its stored bytes.
+    pub f10_us: f64,
+    pub f10_stored: u64,
+    pub e: &'a ExecRow,
+}
+
+pub fn report(rows: &[Reported]) {
+    if rows.is_empty() {
+        return;
+    }
+    println!("\nexecution layout (spec 20), batch 1, BF16 activations and outputs:");
+    let mut head = format!("{:<48} | {:>9} | {:>8} |", "matrix", "cuBLAS us", "f10 us");
+    for (v, _) in &MATVECS {
+        head += &format!(" {:>9} {:>6} |", format!("{v} us"), "/cB");
+    }
+    for (v, _) in &DEQUANTS {
+        head += &format!(" {:>9}", format!("deq {v}"));
+    }
+    head += &format!(" | {:>9} {:>9} | {:>6} {:>6} {:>8}", "transc GB/s", "enc GB/s", "B/w", "f10B/w", "esc/w");
+    println!("{head}");
+    for r in rows {
+        let (label, m, k, cb, f10, f10_stored, e) = (r.label, r.m, r.k, r.cublas_us, r.f10_us, r.f10_stored, r.e);
+        let mut line = format!("{label:<48} | {cb:9.2} | {f10:8.2} |");
+        for &t in &e.us {
+            line += &format!(" {t:9.2} {:5.2}x |", cb / t);
+        }
+        let k16 = k.div_ceil(16) * 16;
+        for &t in &e.dequant_us {
+            line += &format!(" {:9.2}", (m * k16 * 2) as f64 / t / 1e6);
+        }
+        let w = (m * k) as f64;
+        line += &format!(
+            " | {:11.0} {:9.0} | {:6.4} {:6.4} {:8.2e}",
+            2.0 * w / e.transcode_us / 1e3,
+            2.0 * w / e.encode_us / 1e3,
+            e.stored as f64 / w,
+            f10_stored as f64 / w,
+            e.escapes as f64 / w
+        );
+        println!("{line}");
+    }
+    for kind in ["synthetic", "real"] {
+        let sel: Vec<&Reported> = rows.iter().filter(|r| r.label.starts_with(kind)).collect();
+        if sel.is_empty() {
+            continue;
+        }
+        let geo = |f: &dyn Fn(&Reported) -> f64| (sel.iter().map(|r| f(r).ln()).sum::<f64>() / sel.len() as f64).exp();
+        let per: Vec<String> =
+            MATVECS.iter().enumerate().map(|(i, (v, _))| format!("{v} {:.3}x", geo(&|r| r.cublas_us / r.e.us[i]))).collect();
+        println!(
+            "exec geomean vs cuBLAS, {kind}: {} over {} shapes (format-10 production: {:.3}x); min over shapes >= 4096x4096: {:.3}x",
+            per.join(", "),
+            sel.len(),
+            geo(&|r| r.cublas_us / r.f10_us),
+            sel.iter().filter(|r| r.m * r.k >= 4096 * 4096).map(|r| r.cublas_us / r.e.us[0]).fold(f64::INFINITY, f64::min)
+        );
+    }
 }

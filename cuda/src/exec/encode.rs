@@ -55,7 +55,11 @@ impl GpuExecMatrix {
         let (pe, _g2) = esc_start.device_ptr(s);
         let (ps, _g3) = scratch.device_ptr(s);
         let (m32, k32) = (m as u32, k as u32);
-        let cfg = |grid: u64, threads: u32| LaunchConfig { grid_dim: (grid.max(1) as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
+        let cfg = |grid: u64, threads: u32| LaunchConfig {
+            grid_dim: (grid.max(1) as u32, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY (all four launches): argument lists match exec_encode.cu; words holds M rows of
         // stride ldw >= K (checked above); base has M (rounded up) bytes, esc_start T + 1 words,
         // scratch blocks + 1 words; grids as the file's header says; shapes within spec 3.2.
