@@ -23,6 +23,7 @@ step "format and lints (rustfmt.toml, [workspace.lints])"
 cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p nwc-fast --all-targets --features bench,simd -- -D warnings # the bench binary and the simd build
+cargo clippy -p nwc-cuda --all-targets --features bench -- -D warnings # bench-only kernels and the GPU bench
 
 step "build (debug binaries used by the conformance runs)"
 cargo build --workspace --bins
@@ -30,10 +31,13 @@ cargo build --workspace --bins
 step "unit, property, interop, snapshot, validity, coverage and kernel-compile tests"
 cargo test --workspace
 cargo test -p nwc-fast --release --features simd # nwc-fast tests again on its `simd` build (its only unsafe code)
+cargo test -p nwc-cuda --features bench --test nvrtc_compile # the bench-only kernels compile too
 
 step "conformance: the reference, our CLI and the 0.10.1 library's encoder against the corpus"
 conform=target/debug/nwc-conform
 "$conform" --vectors vectors reference
+# No GPU in CI: says `skipped: no CUDA device` (without --allow-no-device it would fail).
+"$conform" --vectors vectors gpu --allow-no-device
 # `nwc encode` does not take `--scales FILE` yet: its FP8 vectors are encoded without scales.
 "$conform" --vectors vectors encoder --without-scales -- target/debug/nwc encode
 "$conform" --vectors vectors decoder -- target/debug/nwc decode
