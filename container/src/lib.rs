@@ -18,6 +18,7 @@ pub mod error;
 pub mod model;
 pub mod ops;
 pub mod policy;
+pub mod sfile;
 
 pub use error::ContainerError;
 pub use nwc_fast::slice::{slice_rows, SliceError};

@@ -2,11 +2,15 @@
 
 mod compress;
 mod convert;
+pub mod writer;
 mod export;
 mod inspect;
+mod peer;
+mod verify;
 
 pub use compress::{compress, CompressOptions, CompressSummary};
-pub use export::{decompress, verify, VerifyReport};
+pub use export::decompress;
+pub use verify::{verify, FileCheck, VerifyReport};
 pub use inspect::{inspect, Inspection, MatrixStats};
 
 /// Called with a number of input bytes each time a piece of work completes (for progress bars).
