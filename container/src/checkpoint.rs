@@ -4,10 +4,10 @@
 use crate::config::{NwcConfig, WeightEntry, CONFIG_FILE, READABLE_VERSIONS};
 use crate::error::{ContainerError, Result};
 use crate::model::{list_dir, Tensor, INDEX_FILE};
+use crate::ops::writer::Piece;
 use crate::sfile::{MappedFile, TensorInfo};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
 use nwc_reference::{ElemType, EncodedMatrix, Geometry, Layout, Mode, Shape};
-use crate::ops::writer::Piece;
 use safetensors::Dtype;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -15,7 +15,12 @@ use std::path::{Path, PathBuf};
 
 /// Spec 17.1: the safetensors metadata of a checkpoint file.
 pub fn checkpoint_metadata() -> std::collections::BTreeMap<String, String> {
-    [("format".to_string(), "pt".to_string()), ("nwc".to_string(), "1".to_string())].into_iter().collect()
+    [
+        ("format".to_string(), "pt".to_string()),
+        ("nwc".to_string(), "1".to_string()),
+    ]
+    .into_iter()
+    .collect()
 }
 
 /// Spec 17.4: the mode of a weights entry (missing elem/layout: BF16 layout 0, as in version 9).
@@ -38,7 +43,11 @@ pub fn accounted_bytes(m: &EncodedMatrix) -> u64 {
     let g = Geometry::new(m.mode, m.shape).expect("a valid matrix");
     // dl = align8(end) + 64 from the offsets (spec 9.4), whatever length the stored field has.
     let last = m.bases.len().saturating_sub(1);
-    let end = m.bases.get(last).map_or(0, |&b| u64::from(b)) + m.hdr[32 * last..].iter().map(|&w| 4 * u64::from(w)).sum::<u64>();
+    let end = m.bases.get(last).map_or(0, |&b| u64::from(b))
+        + m.hdr[32 * last..]
+            .iter()
+            .map(|&w| 4 * u64::from(w))
+            .sum::<u64>();
     let dl = end.div_ceil(8) * 8 + TAIL_SLACK;
     dl + 36 * g.blocks + 16384 + g.n_low + m.scale.as_ref().map_or(0, |s| 4 * s.len() as u64)
 }
@@ -66,7 +75,13 @@ pub fn matrix_pieces(id: u64, m: EncodedMatrix, bound: usize) -> Vec<Piece<'stat
         t("low", Dtype::U8, m.low, low_zeros, 1),
     ];
     if let Some(scale) = &m.scale {
-        out.push(t("scale", Dtype::F32, scale.iter().flat_map(|x| x.to_le_bytes()).collect(), 0, 4));
+        out.push(t(
+            "scale",
+            Dtype::F32,
+            scale.iter().flat_map(|x| x.to_le_bytes()).collect(),
+            0,
+            4,
+        ));
     }
     out
 }
@@ -95,43 +110,81 @@ impl Checkpoint {
         let cfg_path = dir.join(CONFIG_FILE);
         if !cfg_path.is_file() {
             if !dir.exists() {
-                let source = std::fs::metadata(dir).err().unwrap_or_else(|| std::io::Error::other("missing"));
-                return Err(ContainerError::Io { path: dir.to_path_buf(), source });
+                let source = std::fs::metadata(dir)
+                    .err()
+                    .unwrap_or_else(|| std::io::Error::other("missing"));
+                return Err(ContainerError::Io {
+                    path: dir.to_path_buf(),
+                    source,
+                });
             }
-            return Err(ContainerError::Usage(format!("{}: not an NWC checkpoint (no {CONFIG_FILE})", dir.display())));
+            return Err(ContainerError::Usage(format!(
+                "{}: not an NWC checkpoint (no {CONFIG_FILE})",
+                dir.display()
+            )));
         }
         let text = std::fs::read_to_string(&cfg_path).map_err(ContainerError::io(&cfg_path))?;
-        let config: NwcConfig = serde_json::from_str(&text)
-            .map_err(|e| ContainerError::Config { file: cfg_path.clone(), msg: format!("not a valid nwc_config.json: {e}") })?;
+        let config: NwcConfig =
+            serde_json::from_str(&text).map_err(|e| ContainerError::Config {
+                file: cfg_path.clone(),
+                msg: format!("not a valid nwc_config.json: {e}"),
+            })?;
         if !READABLE_VERSIONS.contains(&config.library_version) {
-            return Err(ContainerError::Unsupported { file: cfg_path, msg: format!("library_version {} (readable: 9, 10)", config.library_version) });
+            return Err(ContainerError::Unsupported {
+                file: cfg_path,
+                msg: format!(
+                    "library_version {} (readable: 9, 10)",
+                    config.library_version
+                ),
+            });
         }
         let index_path = dir.join(INDEX_FILE);
         let names: Vec<String> = if index_path.is_file() {
-            let text = std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
-            let v: serde_json::Value = serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
+            let text =
+                std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
+            let v: serde_json::Value =
+                serde_json::from_str(&text).map_err(|e| ContainerError::Config {
+                    file: index_path.clone(),
+                    msg: e.to_string(),
+                })?;
             let mut names: Vec<String> = v["weight_map"]
                 .as_object()
-                .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "no `weight_map` object".into() })?
+                .ok_or_else(|| ContainerError::Config {
+                    file: index_path.clone(),
+                    msg: "no `weight_map` object".into(),
+                })?
                 .values()
                 .filter_map(|s| s.as_str().map(str::to_string))
                 .collect();
             names.sort();
             names.dedup();
-            if names.iter().any(|n| n.contains('/') || n.contains('\\') || n.starts_with('.')) {
-                return Err(ContainerError::Config { file: index_path, msg: "shard names must be plain file names".into() });
+            if names
+                .iter()
+                .any(|n| n.contains('/') || n.contains('\\') || n.starts_with('.'))
+            {
+                return Err(ContainerError::Config {
+                    file: index_path,
+                    msg: "shard names must be plain file names".into(),
+                });
             }
             names
         } else {
             vec!["model.safetensors".into()]
         };
-        let files = names.iter().map(|f| MappedFile::open(&dir.join(f))).collect::<Result<Vec<_>>>()?;
+        let files = names
+            .iter()
+            .map(|f| MappedFile::open(&dir.join(f)))
+            .collect::<Result<Vec<_>>>()?;
         let mut index = HashMap::new();
         let mut order = Vec::new();
         for (fi, f) in files.iter().enumerate() {
             for (ti, t) in f.tensors.iter().enumerate() {
                 if let Some((first, _)) = index.insert(t.name.clone(), (fi, ti)) {
-                    return Err(ContainerError::Tensor { file: f.path.clone(), tensor: t.name.clone(), msg: format!("also stored in {}", files[first].path.display()) });
+                    return Err(ContainerError::Tensor {
+                        file: f.path.clone(),
+                        tensor: t.name.clone(),
+                        msg: format!("also stored in {}", files[first].path.display()),
+                    });
                 }
                 order.push(t.name.clone());
             }
@@ -140,7 +193,14 @@ impl Checkpoint {
             .into_iter()
             .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE)
             .collect();
-        Ok(Checkpoint { dir: dir.to_path_buf(), config, files, index, order, other_files })
+        Ok(Checkpoint {
+            dir: dir.to_path_buf(),
+            config,
+            files,
+            index,
+            order,
+            other_files,
+        })
     }
 
     /// The stored tensor `name`: its file and where it is.
@@ -156,7 +216,12 @@ impl Checkpoint {
     /// A copy of the stored tensor `name` (small tensors, tests).
     pub fn tensor(&self, name: &str) -> Option<Tensor> {
         let (f, t) = self.get(name)?;
-        Some(Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() })
+        Some(Tensor {
+            name: t.name.clone(),
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            data: f.bytes(t).to_vec(),
+        })
     }
 
     /// Hands the pages of matrix `id`'s stored fields back to the kernel (bounded memory).
@@ -175,8 +240,19 @@ impl Checkpoint {
     /// The names of the tensors that use matrix `id` (for error messages).
     pub fn names_of(&self, id: u64) -> String {
         let mut names: Vec<String> = match &self.config.nwc_rs {
-            Some(x) => x.tensors.iter().filter(|t| t.matrix == Some(id)).map(|t| t.name.clone()).collect(),
-            None => self.config.modules.iter().filter(|m| m.weight == id).map(|m| m.path.clone()).collect(),
+            Some(x) => x
+                .tensors
+                .iter()
+                .filter(|t| t.matrix == Some(id))
+                .map(|t| t.name.clone())
+                .collect(),
+            None => self
+                .config
+                .modules
+                .iter()
+                .filter(|m| m.weight == id)
+                .map(|m| m.path.clone())
+                .collect(),
         };
         if names.is_empty() {
             names.push("unused".into());
@@ -195,7 +271,10 @@ impl Checkpoint {
             return Err(ContainerError::Tensor {
                 file: file.path.clone(),
                 tensor: name,
-                msg: format!("dtype {:?} shape {:?}: expected a 1-D tensor of {:?}", t.dtype, t.shape, dtypes),
+                msg: format!(
+                    "dtype {:?} shape {:?}: expected a 1-D tensor of {:?}",
+                    t.dtype, t.shape, dtypes
+                ),
             });
         }
         Ok(file.bytes(t))
@@ -210,7 +289,11 @@ impl Checkpoint {
     }
 
     /// Decodes matrix `m`, loaded from `entry`, as [`Checkpoint::decoded_matrix`] does.
-    pub fn decode(&self, entry: &WeightEntry, m: &EncodedMatrix) -> Result<nwc_reference::DecodedMatrix> {
+    pub fn decode(
+        &self,
+        entry: &WeightEntry,
+        m: &EncodedMatrix,
+    ) -> Result<nwc_reference::DecodedMatrix> {
         nwc_fast::decode(m).map_err(|source| ContainerError::Matrix {
             file: self.dir.join("model.safetensors"),
             id: entry.id,
@@ -223,13 +306,23 @@ impl Checkpoint {
         let id = entry.id;
         let mode = entry_mode(entry).ok_or_else(|| ContainerError::Unsupported {
             file: self.cfg_path(),
-            msg: format!("weights entry {id}: elem `{}` layout {}", entry.elem, entry.layout),
+            msg: format!(
+                "weights entry {id}: elem `{}` layout {}",
+                entry.elem, entry.layout
+            ),
         })?;
         if entry.block != 4096 {
-            return Err(ContainerError::Unsupported { file: self.cfg_path(), msg: format!("weights entry {id}: block {}", entry.block) });
+            return Err(ContainerError::Unsupported {
+                file: self.cfg_path(),
+                msg: format!("weights entry {id}: block {}", entry.block),
+            });
         }
         let shape = Shape::new(entry.out, entry.inp);
-        let u32s = |t: &[u8]| t.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+        let u32s = |t: &[u8]| {
+            t.chunks_exact(4)
+                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect::<Vec<u32>>()
+        };
         let bytes = [Dtype::U8, Dtype::I8];
         let words = [Dtype::I32, Dtype::U32];
         let data = self.field(id, "data", &bytes, 1)?.to_vec();
@@ -246,7 +339,16 @@ impl Checkpoint {
             ),
             _ => None,
         };
-        Ok(EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale })
+        Ok(EncodedMatrix {
+            mode,
+            shape,
+            data,
+            bases,
+            hdr,
+            lut,
+            low,
+            scale,
+        })
     }
 
     /// Checks that every weights entry has its tensors and ids are unique; returns the entries.
@@ -254,7 +356,10 @@ impl Checkpoint {
         let mut seen = std::collections::HashSet::new();
         for e in &self.config.weights {
             if !seen.insert(e.id) {
-                return Err(ContainerError::Config { file: self.cfg_path(), msg: format!("weights id {} appears twice", e.id) });
+                return Err(ContainerError::Config {
+                    file: self.cfg_path(),
+                    msg: format!("weights id {} appears twice", e.id),
+                });
             }
         }
         Ok(&self.config.weights)

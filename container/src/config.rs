@@ -128,7 +128,8 @@ impl NwcConfig {
         let mut out = Vec::new();
         let fmt = serde_json::ser::PrettyFormatter::with_indent(b" ");
         let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-        self.serialize(&mut ser).expect("serializing plain data cannot fail");
+        self.serialize(&mut ser)
+            .expect("serializing plain data cannot fail");
         String::from_utf8(out).expect("serde_json writes UTF-8")
     }
 }

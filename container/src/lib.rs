@@ -22,5 +22,8 @@ pub mod sfile;
 
 pub use error::ContainerError;
 pub use nwc_fast::slice::{slice_rows, SliceError};
-pub use ops::{compress, decompress, inspect, verify, CompressOptions, Inspection, MatrixStats, Progress, VerifyReport};
+pub use ops::{
+    compress, decompress, inspect, verify, CompressOptions, Inspection, MatrixStats, Progress,
+    VerifyReport,
+};
 pub use policy::Policy;

@@ -39,15 +39,31 @@ impl View for &Tensor {
 /// Every tensor of one safetensors file, copied into memory (small files and tests).
 pub fn read_tensors(path: &Path) -> Result<Vec<Tensor>> {
     let f = MappedFile::open(path)?;
-    Ok(f.tensors.iter().map(|t| Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() }).collect())
+    Ok(f.tensors
+        .iter()
+        .map(|t| Tensor {
+            name: t.name.clone(),
+            dtype: t.dtype,
+            shape: t.shape.clone(),
+            data: f.bytes(t).to_vec(),
+        })
+        .collect())
 }
 
 /// Writes tensors as one safetensors file (to `path`, which the caller keeps inside a temporary
 /// folder until everything is complete).
-pub fn write_safetensors(path: &Path, tensors: &[&Tensor], metadata: Option<&BTreeMap<String, String>>) -> Result<()> {
-    let info: Option<HashMap<String, String>> = metadata.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+pub fn write_safetensors(
+    path: &Path,
+    tensors: &[&Tensor],
+    metadata: Option<&BTreeMap<String, String>>,
+) -> Result<()> {
+    let info: Option<HashMap<String, String>> =
+        metadata.map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
     safetensors::serialize_to_file(tensors.iter().map(|t| (t.name.clone(), *t)), info, path)
-        .map_err(|e| ContainerError::Write { path: path.to_path_buf(), msg: e.to_string() })
+        .map_err(|e| ContainerError::Write {
+            path: path.to_path_buf(),
+            msg: e.to_string(),
+        })
 }
 
 /// An original model, its safetensors files memory-mapped.
@@ -65,13 +81,18 @@ pub struct Model {
 
 impl Model {
     pub fn tensors(&self) -> impl Iterator<Item = (&MappedFile, &TensorInfo)> {
-        self.files.iter().flat_map(|f| f.tensors.iter().map(move |t| (f, t)))
+        self.files
+            .iter()
+            .flat_map(|f| f.tensors.iter().map(move |t| (f, t)))
     }
 }
 
 fn read_json(path: &Path) -> Result<(serde_json::Value, String)> {
     let text = std::fs::read_to_string(path).map_err(ContainerError::io(path))?;
-    let v = serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: path.to_path_buf(), msg: format!("invalid JSON: {e}") })?;
+    let v = serde_json::from_str(&text).map_err(|e| ContainerError::Config {
+        file: path.to_path_buf(),
+        msg: format!("invalid JSON: {e}"),
+    })?;
     Ok((v, text))
 }
 
@@ -79,23 +100,40 @@ fn read_json(path: &Path) -> Result<(serde_json::Value, String)> {
 pub fn read_model(input: &Path) -> Result<Model> {
     if input.is_file() {
         let file = MappedFile::open(input)?;
-        return Ok(Model { files: vec![file], index: None, index_text: None, other_files: Vec::new(), root: PathBuf::new() });
+        return Ok(Model {
+            files: vec![file],
+            index: None,
+            index_text: None,
+            other_files: Vec::new(),
+            root: PathBuf::new(),
+        });
     }
     if !input.is_dir() {
         // The OS's own wording ("No such file or directory") for a missing path.
-        let source = std::fs::metadata(input).err().unwrap_or_else(|| std::io::Error::other("neither a .safetensors file nor a folder"));
-        return Err(ContainerError::Io { path: input.to_path_buf(), source });
+        let source = std::fs::metadata(input)
+            .err()
+            .unwrap_or_else(|| std::io::Error::other("neither a .safetensors file nor a folder"));
+        return Err(ContainerError::Io {
+            path: input.to_path_buf(),
+            source,
+        });
     }
     let index_path = input.join(INDEX_FILE);
     let (index, index_text, shard_names) = if index_path.is_file() {
         let (index, text) = read_json(&index_path)?;
-        let map = index.get("weight_map").and_then(|m| m.as_object()).ok_or_else(|| ContainerError::Config {
-            file: index_path.clone(),
-            msg: "no `weight_map` object".into(),
-        })?;
+        let map = index
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| ContainerError::Config {
+                file: index_path.clone(),
+                msg: "no `weight_map` object".into(),
+            })?;
         let mut names: Vec<String> = Vec::new();
         for v in map.values() {
-            let s = v.as_str().ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "weight_map values must be file names".into() })?;
+            let s = v.as_str().ok_or_else(|| ContainerError::Config {
+                file: index_path.clone(),
+                msg: "weight_map values must be file names".into(),
+            })?;
             if !names.iter().any(|n| n == s) {
                 names.push(s.to_string());
             }
@@ -103,23 +141,46 @@ pub fn read_model(input: &Path) -> Result<Model> {
         names.sort();
         (Some(index), Some(text), names)
     } else {
-        (None, None, list_dir(input)?.into_iter().filter(|n| n.ends_with(".safetensors")).collect())
+        (
+            None,
+            None,
+            list_dir(input)?
+                .into_iter()
+                .filter(|n| n.ends_with(".safetensors"))
+                .collect(),
+        )
     };
     if shard_names.is_empty() {
-        return Err(ContainerError::Usage(format!("{}: no .safetensors files", input.display())));
+        return Err(ContainerError::Usage(format!(
+            "{}: no .safetensors files",
+            input.display()
+        )));
     }
     for n in &shard_names {
         if n.contains('/') || n.contains('\\') || n.starts_with('.') {
-            return Err(ContainerError::Config { file: index_path.clone(), msg: format!("shard name `{n}` is not a plain file name") });
+            return Err(ContainerError::Config {
+                file: index_path.clone(),
+                msg: format!("shard name `{n}` is not a plain file name"),
+            });
         }
     }
-    let files = shard_names.iter().map(|n| MappedFile::open(&input.join(n))).collect::<Result<Vec<_>>>()?;
+    let files = shard_names
+        .iter()
+        .map(|n| MappedFile::open(&input.join(n)))
+        .collect::<Result<Vec<_>>>()?;
     if let Some(index) = &index {
         // Every tensor the index names must be in the file it names.
         for (tensor, file) in index["weight_map"].as_object().expect("checked").iter() {
-            let f = files.iter().find(|f| Some(f.name.as_str()) == file.as_str()).expect("read above");
+            let f = files
+                .iter()
+                .find(|f| Some(f.name.as_str()) == file.as_str())
+                .expect("read above");
             if f.find(tensor).is_none() {
-                return Err(ContainerError::Tensor { file: input.join(&f.name), tensor: tensor.clone(), msg: "listed in the index but missing".into() });
+                return Err(ContainerError::Tensor {
+                    file: input.join(&f.name),
+                    tensor: tensor.clone(),
+                    msg: "listed in the index but missing".into(),
+                });
             }
         }
     }
@@ -128,7 +189,13 @@ pub fn read_model(input: &Path) -> Result<Model> {
         .filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE)
         .map(PathBuf::from)
         .collect();
-    Ok(Model { files, index, index_text, other_files, root: input.to_path_buf() })
+    Ok(Model {
+        files,
+        index,
+        index_text,
+        other_files,
+        root: input.to_path_buf(),
+    })
 }
 
 /// Plain files of a folder, sorted (sub-folders are not part of a model).
@@ -136,7 +203,11 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(ContainerError::io(dir))? {
         let entry = entry.map_err(ContainerError::io(dir))?;
-        if entry.file_type().map_err(ContainerError::io(entry.path()))?.is_file() {
+        if entry
+            .file_type()
+            .map_err(ContainerError::io(entry.path()))?
+            .is_file()
+        {
             out.push(entry.file_name().to_string_lossy().into_owned());
         }
     }
@@ -146,7 +217,10 @@ pub fn list_dir(dir: &Path) -> Result<Vec<String>> {
 
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A folder written under a temporary name and renamed into place only when complete, so a
@@ -160,23 +234,42 @@ pub struct StagedDir {
 impl StagedDir {
     pub fn new(target: &Path, inputs: &[&Path]) -> Result<StagedDir> {
         if target.exists() {
-            return Err(ContainerError::Usage(format!("{} exists; refusing to overwrite it", target.display())));
+            return Err(ContainerError::Usage(format!(
+                "{} exists; refusing to overwrite it",
+                target.display()
+            )));
         }
         let abs = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         for input in inputs {
             if abs(input) == abs(target) {
-                return Err(ContainerError::Usage(format!("output {} is an input", target.display())));
+                return Err(ContainerError::Usage(format!(
+                    "output {} is an input",
+                    target.display()
+                )));
             }
         }
-        let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
+        let name = target
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
         let tmp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
         // No missing parent folder is created silently: the parent must exist.
-        let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let parent = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
         if !parent.is_dir() {
-            return Err(ContainerError::Usage(format!("{}: the parent folder {} does not exist", target.display(), parent.display())));
+            return Err(ContainerError::Usage(format!(
+                "{}: the parent folder {} does not exist",
+                target.display(),
+                parent.display()
+            )));
         }
         std::fs::create_dir(&tmp).map_err(ContainerError::write(&tmp))?;
-        Ok(StagedDir { tmp, target: target.to_path_buf() })
+        Ok(StagedDir {
+            tmp,
+            target: target.to_path_buf(),
+        })
     }
 
     pub fn commit(self) -> Result<()> {

@@ -48,7 +48,11 @@ pub struct MappedFile {
 }
 
 fn truncated(path: &Path, got: u64, expected: u64) -> ContainerError {
-    ContainerError::Truncated { file: path.to_path_buf(), got, expected }
+    ContainerError::Truncated {
+        file: path.to_path_buf(),
+        got,
+        expected,
+    }
 }
 
 impl MappedFile {
@@ -63,26 +67,42 @@ impl MappedFile {
         // SAFETY: the mapping is read-only; like every reader of memory-mapped files we rely on
         // the file not being truncated or rewritten by another process while we read it.
         let map = unsafe { Mmap::map(&file) }.map_err(ContainerError::io(path))?;
-        let bad = |msg: String| ContainerError::Safetensors { file: path.to_path_buf(), msg };
+        let bad = |msg: String| ContainerError::Safetensors {
+            file: path.to_path_buf(),
+            msg,
+        };
         let n = u64::from_le_bytes(map[..8].try_into().expect("8 bytes"));
         if n > MAX_HEADER {
-            return Err(bad(format!("header length {n} is over the {MAX_HEADER}-byte limit")));
+            return Err(bad(format!(
+                "header length {n} is over the {MAX_HEADER}-byte limit"
+            )));
         }
         if len < 8 + n {
             return Err(truncated(path, len, 8 + n));
         }
-        let header = std::str::from_utf8(&map[8..8 + n as usize]).map_err(|e| bad(format!("header is not UTF-8: {e}")))?;
-        let json: serde_json::Value = serde_json::from_str(header).map_err(|e| bad(format!("header is not JSON: {e}")))?;
+        let header = std::str::from_utf8(&map[8..8 + n as usize])
+            .map_err(|e| bad(format!("header is not UTF-8: {e}")))?;
+        let json: serde_json::Value =
+            serde_json::from_str(header).map_err(|e| bad(format!("header is not JSON: {e}")))?;
         let data_end = json
             .as_object()
-            .map(|o| o.values().filter_map(|t| t.get("data_offsets")?.get(1)?.as_u64()).max().unwrap_or(0))
+            .map(|o| {
+                o.values()
+                    .filter_map(|t| t.get("data_offsets")?.get(1)?.as_u64())
+                    .max()
+                    .unwrap_or(0)
+            })
             .unwrap_or(0);
         let expected = 8 + n + data_end;
         if len < expected {
             return Err(truncated(path, len, expected));
         }
         let (_, meta) = SafeTensors::read_metadata(&map).map_err(|e| {
-            let msg = if len > expected { format!("{len} bytes where the header describes {expected}") } else { e.to_string() };
+            let msg = if len > expected {
+                format!("{len} bytes where the header describes {expected}")
+            } else {
+                e.to_string()
+            };
             bad(msg)
         })?;
         let base = 8 + n as usize;
@@ -98,9 +118,22 @@ impl MappedFile {
             })
             .collect();
         tensors.sort_by(|a, b| (a.start, &a.name).cmp(&(b.start, &b.name)));
-        let metadata = meta.metadata().as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        Ok(MappedFile { path: path.to_path_buf(), name, header: header.to_string(), metadata, tensors, map: Some(map) })
+        let metadata = meta
+            .metadata()
+            .as_ref()
+            .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(MappedFile {
+            path: path.to_path_buf(),
+            name,
+            header: header.to_string(),
+            metadata,
+            tensors,
+            map: Some(map),
+        })
     }
 
     pub fn bytes(&self, t: &TensorInfo) -> &[u8] {
@@ -131,7 +164,8 @@ impl MappedFile {
             // this process's page-table entries, and a later access reads the same file pages
             // again. No reference into the range is held across this call by our callers (they
             // release a tensor only after its last use).
-            let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
+            let _ =
+                unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
         }
     }
 }
@@ -154,18 +188,29 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// A safetensors header in the compact form the safetensors library writes: `__metadata__` first,
 /// then the tensors in the given order, padded with spaces to a multiple of 8 bytes.
-pub fn header_json(metadata: Option<&BTreeMap<String, String>>, entries: &[(&str, Dtype, &[usize], usize, usize)]) -> String {
+pub fn header_json(
+    metadata: Option<&BTreeMap<String, String>>,
+    entries: &[(&str, Dtype, &[usize], usize, usize)],
+) -> String {
     let mut s = String::from("{");
     let q = |x: &str| serde_json::to_string(x).expect("strings serialize");
     if let Some(m) = metadata {
-        s += &format!("\"__metadata__\":{}", serde_json::to_string(m).expect("map"));
+        s += &format!(
+            "\"__metadata__\":{}",
+            serde_json::to_string(m).expect("map")
+        );
     }
     for (name, dtype, shape, a, b) in entries {
         if s.len() > 1 {
             s.push(',');
         }
         let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        s += &format!("{}:{{\"dtype\":{},\"shape\":[{}],\"data_offsets\":[{a},{b}]}}", q(name), q(&dtype_name(*dtype)), dims.join(","));
+        s += &format!(
+            "{}:{{\"dtype\":{},\"shape\":[{}],\"data_offsets\":[{a},{b}]}}",
+            q(name),
+            q(&dtype_name(*dtype)),
+            dims.join(",")
+        );
     }
     s.push('}');
     while s.len() % 8 != 0 {
@@ -176,7 +221,10 @@ pub fn header_json(metadata: Option<&BTreeMap<String, String>>, entries: &[(&str
 
 /// The safetensors name of a dtype ("BF16", "U8", ...).
 pub fn dtype_name(d: Dtype) -> String {
-    serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{d:?}"))
+    serde_json::to_value(d)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{d:?}"))
 }
 
 pub fn parse_dtype(s: &str) -> Option<Dtype> {
@@ -188,7 +236,9 @@ pub fn parse_dtype(s: &str) -> Option<Dtype> {
 pub fn words_as_bytes(words: &[u16]) -> std::borrow::Cow<'_, [u8]> {
     // SAFETY: u8 has no alignment or validity requirements; the length is exactly the words'
     // bytes, and on a little-endian target their in-memory order is the file order.
-    std::borrow::Cow::Borrowed(unsafe { std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 2) })
+    std::borrow::Cow::Borrowed(unsafe {
+        std::slice::from_raw_parts(words.as_ptr().cast::<u8>(), words.len() * 2)
+    })
 }
 
 #[cfg(not(target_endian = "little"))]
@@ -207,5 +257,10 @@ pub fn bytes_as_words(bytes: &[u8]) -> std::borrow::Cow<'_, [u16]> {
             return std::borrow::Cow::Borrowed(mid);
         }
     }
-    std::borrow::Cow::Owned(bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect())
+    std::borrow::Cow::Owned(
+        bytes
+            .chunks_exact(2)
+            .map(|c| u16::from_le_bytes([c[0], c[1]]))
+            .collect(),
+    )
 }

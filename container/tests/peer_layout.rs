@@ -22,7 +22,12 @@ fn peer_tensors(id: u64, m: &EncodedMatrix, end: usize, with_slack: bool, seed: 
     for (i, b) in data[end..].iter_mut().enumerate() {
         *b = seed.wrapping_mul(31).wrapping_add(i as u8) | 1;
     }
-    let hdr_words = |b: usize| m.hdr[32 * b..32 * b + 32].iter().map(|&w| 4 * w as usize).sum::<usize>();
+    let hdr_words = |b: usize| {
+        m.hdr[32 * b..32 * b + 32]
+            .iter()
+            .map(|&w| 4 * w as usize)
+            .sum::<usize>()
+    };
     for b in 0..m.bases.len().saturating_sub(1) {
         let block_end = m.bases[b] as usize + hdr_words(b);
         for x in &mut data[block_end..m.bases[b + 1] as usize] {
@@ -33,8 +38,17 @@ fn peer_tensors(id: u64, m: &EncodedMatrix, end: usize, with_slack: bool, seed: 
     if with_slack {
         low.extend(std::iter::repeat_n(0, 512));
     }
-    let i32s = |v: &[u32]| v.iter().flat_map(|x| (*x as i32).to_le_bytes()).collect::<Vec<u8>>();
-    let t = |f: &str, dtype, n, data| Tensor { name: format!("nwc/{id}/{f}"), dtype, shape: vec![n], data };
+    let i32s = |v: &[u32]| {
+        v.iter()
+            .flat_map(|x| (*x as i32).to_le_bytes())
+            .collect::<Vec<u8>>()
+    };
+    let t = |f: &str, dtype, n, data| Tensor {
+        name: format!("nwc/{id}/{f}"),
+        dtype,
+        shape: vec![n],
+        data,
+    };
     let mut out = vec![
         t("data", Dtype::U8, data.len(), data),
         t("bases", Dtype::I32, m.bases.len(), i32s(&m.bases)),
@@ -43,7 +57,12 @@ fn peer_tensors(id: u64, m: &EncodedMatrix, end: usize, with_slack: bool, seed: 
         t("low", Dtype::U8, low.len(), low),
     ];
     if let Some(s) = &m.scale {
-        out.push(t("scale", Dtype::F32, s.len(), s.iter().flat_map(|x| x.to_le_bytes()).collect()));
+        out.push(t(
+            "scale",
+            Dtype::F32,
+            s.len(),
+            s.iter().flat_map(|x| x.to_le_bytes()).collect(),
+        ));
     }
     out
 }
@@ -62,13 +81,38 @@ fn write_peer_checkpoint(dir: &Path, version: u64) -> Vec<(String, Vec<usize>, V
     let e0 = encode(Mode::BF16_L0, Shape::new(50, 40), Weights::Bf16(&embed)).unwrap();
     let e1 = encode(Mode::BF16_L0, Shape::new(40, 600), Weights::Bf16(&qkv)).unwrap();
     let mut tensors = peer_tensors(0, &e0.matrix, e0.stream_end as usize, true, 1);
-    tensors.extend(peer_tensors(1, &e1.matrix, e1.stream_end as usize, false, 2));
-    tensors.push(Tensor { name: "nwc/fused/model.layers.0.self_attn.bias".into(), dtype: Dtype::BF16, shape: vec![40], data: bf16_bytes(&fused_bias) });
-    tensors.push(Tensor { name: "model.norm.weight".into(), dtype: Dtype::BF16, shape: vec![40], data: bf16_bytes(&norm) });
+    tensors.extend(peer_tensors(
+        1,
+        &e1.matrix,
+        e1.stream_end as usize,
+        false,
+        2,
+    ));
+    tensors.push(Tensor {
+        name: "nwc/fused/model.layers.0.self_attn.bias".into(),
+        dtype: Dtype::BF16,
+        shape: vec![40],
+        data: bf16_bytes(&fused_bias),
+    });
+    tensors.push(Tensor {
+        name: "model.norm.weight".into(),
+        dtype: Dtype::BF16,
+        shape: vec![40],
+        data: bf16_bytes(&norm),
+    });
     let refs: Vec<&Tensor> = tensors.iter().collect();
-    let meta = [("format".to_string(), "pt".to_string()), ("nwc".to_string(), "1".to_string())].into_iter().collect();
+    let meta = [
+        ("format".to_string(), "pt".to_string()),
+        ("nwc".to_string(), "1".to_string()),
+    ]
+    .into_iter()
+    .collect();
     write_safetensors(&dir.join("model.safetensors"), &refs, Some(&meta)).unwrap();
-    let elem = if version == 10 { r#", "elem": "bf16", "layout": 0"# } else { "" };
+    let elem = if version == 10 {
+        r#", "elem": "bf16", "layout": 0"#
+    } else {
+        ""
+    };
     let config = format!(
         r#"{{
  "nwc_checkpoint": 1,
@@ -91,13 +135,41 @@ fn write_peer_checkpoint(dir: &Path, version: u64) -> Vec<(String, Vec<usize>, V
     std::fs::write(dir.join("config.json"), r#"{"tie_word_embeddings": true}"#).unwrap();
     let rows = |w: &[u16], r0: usize, r1: usize, k: usize| bf16_bytes(&w[r0 * k..r1 * k]);
     vec![
-        ("model.embed_tokens.weight".into(), vec![50, 40], bf16_bytes(&embed)),
-        ("model.layers.0.self_attn.q_proj.weight".into(), vec![24, 600], rows(&qkv, 0, 24, 600)),
-        ("model.layers.0.self_attn.k_proj.weight".into(), vec![8, 600], rows(&qkv, 24, 32, 600)),
-        ("model.layers.0.self_attn.v_proj.weight".into(), vec![8, 600], rows(&qkv, 32, 40, 600)),
-        ("model.layers.0.self_attn.q_proj.bias".into(), vec![24], rows(&fused_bias, 0, 24, 1)),
-        ("model.layers.0.self_attn.k_proj.bias".into(), vec![8], rows(&fused_bias, 24, 32, 1)),
-        ("model.layers.0.self_attn.v_proj.bias".into(), vec![8], rows(&fused_bias, 32, 40, 1)),
+        (
+            "model.embed_tokens.weight".into(),
+            vec![50, 40],
+            bf16_bytes(&embed),
+        ),
+        (
+            "model.layers.0.self_attn.q_proj.weight".into(),
+            vec![24, 600],
+            rows(&qkv, 0, 24, 600),
+        ),
+        (
+            "model.layers.0.self_attn.k_proj.weight".into(),
+            vec![8, 600],
+            rows(&qkv, 24, 32, 600),
+        ),
+        (
+            "model.layers.0.self_attn.v_proj.weight".into(),
+            vec![8, 600],
+            rows(&qkv, 32, 40, 600),
+        ),
+        (
+            "model.layers.0.self_attn.q_proj.bias".into(),
+            vec![24],
+            rows(&fused_bias, 0, 24, 1),
+        ),
+        (
+            "model.layers.0.self_attn.k_proj.bias".into(),
+            vec![8],
+            rows(&fused_bias, 24, 32, 1),
+        ),
+        (
+            "model.layers.0.self_attn.v_proj.bias".into(),
+            vec![8],
+            rows(&fused_bias, 32, 40, 1),
+        ),
         ("model.norm.weight".into(), vec![40], bf16_bytes(&norm)),
     ]
 }
@@ -115,7 +187,10 @@ fn reads_library_checkpoints_with_their_quirks() {
         let ins = inspect(&ck).unwrap();
         assert_eq!(ins.library_version, version);
         decompress(&ck, &out, &no_progress).unwrap();
-        let mut got: Vec<(String, Vec<usize>, Vec<u8>)> = all_tensors(&out).into_iter().map(|t| (t.name, t.shape, t.data)).collect();
+        let mut got: Vec<(String, Vec<usize>, Vec<u8>)> = all_tensors(&out)
+            .into_iter()
+            .map(|t| (t.name, t.shape, t.data))
+            .collect();
         got.sort();
         expected.sort();
         // Tied: lm_head is not written (tie_word_embeddings), the fused group is split.
@@ -131,10 +206,21 @@ fn unsupported_versions_and_modes_are_named() {
     let ck = tmp.path().join("ck");
     write_peer_checkpoint(&ck, 10);
     let cfg = std::fs::read_to_string(ck.join("nwc_config.json")).unwrap();
-    std::fs::write(ck.join("nwc_config.json"), cfg.replace("\"library_version\": 10", "\"library_version\": 11")).unwrap();
+    std::fs::write(
+        ck.join("nwc_config.json"),
+        cfg.replace("\"library_version\": 10", "\"library_version\": 11"),
+    )
+    .unwrap();
     let err = verify(&ck, None, &no_progress).unwrap_err().to_string();
-    assert!(err.contains("library_version 11") && err.contains("nwc_config.json"), "{err}");
-    std::fs::write(ck.join("nwc_config.json"), cfg.replacen("\"elem\": \"bf16\"", "\"elem\": \"int4\"", 1)).unwrap();
+    assert!(
+        err.contains("library_version 11") && err.contains("nwc_config.json"),
+        "{err}"
+    );
+    std::fs::write(
+        ck.join("nwc_config.json"),
+        cfg.replacen("\"elem\": \"bf16\"", "\"elem\": \"int4\"", 1),
+    )
+    .unwrap();
     let err = verify(&ck, None, &no_progress).unwrap_err().to_string();
     assert!(err.contains("int4"), "{err}");
     std::fs::write(ck.join("nwc_config.json"), "{\"weights\": 3}").unwrap();

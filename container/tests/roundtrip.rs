@@ -6,7 +6,9 @@ mod common;
 
 use common::*;
 use nwc_container::config::NwcConfig;
-use nwc_container::{compress, decompress, inspect, verify, CompressOptions, ContainerError, Policy};
+use nwc_container::{
+    compress, decompress, inspect, verify, CompressOptions, ContainerError, Policy,
+};
 use nwc_reference::{ElemType, Layout};
 use std::path::Path;
 
@@ -19,40 +21,88 @@ fn read_config(dir: &Path) -> NwcConfig {
 #[test]
 fn lossless_round_trip_keeps_every_tensor_and_file() {
     let tmp = tempfile::tempdir().unwrap();
-    let (orig, ck, out) = (tmp.path().join("orig"), tmp.path().join("ck"), tmp.path().join("out"));
+    let (orig, ck, out) = (
+        tmp.path().join("orig"),
+        tmp.path().join("ck"),
+        tmp.path().join("out"),
+    );
     sharded_model(&orig);
     for layout in [Layout::Rows8, Layout::Fragment16] {
         let _ = std::fs::remove_dir_all(&ck);
         let _ = std::fs::remove_dir_all(&out);
-        let opts = CompressOptions { layout, ..Default::default() };
+        let opts = CompressOptions {
+            layout,
+            ..Default::default()
+        };
         let summary = compress(&orig, &ck, &opts, &no_progress).unwrap();
         // 5 BF16 matrices, embed and lm_head tied into one: 4 matrices; F32 and others copied.
-        assert_eq!((summary.matrices, summary.tensors_compressed, summary.tensors_copied), (4, 5, 4));
+        assert_eq!(
+            (
+                summary.matrices,
+                summary.tensors_compressed,
+                summary.tensors_copied
+            ),
+            (4, 5, 4)
+        );
         let cfg = read_config(&ck);
         assert_eq!(cfg.library_version, 10);
         assert_eq!(cfg.weights.len(), 4);
-        let tied: Vec<_> = cfg.modules.iter().filter(|m| m.weight == cfg.modules[0].weight).collect();
-        assert_eq!(tied.len(), 2, "embedding and lm_head share one matrix: {:?}", cfg.modules);
+        let tied: Vec<_> = cfg
+            .modules
+            .iter()
+            .filter(|m| m.weight == cfg.modules[0].weight)
+            .collect();
+        assert_eq!(
+            tied.len(),
+            2,
+            "embedding and lm_head share one matrix: {:?}",
+            cfg.modules
+        );
         assert_eq!(tied[0].kind, "embedding");
         assert_eq!(tied[1].kind, "linear");
-        let k = cfg.modules.iter().find(|m| m.path.ends_with("k_proj")).unwrap();
-        assert_eq!(k.bias, Some(Some("model.layers.0.self_attn.k_proj.bias".into())));
+        let k = cfg
+            .modules
+            .iter()
+            .find(|m| m.path.ends_with("k_proj"))
+            .unwrap();
+        assert_eq!(
+            k.bias,
+            Some(Some("model.layers.0.self_attn.k_proj.bias".into()))
+        );
         decompress(&ck, &out, &no_progress).unwrap();
         assert_eq!(all_tensors(&out), all_tensors(&orig), "{layout:?}");
-        for f in ["model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors", "model.safetensors.index.json", "config.json", "tokenizer.json"] {
+        for f in [
+            "model-00001-of-00002.safetensors",
+            "model-00002-of-00002.safetensors",
+            "model.safetensors.index.json",
+            "config.json",
+            "tokenizer.json",
+        ] {
             assert!(out.join(f).is_file(), "{f} missing");
         }
-        let index = |d: &Path| serde_json::from_slice::<serde_json::Value>(&std::fs::read(d.join("model.safetensors.index.json")).unwrap()).unwrap();
+        let index = |d: &Path| {
+            serde_json::from_slice::<serde_json::Value>(
+                &std::fs::read(d.join("model.safetensors.index.json")).unwrap(),
+            )
+            .unwrap()
+        };
         assert_eq!(index(&out), index(&orig), "same index content");
         let report = verify(&ck, Some(&orig), &no_progress).unwrap();
         assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
         assert_eq!((report.matrices, report.compared), (4, 9));
         let ins = inspect(&ck).unwrap();
         assert_eq!(ins.matrices.len(), 4);
-        let heavy = ins.matrices.iter().find(|m| m.names.contains("k_proj")).unwrap();
+        let heavy = ins
+            .matrices
+            .iter()
+            .find(|m| m.names.contains("k_proj"))
+            .unwrap();
         assert!(heavy.escapes > 0, "heavy-tailed matrix must have escapes");
         // Tiny matrices pay the 16 KiB table (spec 17.4 accounting), so only a lower bound here.
-        assert!(ins.matrices.iter().all(|m| m.ratio > 0.3 && m.entropy_bits > 0.0));
+        assert!(ins
+            .matrices
+            .iter()
+            .all(|m| m.ratio > 0.3 && m.entropy_bits > 0.0));
     }
 }
 
@@ -66,16 +116,28 @@ fn stored_fields_use_the_library_lengths() {
     for e in &c.config.weights {
         let m = c.matrix(e).unwrap();
         let g = nwc_reference::Geometry::new(m.mode, m.shape).unwrap();
-        let canonical = nwc_reference::encode(m.mode, m.shape, nwc_reference::Weights::Bf16(&match nwc_reference::decode(&m).unwrap().elements {
-            nwc_reference::Elements::Bf16(w) => w,
-            _ => unreachable!(),
-        }))
+        let canonical = nwc_reference::encode(
+            m.mode,
+            m.shape,
+            nwc_reference::Weights::Bf16(&match nwc_reference::decode(&m).unwrap().elements {
+                nwc_reference::Elements::Bf16(w) => w,
+                _ => unreachable!(),
+            }),
+        )
         .unwrap();
         // Spec 17.7: data is dl + 64 bytes, low is n_low + 512.
         assert_eq!(m.data.len(), canonical.matrix.data.len() + 64);
         assert_eq!(m.low.len() as u64, g.n_low + 512);
-        assert_eq!(e.bytes, Some(nwc_container::checkpoint::accounted_bytes(&canonical.matrix)));
-        assert_eq!(&m.data[..canonical.matrix.data.len()], &canonical.matrix.data[..]);
+        assert_eq!(
+            e.bytes,
+            Some(nwc_container::checkpoint::accounted_bytes(
+                &canonical.matrix
+            ))
+        );
+        assert_eq!(
+            &m.data[..canonical.matrix.data.len()],
+            &canonical.matrix.data[..]
+        );
     }
 }
 
@@ -83,21 +145,35 @@ fn stored_fields_use_the_library_lengths() {
 #[test]
 fn fp8_and_cast_bf16_are_lossy_as_specified() {
     let tmp = tempfile::tempdir().unwrap();
-    let (orig, ck, out) = (tmp.path().join("orig"), tmp.path().join("ck"), tmp.path().join("out"));
+    let (orig, ck, out) = (
+        tmp.path().join("orig"),
+        tmp.path().join("ck"),
+        tmp.path().join("out"),
+    );
     let originals = sharded_model(&orig);
     let opts = CompressOptions {
         elem: ElemType::Fp8E4m3,
-        policy: Policy { cast_bf16: true, exclude: vec!["*embed*".into(), "lm_head*".into()], ..Default::default() },
+        policy: Policy {
+            cast_bf16: true,
+            exclude: vec!["*embed*".into(), "lm_head*".into()],
+            ..Default::default()
+        },
         shard_bytes: Some(20_000),
         ..Default::default()
     };
     let s = compress(&orig, &ck, &opts, &no_progress).unwrap();
     assert_eq!(s.matrices, 4, "q, k, up and the cast down_proj");
-    assert!(ck.join("model.safetensors.index.json").is_file(), "sharded output");
+    assert!(
+        ck.join("model.safetensors.index.json").is_file(),
+        "sharded output"
+    );
     let cfg = read_config(&ck);
     assert!(cfg.weights.iter().all(|w| w.elem == "fp8"));
     let records = &cfg.nwc_rs.as_ref().unwrap().tensors;
-    let down = records.iter().find(|r| r.name.ends_with("down_proj.weight")).unwrap();
+    let down = records
+        .iter()
+        .find(|r| r.name.ends_with("down_proj.weight"))
+        .unwrap();
     assert_eq!(down.lossy, vec!["cast-bf16".to_string(), "fp8".to_string()]);
     decompress(&ck, &out, &no_progress).unwrap();
     let got = all_tensors(&out);
@@ -119,14 +195,22 @@ fn fp8_and_cast_bf16_are_lossy_as_specified() {
 #[test]
 fn refuses_to_overwrite_and_reports_corruption() {
     let tmp = tempfile::tempdir().unwrap();
-    let (orig, ck, out) = (tmp.path().join("orig"), tmp.path().join("ck"), tmp.path().join("out"));
+    let (orig, ck, out) = (
+        tmp.path().join("orig"),
+        tmp.path().join("ck"),
+        tmp.path().join("out"),
+    );
     sharded_model(&orig);
     let err = compress(&orig, &orig, &CompressOptions::default(), &no_progress).unwrap_err();
     assert!(err.is_usage(), "{err}");
     compress(&orig, &ck, &CompressOptions::default(), &no_progress).unwrap();
     std::fs::create_dir(&out).unwrap();
     assert!(decompress(&ck, &out, &no_progress).unwrap_err().is_usage());
-    assert!(!tmp.path().read_dir().unwrap().any(|e| e.unwrap().file_name().to_string_lossy().contains("partial")));
+    assert!(!tmp.path().read_dir().unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .contains("partial")));
 
     // A broken lane header: a named validity rule, the file and the tensor names.
     let file = ck.join("model.safetensors");
@@ -140,13 +224,23 @@ fn refuses_to_overwrite_and_reports_corruption() {
     nwc_container::model::write_safetensors(&file, &refs, None).unwrap();
     let err = verify(&ck, None, &no_progress).unwrap_err();
     let msg = err.to_string();
-    let ContainerError::Matrix { id: 1, names, .. } = &err else { panic!("{msg}") };
-    assert!(msg.contains("spec 13.") && msg.contains("model.safetensors") && msg.contains(names.as_str()), "{msg}");
+    let ContainerError::Matrix { id: 1, names, .. } = &err else {
+        panic!("{msg}")
+    };
+    assert!(
+        msg.contains("spec 13.")
+            && msg.contains("model.safetensors")
+            && msg.contains(names.as_str()),
+        "{msg}"
+    );
 
     // A copied tensor changed in place: verify reports a digest mismatch, decompress refuses.
     let hdr = tensors.iter_mut().find(|t| t.name == "nwc/1/hdr").unwrap();
     hdr.data[3] = hdr.data[3].wrapping_sub(1);
-    let norm = tensors.iter_mut().find(|t| t.name == "model.norm.weight").unwrap();
+    let norm = tensors
+        .iter_mut()
+        .find(|t| t.name == "model.norm.weight")
+        .unwrap();
     norm.data[0] ^= 1;
     let refs: Vec<_> = tensors.iter().collect();
     nwc_container::model::write_safetensors(&file, &refs, None).unwrap();
@@ -162,6 +256,15 @@ fn refuses_to_overwrite_and_reports_corruption() {
     std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
     let err = verify(&ck, None, &no_progress).unwrap_err();
     let half = bytes.len() as u64 / 2;
-    assert!(matches!(err, ContainerError::Truncated { got, expected, .. } if got == half && expected == bytes.len() as u64), "{err}");
-    assert!(err.to_string().contains(&format!("model.safetensors: truncated: {half} of {} bytes", bytes.len())), "{err}");
+    assert!(
+        matches!(err, ContainerError::Truncated { got, expected, .. } if got == half && expected == bytes.len() as u64),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains(&format!(
+            "model.safetensors: truncated: {half} of {} bytes",
+            bytes.len()
+        )),
+        "{err}"
+    );
 }

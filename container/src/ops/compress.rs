@@ -4,7 +4,9 @@ use super::convert::{from_bf16_words, to_bf16_words};
 use super::writer::{entry_bound, Piece, ShardWriter};
 use super::Progress;
 use crate::checkpoint::{accounted_bytes, checkpoint_metadata, matrix_header_bound, matrix_pieces};
-use crate::config::{Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, WeightEntry, CONFIG_FILE};
+use crate::config::{
+    Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, WeightEntry, CONFIG_FILE,
+};
 use crate::error::{ContainerError, Result};
 use crate::model::{read_model, sha256_hex, Model, StagedDir};
 use crate::policy::{Decision, Policy};
@@ -30,7 +32,13 @@ pub struct CompressOptions {
 
 impl Default for CompressOptions {
     fn default() -> Self {
-        CompressOptions { policy: Policy::default(), elem: ElemType::Bf16, layout: Layout::Rows8, shard_bytes: None, base_model: None }
+        CompressOptions {
+            policy: Policy::default(),
+            elem: ElemType::Bf16,
+            layout: Layout::Rows8,
+            shard_bytes: None,
+            base_model: None,
+        }
     }
 }
 
@@ -65,19 +73,44 @@ struct Done {
 /// and written as soon as they are done while the next batch is encoded. A batch holds at most
 /// about one largest tensor of input, so memory stays bounded by a few tensors whatever the model
 /// size.
-pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: Progress) -> Result<CompressSummary> {
+pub fn compress(
+    input: &Path,
+    output: &Path,
+    opts: &CompressOptions,
+    progress: Progress,
+) -> Result<CompressSummary> {
     let model = read_model(input)?;
     if let Some((_, t)) = model.tensors().find(|(_, t)| t.name.starts_with("nwc/")) {
-        return Err(ContainerError::Unsupported { file: input.to_path_buf(), msg: format!("tensor `{}` uses the reserved prefix nwc/", t.name) });
+        return Err(ContainerError::Unsupported {
+            file: input.to_path_buf(),
+            msg: format!("tensor `{}` uses the reserved prefix nwc/", t.name),
+        });
     }
     let staged = StagedDir::new(output, &[input])?;
-    let mut items: Vec<Item> = model.tensors().map(|(file, t)| Item { file, t, decision: opts.policy.decide(&t.name, t.dtype, &t.shape), bound: 0 }).collect();
+    let mut items: Vec<Item> = model
+        .tensors()
+        .map(|(file, t)| Item {
+            file,
+            t,
+            decision: opts.policy.decide(&t.name, t.dtype, &t.shape),
+            bound: 0,
+        })
+        .collect();
     let mut bound = 0;
     for it in items.iter_mut().rev() {
-        bound += if it.decision == Decision::Copy { entry_bound(&it.t.name, it.t.shape.len()) } else { matrix_header_bound() };
+        bound += if it.decision == Decision::Copy {
+            entry_bound(&it.t.name, it.t.shape.len())
+        } else {
+            matrix_header_bound()
+        };
         it.bound = bound;
     }
-    let largest = items.iter().map(|it| it.t.len()).max().unwrap_or(0).max(1 << 20);
+    let largest = items
+        .iter()
+        .map(|it| it.t.len())
+        .max()
+        .unwrap_or(0)
+        .max(1 << 20);
     let mut batches: Vec<&[Item]> = Vec::new();
     let mut rest = &items[..];
     while !rest.is_empty() {
@@ -90,14 +123,22 @@ pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: P
         rest = &rest[n..];
     }
 
-    let mode = Mode { elem: opts.elem, layout: opts.layout };
+    let mode = Mode {
+        elem: opts.elem,
+        layout: opts.layout,
+    };
     let mut writer = ShardWriter::new(&staged.tmp, opts.shard_bytes, checkpoint_metadata());
     let mut st = State::default();
     let mut pending: (Vec<Piece>, &[Item]) = (Vec::new(), &[]);
     for batch in batches {
         let (written, done) = rayon::join(
             || write_pieces(&mut writer, &pending),
-            || batch.par_iter().map(|it| process(it, mode, progress)).collect::<Result<Vec<Done>>>(),
+            || {
+                batch
+                    .par_iter()
+                    .map(|it| process(it, mode, progress))
+                    .collect::<Result<Vec<Done>>>()
+            },
         );
         written?;
         let done = done?;
@@ -137,27 +178,47 @@ fn write_pieces(writer: &mut ShardWriter, (pieces, items): &(Vec<Piece>, &[Item]
 fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
     let bytes = it.file.bytes(it.t);
     if it.decision == Decision::Copy {
-        return Ok(Done { digest: sha256_chunked(bytes, progress), encoded: None, lossy_sha256: None });
+        return Ok(Done {
+            digest: sha256_chunked(bytes, progress),
+            encoded: None,
+            lossy_sha256: None,
+        });
     }
     // Half of the tensor's bytes count when hashed, the other half when encoded.
     let half = |n: u64| progress(n / 2);
-    let (digest, encoded) = rayon::join(|| sha256_chunked(bytes, &half), || encode_tensor(it.t, bytes, mode));
+    let (digest, encoded) = rayon::join(
+        || sha256_chunked(bytes, &half),
+        || encode_tensor(it.t, bytes, mode),
+    );
     let m = encoded?;
-    progress(bytes.len() as u64 - bytes.chunks(8 << 20).map(|c| c.len() as u64 / 2).sum::<u64>());
+    progress(
+        bytes.len() as u64
+            - bytes
+                .chunks(8 << 20)
+                .map(|c| c.len() as u64 / 2)
+                .sum::<u64>(),
+    );
     let lossy_sha256 = if it.decision == Decision::Bf16 && mode.elem == ElemType::Bf16 {
         None
     } else {
         // Same arithmetic as decoding the stored matrix (spec 17.8).
         let words = match mode.elem {
             ElemType::Fp8E4m3 => {
-                let q = nwc_fast::decode(&m).map_err(|e| ContainerError::Encode { tensor: it.t.name.clone(), msg: e.to_string() })?;
+                let q = nwc_fast::decode(&m).map_err(|e| ContainerError::Encode {
+                    tensor: it.t.name.clone(),
+                    msg: e.to_string(),
+                })?;
                 super::convert::decoded_bf16(&q)
             }
             ElemType::Bf16 => to_bf16_words(it.t.dtype, bytes).expect("compressed tensors convert"),
         };
         Some(sha256_hex(&from_bf16_words(&words, it.t.dtype)))
     };
-    Ok(Done { digest, encoded: Some(m), lossy_sha256 })
+    Ok(Done {
+        digest,
+        encoded: Some(m),
+        lossy_sha256,
+    })
 }
 
 /// What the commits have gathered: matrices, records, modules.
@@ -210,7 +271,14 @@ impl State {
             });
             if matrix.is_none() {
                 let data = Cow::Borrowed(it.file.bytes(t));
-                pieces.push(Piece { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data, zeros: 0, bound: it.bound });
+                pieces.push(Piece {
+                    name: t.name.clone(),
+                    dtype: t.dtype,
+                    shape: t.shape.clone(),
+                    data,
+                    zeros: 0,
+                    bound: it.bound,
+                });
             }
             self.records.push(TensorRecord {
                 name: t.name.clone(),
@@ -228,7 +296,11 @@ impl State {
 
     /// Spec 17.4 - 17.6, 17.12: the checkpoint's nwc_config.json.
     fn config(&self, model: &Model, opts: &CompressOptions) -> NwcConfig {
-        let modules = self.uses.iter().map(|(name, id)| module_entry(name, *id, &self.names)).collect();
+        let modules = self
+            .uses
+            .iter()
+            .map(|(name, id)| module_entry(name, *id, &self.names))
+            .collect();
         NwcConfig {
             nwc_checkpoint: Some(1),
             library_version: u64::from(nwc_reference::FORMAT_VERSION),
@@ -243,7 +315,11 @@ impl State {
                 files: model
                     .files
                     .iter()
-                    .map(|f| FileRecord { name: f.name.clone(), metadata: f.metadata.clone(), header: Some(f.header.clone()) })
+                    .map(|f| FileRecord {
+                        name: f.name.clone(),
+                        metadata: f.metadata.clone(),
+                        header: Some(f.header.clone()),
+                    })
                     .collect(),
                 index: model.index.clone(),
                 index_text: model.index_text.clone(),
@@ -258,17 +334,24 @@ pub use crate::sfile::dtype_name;
 /// Encodes one tensor in `mode` with the fast encoder (spec 17.3: cast to BF16 first where the
 /// policy says so; FP8 quantizes with per-row scales, spec 11). BF16 input is read in place.
 fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode) -> Result<EncodedMatrix> {
-    let err = |msg: String| ContainerError::Encode { tensor: t.name.clone(), msg };
+    let err = |msg: String| ContainerError::Encode {
+        tensor: t.name.clone(),
+        msg,
+    };
     let words = match t.dtype {
         Dtype::BF16 => bytes_as_words(bytes),
         d => Cow::Owned(to_bf16_words(d, bytes).ok_or_else(|| err(format!("dtype {d:?}")))?),
     };
     let shape = Shape::new(t.shape[0] as u64, t.shape[1] as u64);
     match mode.elem {
-        ElemType::Bf16 => Ok(nwc_fast::encode(mode, shape, Weights::Bf16(&words)).map_err(|e| err(e.to_string()))?.matrix),
+        ElemType::Bf16 => Ok(nwc_fast::encode(mode, shape, Weights::Bf16(&words))
+            .map_err(|e| err(e.to_string()))?
+            .matrix),
         ElemType::Fp8E4m3 => {
             let (q, scale) = quantize_fp8(&words, shape).map_err(|e| err(e.to_string()))?;
-            let mut m = nwc_fast::encode(mode, shape, Weights::Fp8(&q)).map_err(|e| err(e.to_string()))?.matrix;
+            let mut m = nwc_fast::encode(mode, shape, Weights::Fp8(&q))
+                .map_err(|e| err(e.to_string()))?
+                .matrix;
             m.scale = Some(scale);
             Ok(m)
         }
@@ -279,7 +362,10 @@ fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode) -> Result<EncodedMatr
 /// path component containing "embed" makes an embedding, the rest linears (with `<path>.bias` if the model has it).
 fn module_entry(name: &str, id: u64, names: &std::collections::HashSet<String>) -> ModuleEntry {
     let path = name.strip_suffix(".weight").unwrap_or(name).to_string();
-    let embedding = path.rsplit('.').next().is_some_and(|last| last.contains("embed"));
+    let embedding = path
+        .rsplit('.')
+        .next()
+        .is_some_and(|last| last.contains("embed"));
     let bias_name = format!("{path}.bias");
     let has_bias = names.contains(&bias_name);
     let mut e = ModuleEntry {
@@ -299,4 +385,3 @@ fn module_entry(name: &str, id: u64, names: &std::collections::HashSet<String>) 
     }
     e
 }
-

@@ -40,27 +40,52 @@ impl Produced<'_> {
 }
 
 fn cfg_error(ck: &Checkpoint, tensor: &str, msg: String) -> ContainerError {
-    ContainerError::Tensor { file: ck.dir.join(CONFIG_FILE), tensor: tensor.to_string(), msg }
+    ContainerError::Tensor {
+        file: ck.dir.join(CONFIG_FILE),
+        tensor: tensor.to_string(),
+        msg,
+    }
 }
 
 /// Spec 17.8: the bytes of the tensor record `r` stands for (a copied tensor as stored, a
 /// compressed one decoded and converted to the record's dtype).
 pub(super) fn produce<'c>(ck: &'c Checkpoint, r: &TensorRecord) -> Result<Produced<'c>> {
-    let dtype = parse_dtype(&r.dtype).ok_or_else(|| cfg_error(ck, &r.name, format!("unknown dtype {}", r.dtype)))?;
+    let dtype = parse_dtype(&r.dtype)
+        .ok_or_else(|| cfg_error(ck, &r.name, format!("unknown dtype {}", r.dtype)))?;
     let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
     let Some(id) = r.matrix else {
-        let (f, t) = ck.get(&r.name).ok_or_else(|| cfg_error(ck, &r.name, "missing from the checkpoint".into()))?;
+        let (f, t) = ck
+            .get(&r.name)
+            .ok_or_else(|| cfg_error(ck, &r.name, "missing from the checkpoint".into()))?;
         if t.dtype != dtype || t.shape != shape {
-            return Err(ContainerError::Tensor { file: f.path.clone(), tensor: r.name.clone(), msg: "dtype or shape differs from nwc_config.json".into() });
+            return Err(ContainerError::Tensor {
+                file: f.path.clone(),
+                tensor: r.name.clone(),
+                msg: "dtype or shape differs from nwc_config.json".into(),
+            });
         }
         return Ok(Produced::Stored(f.bytes(t)));
     };
     if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
-        return Err(cfg_error(ck, &r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
+        return Err(cfg_error(
+            ck,
+            &r.name,
+            format!("a compressed tensor cannot have dtype {}", r.dtype),
+        ));
     }
-    let entry = ck.entries()?.iter().find(|e| e.id == id).ok_or_else(|| cfg_error(ck, &r.name, format!("matrix id {id} has no weights entry")))?;
+    let entry =
+        ck.entries()?.iter().find(|e| e.id == id).ok_or_else(|| {
+            cfg_error(ck, &r.name, format!("matrix id {id} has no weights entry"))
+        })?;
     if shape != [entry.out as usize, entry.inp as usize] {
-        return Err(cfg_error(ck, &r.name, format!("shape {shape:?} but matrix {id} is {} x {}", entry.out, entry.inp)));
+        return Err(cfg_error(
+            ck,
+            &r.name,
+            format!(
+                "shape {shape:?} but matrix {id} is {} x {}",
+                entry.out, entry.inp
+            ),
+        ));
     }
     let d = ck.decoded_matrix(entry)?;
     ck.release_matrix(id);
@@ -84,16 +109,27 @@ pub(super) struct FilePlan {
 /// Spec 17.12: the header of output file `f`: the recorded original header, checked against the
 /// records (the same tensors with the same dtypes and shapes, contiguous offsets); without one
 /// (checkpoints written before 17.12), a compact header in record order.
-pub(super) fn plan_file(ck: &Checkpoint, f: &FileRecord, records: &[&TensorRecord]) -> Result<FilePlan> {
-    let bad = |msg: String| ContainerError::Config { file: ck.dir.join(CONFIG_FILE), msg: format!("file `{}`: {msg}", f.name) };
+pub(super) fn plan_file(
+    ck: &Checkpoint,
+    f: &FileRecord,
+    records: &[&TensorRecord],
+) -> Result<FilePlan> {
+    let bad = |msg: String| ContainerError::Config {
+        file: ck.dir.join(CONFIG_FILE),
+        msg: format!("file `{}`: {msg}", f.name),
+    };
     let header = match &f.header {
         Some(h) => h.clone(),
         None => {
             let mut at = 0;
             let mut entries = Vec::new();
-            let shapes: Vec<Vec<usize>> = records.iter().map(|r| r.shape.iter().map(|&d| d as usize).collect()).collect();
+            let shapes: Vec<Vec<usize>> = records
+                .iter()
+                .map(|r| r.shape.iter().map(|&d| d as usize).collect())
+                .collect();
             for (r, shape) in records.iter().zip(&shapes) {
-                let dtype = parse_dtype(&r.dtype).ok_or_else(|| bad(format!("unknown dtype {}", r.dtype)))?;
+                let dtype = parse_dtype(&r.dtype)
+                    .ok_or_else(|| bad(format!("unknown dtype {}", r.dtype)))?;
                 let len = shape.iter().product::<usize>() * dtype.bitsize() / 8;
                 entries.push((r.name.as_str(), dtype, shape.as_slice(), at, at + len));
                 at += len;
@@ -101,16 +137,33 @@ pub(super) fn plan_file(ck: &Checkpoint, f: &FileRecord, records: &[&TensorRecor
             header_json(f.metadata.as_ref(), &entries)
         }
     };
-    let json: serde_json::Value = serde_json::from_str(&header).map_err(|e| bad(format!("recorded header is not JSON: {e}")))?;
-    let obj = json.as_object().ok_or_else(|| bad("recorded header is not an object".into()))?;
+    let json: serde_json::Value = serde_json::from_str(&header)
+        .map_err(|e| bad(format!("recorded header is not JSON: {e}")))?;
+    let obj = json
+        .as_object()
+        .ok_or_else(|| bad("recorded header is not an object".into()))?;
     let mut offsets = HashMap::new();
     for (name, v) in obj.iter().filter(|(k, _)| *k != "__metadata__") {
-        let r = records.iter().find(|r| &r.name == name).ok_or_else(|| bad(format!("header names `{name}`, which has no record")))?;
-        let off = v["data_offsets"].as_array().and_then(|a| Some((a.first()?.as_u64()? as usize, a.get(1)?.as_u64()? as usize)));
-        let same = v["dtype"].as_str() == Some(r.dtype.as_str()) && v["shape"].as_array().is_some_and(|s| s.iter().map(|d| d.as_u64()).eq(r.shape.iter().map(|&d| Some(d))));
+        let r = records
+            .iter()
+            .find(|r| &r.name == name)
+            .ok_or_else(|| bad(format!("header names `{name}`, which has no record")))?;
+        let off = v["data_offsets"]
+            .as_array()
+            .and_then(|a| Some((a.first()?.as_u64()? as usize, a.get(1)?.as_u64()? as usize)));
+        let same = v["dtype"].as_str() == Some(r.dtype.as_str())
+            && v["shape"].as_array().is_some_and(|s| {
+                s.iter()
+                    .map(|d| d.as_u64())
+                    .eq(r.shape.iter().map(|&d| Some(d)))
+            });
         match off {
             Some((a, b)) if same && a <= b => offsets.insert(name.clone(), (a, b)),
-            _ => return Err(bad(format!("header entry `{name}` differs from its record"))),
+            _ => {
+                return Err(bad(format!(
+                    "header entry `{name}` differs from its record"
+                )))
+            }
         };
     }
     if offsets.len() != records.len() {
@@ -125,24 +178,41 @@ pub(super) fn plan_file(ck: &Checkpoint, f: &FileRecord, records: &[&TensorRecor
         }
         end = b;
     }
-    Ok(FilePlan { header, offsets, data_len: end })
+    Ok(FilePlan {
+        header,
+        offsets,
+        data_len: end,
+    })
 }
 
 /// The records of each output file, in record order.
-pub(super) fn records_by_file<'x>(ck: &Checkpoint, x: &'x Extras) -> Result<Vec<(&'x FileRecord, Vec<&'x TensorRecord>)>> {
+pub(super) fn records_by_file<'x>(
+    ck: &Checkpoint,
+    x: &'x Extras,
+) -> Result<Vec<(&'x FileRecord, Vec<&'x TensorRecord>)>> {
     let mut out: Vec<_> = x.files.iter().map(|f| (f, Vec::new())).collect();
     for r in &x.tensors {
-        let slot = out.iter_mut().find(|(f, _)| f.name == r.file).ok_or_else(|| cfg_error(ck, &r.name, format!("file `{}` is not listed", r.file)))?;
+        let slot = out
+            .iter_mut()
+            .find(|(f, _)| f.name == r.file)
+            .ok_or_else(|| cfg_error(ck, &r.name, format!("file `{}` is not listed", r.file)))?;
         slot.1.push(r);
     }
     Ok(out)
 }
 
 /// Writes `bytes` at `at`, in chunks that move the progress bar.
-fn write_chunked(file: &File, path: &Path, bytes: &[u8], at: u64, progress: Progress) -> Result<()> {
+fn write_chunked(
+    file: &File,
+    path: &Path,
+    bytes: &[u8],
+    at: u64,
+    progress: Progress,
+) -> Result<()> {
     let mut pos = at;
     for chunk in bytes.chunks(8 << 20) {
-        file.write_all_at(chunk, pos).map_err(ContainerError::write(path))?;
+        file.write_all_at(chunk, pos)
+            .map_err(ContainerError::write(path))?;
         pos += chunk.len() as u64;
         progress(chunk.len() as u64);
     }
@@ -153,16 +223,25 @@ fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progres
     let mut outputs: Vec<(File, PathBuf, u64, FilePlan)> = Vec::new();
     let mut jobs: Vec<(usize, &TensorRecord)> = Vec::new();
     for (f, records) in records_by_file(ck, x)? {
-        if f.name.contains('/') || f.name.contains('\\') || f.name.starts_with('.') || f.name == CONFIG_FILE {
-            return Err(ContainerError::Config { file: ck.dir.join(CONFIG_FILE), msg: format!("file name `{}` is not a plain file name", f.name) });
+        if f.name.contains('/')
+            || f.name.contains('\\')
+            || f.name.starts_with('.')
+            || f.name == CONFIG_FILE
+        {
+            return Err(ContainerError::Config {
+                file: ck.dir.join(CONFIG_FILE),
+                msg: format!("file name `{}` is not a plain file name", f.name),
+            });
         }
         let plan = plan_file(ck, f, &records)?;
         let path = dir.join(&f.name);
         let file = File::create(&path).map_err(ContainerError::write(&path))?;
         let mut head = (plan.header.len() as u64).to_le_bytes().to_vec();
         head.extend_from_slice(plan.header.as_bytes());
-        file.write_all_at(&head, 0).map_err(ContainerError::write(&path))?;
-        file.set_len((head.len() + plan.data_len) as u64).map_err(ContainerError::write(&path))?;
+        file.write_all_at(&head, 0)
+            .map_err(ContainerError::write(&path))?;
+        file.set_len((head.len() + plan.data_len) as u64)
+            .map_err(ContainerError::write(&path))?;
         jobs.extend(records.into_iter().map(|r| (outputs.len(), r)));
         outputs.push((file, path, head.len() as u64, plan));
     }
@@ -174,7 +253,11 @@ fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progres
         let bytes = produced.bytes();
         // Never hand out silently altered data (spec 17.6).
         if sha256_chunked(&bytes, &|_| {}) != r.decoded_sha256 {
-            return Err(cfg_error(ck, &r.name, "decompressed bytes do not match the recorded SHA-256".into()));
+            return Err(cfg_error(
+                ck,
+                &r.name,
+                "decompressed bytes do not match the recorded SHA-256".into(),
+            ));
         }
         let (a, _) = plan.offsets[&r.name];
         write_chunked(file, path, &bytes, base + a as u64, progress)?;
@@ -188,7 +271,8 @@ fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progres
         std::fs::write(&path, text).map_err(ContainerError::write(&path))?;
     } else if let Some(index) = &x.index {
         let path = dir.join(INDEX_FILE);
-        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json")).map_err(ContainerError::write(&path))?;
+        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json"))
+            .map_err(ContainerError::write(&path))?;
     }
     Ok(())
 }

@@ -36,10 +36,13 @@ pub struct Inspection {
 
 fn entropy(hist: &[u64]) -> f64 {
     let n: u64 = hist.iter().sum();
-    hist.iter().filter(|&&c| c > 0).map(|&c| {
-        let p = c as f64 / n as f64;
-        -p * p.log2()
-    }).sum()
+    hist.iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = c as f64 / n as f64;
+            -p * p.log2()
+        })
+        .sum()
 }
 
 pub fn inspect(input: &Path) -> Result<Inspection> {
@@ -84,7 +87,12 @@ pub fn inspect(input: &Path) -> Result<Inspection> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let copied: Vec<_> = ck.order.iter().filter(|n| !n.starts_with("nwc/")).filter_map(|n| ck.get(n)).collect();
+    let copied: Vec<_> = ck
+        .order
+        .iter()
+        .filter(|n| !n.starts_with("nwc/"))
+        .filter_map(|n| ck.get(n))
+        .collect();
     Ok(Inspection {
         matrices,
         copied_tensors: copied.len(),

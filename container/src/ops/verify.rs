@@ -52,15 +52,26 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
     let ck = Checkpoint::open(input)?;
     let orig = against.map(read_model).transpose()?;
     let Some(x) = &ck.config.nwc_rs else {
-        return verify_peer(&ck, orig.as_ref().map(|m| (m, against.expect("with orig"))), progress);
+        return verify_peer(
+            &ck,
+            orig.as_ref().map(|m| (m, against.expect("with orig"))),
+            progress,
+        );
     };
-    let mut report = VerifyReport { matrices: ck.entries()?.len(), tensors: x.tensors.len(), ..Default::default() };
+    let mut report = VerifyReport {
+        matrices: ck.entries()?.len(),
+        tensors: x.tensors.len(),
+        ..Default::default()
+    };
     // Matrices no record uses are validated too.
     let used: HashSet<u64> = x.tensors.iter().filter_map(|r| r.matrix).collect();
     for e in ck.entries()?.iter().filter(|e| !used.contains(&e.id)) {
         ck.decoded_matrix(e)?;
     }
-    let originals: HashMap<&str, (&MappedFile, &TensorInfo)> = orig.iter().flat_map(|m| m.tensors().map(|(f, t)| (t.name.as_str(), (f, t)))).collect();
+    let originals: HashMap<&str, (&MappedFile, &TensorInfo)> = orig
+        .iter()
+        .flat_map(|m| m.tensors().map(|(f, t)| (t.name.as_str(), (f, t))))
+        .collect();
     for (f, records) in records_by_file(&ck, x)? {
         let plan = plan_file(&ck, f, &records)?;
         let mut sorted = records.clone();
@@ -74,23 +85,51 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
             h.update(&got);
             progress(got.len() as u64);
             if sha256_hex(&got) != r.decoded_sha256 {
-                report.mismatches.push(format!("{}: decoded bytes do not match the recorded SHA-256", r.name));
+                report.mismatches.push(format!(
+                    "{}: decoded bytes do not match the recorded SHA-256",
+                    r.name
+                ));
             }
-            let Some(&(of, ot)) = originals.get(r.name.as_str()) else { continue };
-            if crate::sfile::dtype_name(ot.dtype) != r.dtype || ot.shape.iter().map(|&d| d as u64).ne(r.shape.iter().copied()) {
-                report.mismatches.push(format!("{}: {:?} {:?} in the original, {} {:?} decompressed", r.name, ot.dtype, ot.shape, r.dtype, r.shape));
+            let Some(&(of, ot)) = originals.get(r.name.as_str()) else {
+                continue;
+            };
+            if crate::sfile::dtype_name(ot.dtype) != r.dtype
+                || ot
+                    .shape
+                    .iter()
+                    .map(|&d| d as u64)
+                    .ne(r.shape.iter().copied())
+            {
+                report.mismatches.push(format!(
+                    "{}: {:?} {:?} in the original, {} {:?} decompressed",
+                    r.name, ot.dtype, ot.shape, r.dtype, r.shape
+                ));
                 continue;
             }
             let original = of.bytes(ot);
             let expected = if r.lossy.is_empty() {
                 std::borrow::Cow::Borrowed(original)
             } else {
-                let e = expected_output(ot.dtype, &ot.shape, original, &r.lossy).map_err(|msg| ContainerError::Tensor { file: of.path.clone(), tensor: r.name.clone(), msg })?;
+                let e =
+                    expected_output(ot.dtype, &ot.shape, original, &r.lossy).map_err(|msg| {
+                        ContainerError::Tensor {
+                            file: of.path.clone(),
+                            tensor: r.name.clone(),
+                            msg,
+                        }
+                    })?;
                 std::borrow::Cow::Owned(e)
             };
             if *got != *expected {
-                let at = got.iter().zip(expected.iter()).position(|(a, b)| a != b).unwrap_or(0);
-                report.mismatches.push(format!("{}: differs from the original at byte {at}", r.name));
+                let at = got
+                    .iter()
+                    .zip(expected.iter())
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                report.mismatches.push(format!(
+                    "{}: differs from the original at byte {at}",
+                    r.name
+                ));
             }
             of.release(ot);
             report.compared += 1;
@@ -101,26 +140,51 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
                 o.release_range(0, o.all().len());
                 digest
             });
-            let check = FileCheck { name: f.name.clone(), original_sha256: original, decompressed_sha256: hex(&h.finalize()), lossy: records.iter().any(|r| !r.lossy.is_empty()) };
+            let check = FileCheck {
+                name: f.name.clone(),
+                original_sha256: original,
+                decompressed_sha256: hex(&h.finalize()),
+                lossy: records.iter().any(|r| !r.lossy.is_empty()),
+            };
             if check.original_sha256.is_none() {
-                report.mismatches.push(format!("file {}: not in the original", f.name));
+                report
+                    .mismatches
+                    .push(format!("file {}: not in the original", f.name));
             } else if !check.identical() && !check.lossy {
-                report.mismatches.push(format!("file {}: SHA-256 differs from the original", f.name));
+                report.mismatches.push(format!(
+                    "file {}: SHA-256 differs from the original",
+                    f.name
+                ));
             }
             report.files.push(check);
         }
     }
     if let Some(m) = &orig {
         let names: HashSet<&str> = x.tensors.iter().map(|r| r.name.as_str()).collect();
-        for (_, t) in m.tensors().filter(|(_, t)| !names.contains(t.name.as_str())) {
-            report.mismatches.push(format!("{}: in the original, missing from the checkpoint", t.name));
+        for (_, t) in m
+            .tensors()
+            .filter(|(_, t)| !names.contains(t.name.as_str()))
+        {
+            report.mismatches.push(format!(
+                "{}: in the original, missing from the checkpoint",
+                t.name
+            ));
         }
         let extra = names.iter().filter(|n| !originals.contains_key(*n)).count();
         if extra > 0 {
-            report.mismatches.push(format!("the checkpoint has {extra} tensors the original does not"));
+            report.mismatches.push(format!(
+                "the checkpoint has {extra} tensors the original does not"
+            ));
         }
-        for o in m.files.iter().filter(|o| !x.files.iter().any(|f| f.name == o.name)) {
-            report.mismatches.push(format!("file {}: in the original, not in the checkpoint", o.name));
+        for o in m
+            .files
+            .iter()
+            .filter(|o| !x.files.iter().any(|f| f.name == o.name))
+        {
+            report.mismatches.push(format!(
+                "file {}: in the original, not in the checkpoint",
+                o.name
+            ));
         }
     }
     Ok(report)
@@ -128,32 +192,60 @@ pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Resul
 
 /// Spec 17.9 for the 0.10.1 library's checkpoints: no records, so no digests and no files to
 /// compare; tensors are compared by name with the original.
-fn verify_peer(ck: &Checkpoint, orig: Option<(&Model, &Path)>, progress: Progress) -> Result<VerifyReport> {
+fn verify_peer(
+    ck: &Checkpoint,
+    orig: Option<(&Model, &Path)>,
+    progress: Progress,
+) -> Result<VerifyReport> {
     let decoded = decode_all(ck, progress)?;
     let files = export_peer(ck, &decoded)?;
-    let mut report = VerifyReport { matrices: decoded.len(), ..Default::default() };
-    let out: HashMap<&str, &Tensor> = files.iter().flat_map(|f| f.2.iter().map(|t| (t.name.as_str(), t))).collect();
+    let mut report = VerifyReport {
+        matrices: decoded.len(),
+        ..Default::default()
+    };
+    let out: HashMap<&str, &Tensor> = files
+        .iter()
+        .flat_map(|f| f.2.iter().map(|t| (t.name.as_str(), t)))
+        .collect();
     report.tensors = out.len();
     if let Some((model, path)) = orig {
         let mut seen = 0;
         for (f, t) in model.tensors() {
             let Some(got) = out.get(t.name.as_str()) else {
-                report.mismatches.push(format!("{}: in the original, missing from the checkpoint", t.name));
+                report.mismatches.push(format!(
+                    "{}: in the original, missing from the checkpoint",
+                    t.name
+                ));
                 continue;
             };
             seen += 1;
             if got.dtype != t.dtype || got.shape != t.shape {
-                report.mismatches.push(format!("{}: {:?} {:?} in the original, {:?} {:?} decompressed", t.name, t.dtype, t.shape, got.dtype, got.shape));
+                report.mismatches.push(format!(
+                    "{}: {:?} {:?} in the original, {:?} {:?} decompressed",
+                    t.name, t.dtype, t.shape, got.dtype, got.shape
+                ));
                 continue;
             }
             if got.data != f.bytes(t) {
-                let at = got.data.iter().zip(f.bytes(t)).position(|(a, b)| a != b).unwrap_or(0);
-                report.mismatches.push(format!("{}: differs from the original at byte {at}", t.name));
+                let at = got
+                    .data
+                    .iter()
+                    .zip(f.bytes(t))
+                    .position(|(a, b)| a != b)
+                    .unwrap_or(0);
+                report.mismatches.push(format!(
+                    "{}: differs from the original at byte {at}",
+                    t.name
+                ));
             }
             report.compared += 1;
         }
         if seen != out.len() {
-            report.mismatches.push(format!("the checkpoint has {} tensors the original does not ({})", out.len() - seen, path.display()));
+            report.mismatches.push(format!(
+                "the checkpoint has {} tensors the original does not ({})",
+                out.len() - seen,
+                path.display()
+            ));
         }
     }
     Ok(report)

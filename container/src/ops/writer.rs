@@ -33,6 +33,10 @@ impl Piece<'_> {
     pub fn len(&self) -> usize {
         self.data.len() + self.zeros
     }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// Upper bound of one header entry: `"name":{"dtype":"XXXX","shape":[d,..],"data_offsets":[a,b]},`.
@@ -62,11 +66,21 @@ const ZEROS: [u8; 4096] = [0; 4096];
 
 impl ShardWriter {
     pub fn new(dir: &Path, limit: Option<u64>, meta: BTreeMap<String, String>) -> ShardWriter {
-        ShardWriter { dir: dir.to_path_buf(), limit, meta, cur: None, done: Vec::new(), data_bytes: 0 }
+        ShardWriter {
+            dir: dir.to_path_buf(),
+            limit,
+            meta,
+            cur: None,
+            done: Vec::new(),
+            data_bytes: 0,
+        }
     }
 
     pub fn push(&mut self, p: &Piece) -> Result<()> {
-        let full = self.cur.as_ref().is_some_and(|c| self.limit.is_some_and(|l| c.pos > 0 && (c.pos + p.len()) as u64 > l));
+        let full = self.cur.as_ref().is_some_and(|c| {
+            self.limit
+                .is_some_and(|l| c.pos > 0 && (c.pos + p.len()) as u64 > l)
+        });
         if full {
             self.close()?;
         }
@@ -75,38 +89,73 @@ impl ShardWriter {
             let meta_bound = serde_json::to_string(&self.meta).map_or(0, |s| s.len()) + 32;
             let reserved = (meta_bound + p.bound).div_ceil(8) * 8;
             let mut file = File::create(&path).map_err(ContainerError::write(&path))?;
-            file.seek(SeekFrom::Start(8 + reserved as u64)).map_err(ContainerError::write(&path))?;
-            self.cur = Some(OpenShard { out: BufWriter::with_capacity(1 << 20, file), path, reserved, entries: Vec::new(), pos: 0 });
+            file.seek(SeekFrom::Start(8 + reserved as u64))
+                .map_err(ContainerError::write(&path))?;
+            self.cur = Some(OpenShard {
+                out: BufWriter::with_capacity(1 << 20, file),
+                path,
+                reserved,
+                entries: Vec::new(),
+                pos: 0,
+            });
         }
         let c = self.cur.as_mut().expect("opened above");
-        let w = |e: std::io::Error| ContainerError::Write { path: c.path.clone(), msg: e.to_string() };
+        let w = |e: std::io::Error| ContainerError::Write {
+            path: c.path.clone(),
+            msg: e.to_string(),
+        };
         c.out.write_all(&p.data).map_err(w)?;
         let mut z = p.zeros;
         while z > 0 {
             let n = z.min(ZEROS.len());
-            c.out.write_all(&ZEROS[..n]).map_err(|e| ContainerError::Write { path: c.path.clone(), msg: e.to_string() })?;
+            c.out
+                .write_all(&ZEROS[..n])
+                .map_err(|e| ContainerError::Write {
+                    path: c.path.clone(),
+                    msg: e.to_string(),
+                })?;
             z -= n;
         }
-        c.entries.push((p.name.clone(), p.dtype, p.shape.clone(), c.pos, c.pos + p.len()));
+        c.entries.push((
+            p.name.clone(),
+            p.dtype,
+            p.shape.clone(),
+            c.pos,
+            c.pos + p.len(),
+        ));
         c.pos += p.len();
         self.data_bytes += p.len() as u64;
         Ok(())
     }
 
     fn close(&mut self) -> Result<()> {
-        let Some(c) = self.cur.take() else { return Ok(()) };
-        let werr = |e: std::io::Error| ContainerError::Write { path: c.path.clone(), msg: e.to_string() };
+        let Some(c) = self.cur.take() else {
+            return Ok(());
+        };
+        let werr = |e: std::io::Error| ContainerError::Write {
+            path: c.path.clone(),
+            msg: e.to_string(),
+        };
         let file = c.out.into_inner().map_err(|e| werr(e.into_error()))?;
-        let entries: Vec<_> = c.entries.iter().map(|(n, d, s, a, b)| (n.as_str(), *d, s.as_slice(), *a, *b)).collect();
+        let entries: Vec<_> = c
+            .entries
+            .iter()
+            .map(|(n, d, s, a, b)| (n.as_str(), *d, s.as_slice(), *a, *b))
+            .collect();
         let mut header = header_json(Some(&self.meta), &entries);
         if header.len() > c.reserved {
-            return Err(werr(std::io::Error::other(format!("header of {} bytes over its bound {}", header.len(), c.reserved))));
+            return Err(werr(std::io::Error::other(format!(
+                "header of {} bytes over its bound {}",
+                header.len(),
+                c.reserved
+            ))));
         }
         header.extend(std::iter::repeat_n(' ', c.reserved - header.len()));
         let mut head = (c.reserved as u64).to_le_bytes().to_vec();
         head.extend_from_slice(header.as_bytes());
         file.write_all_at(&head, 0).map_err(werr)?;
-        self.done.push((c.path, c.entries.into_iter().map(|e| e.0).collect()));
+        self.done
+            .push((c.path, c.entries.into_iter().map(|e| e.0).collect()));
         Ok(())
     }
 
@@ -114,7 +163,14 @@ impl ShardWriter {
     /// `model-0000i-of-0000n.safetensors` and an index. Returns the bytes written.
     pub fn finish(mut self) -> Result<u64> {
         if self.cur.is_none() && self.done.is_empty() {
-            self.push(&Piece { name: String::new(), dtype: Dtype::U8, shape: vec![0], data: Cow::Borrowed(&[]), zeros: 0, bound: 64 })?;
+            self.push(&Piece {
+                name: String::new(),
+                dtype: Dtype::U8,
+                shape: vec![0],
+                data: Cow::Borrowed(&[]),
+                zeros: 0,
+                bound: 64,
+            })?;
             self.cur.as_mut().expect("opened").entries.clear();
         }
         self.close()?;
@@ -122,18 +178,26 @@ impl ShardWriter {
         let mut total = 0;
         let mut weight_map = Map::new();
         for (i, (tmp, names)) in self.done.iter().enumerate() {
-            let name = if n == 1 { "model.safetensors".to_string() } else { format!("model-{:05}-of-{:05}.safetensors", i + 1, n) };
+            let name = if n == 1 {
+                "model.safetensors".to_string()
+            } else {
+                format!("model-{:05}-of-{:05}.safetensors", i + 1, n)
+            };
             let path = self.dir.join(&name);
             std::fs::rename(tmp, &path).map_err(ContainerError::write(&path))?;
-            total += std::fs::metadata(&path).map_err(ContainerError::io(&path))?.len();
+            total += std::fs::metadata(&path)
+                .map_err(ContainerError::io(&path))?
+                .len();
             for t in names {
                 weight_map.insert(t.clone(), Value::String(name.clone()));
             }
         }
         if n > 1 {
-            let index = json!({ "metadata": { "total_size": self.data_bytes }, "weight_map": weight_map });
+            let index =
+                json!({ "metadata": { "total_size": self.data_bytes }, "weight_map": weight_map });
             let path = self.dir.join(INDEX_FILE);
-            std::fs::write(&path, serde_json::to_string_pretty(&index).expect("json")).map_err(ContainerError::write(&path))?;
+            std::fs::write(&path, serde_json::to_string_pretty(&index).expect("json"))
+                .map_err(ContainerError::write(&path))?;
         }
         Ok(total)
     }
