@@ -123,7 +123,15 @@ pub fn run(reps: usize) -> Result<(), CliError> {
 
     println!(
         "{:<13} {:>12} {:>8} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9}  round trip",
-        "mode", "stored bytes", "vs BF16", "vs input", "escapes", "ref enc", "ref dec", "fast enc", "fast dec"
+        "mode",
+        "stored bytes",
+        "vs BF16",
+        "vs input",
+        "escapes",
+        "ref enc",
+        "ref dec",
+        "fast enc",
+        "fast dec"
     );
     for mode in Mode::ALL {
         let (weights, mode_scales) = match mode.elem {
@@ -142,11 +150,15 @@ pub fn run(reps: usize) -> Result<(), CliError> {
         let mut fenc = fenc.map_err(|e| failure(format!("{mode}: fast encode failed: {e}")))?;
         fenc.matrix.scale = enc.matrix.scale.clone();
         if fenc.matrix != enc.matrix {
-            return Err(failure(format!("{mode}: the fast encoder differs from the reference")));
+            return Err(failure(format!(
+                "{mode}: the fast encoder differs from the reference"
+            )));
         }
         let (t_fdec, fdec) = best_of(reps, || nwc_fast::decode(&enc.matrix));
         if fdec.map_err(|e| failure(format!("{mode}: fast decode failed: {e}")))? != dec {
-            return Err(failure(format!("{mode}: the fast decoder differs from the reference")));
+            return Err(failure(format!(
+                "{mode}: the fast decoder differs from the reference"
+            )));
         }
         let exact = match (&dec.elements, weights) {
             (Elements::Bf16(got), Weights::Bf16(want)) => got == want,

@@ -6,6 +6,7 @@
 //! of spec 13), 4 `verify` found a mismatch. Errors go to stderr and name the broken rule and the
 //! file.
 
+mod alloc;
 mod cmd_decode;
 mod cmd_demo;
 mod cmd_encode;
@@ -20,6 +21,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use nwc_reference::{ElemType, Layout, Mode, Shape};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOC: alloc::ReuseAlloc = alloc::ReuseAlloc::new();
 
 #[derive(Parser)]
 #[command(

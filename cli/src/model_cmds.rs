@@ -99,7 +99,11 @@ fn container_error(e: ContainerError) -> CliError {
         ContainerError::Write { .. } => EXIT_IO,
         _ => EXIT_INVALID,
     };
-    CliError { exit, message: e.to_string(), file: None }
+    CliError {
+        exit,
+        message: e.to_string(),
+        file: None,
+    }
 }
 
 fn threads(n: Option<usize>) -> Result<(), CliError> {
@@ -107,7 +111,10 @@ fn threads(n: Option<usize>) -> Result<(), CliError> {
         if n == 0 {
             return Err(CliError::usage("--threads must be at least 1"));
         }
-        rayon::ThreadPoolBuilder::new().num_threads(n).build_global().map_err(|e| CliError::usage(e.to_string()))?;
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .build_global()
+            .map_err(|e| CliError::usage(e.to_string()))?;
     }
     Ok(())
 }
@@ -115,7 +122,12 @@ fn threads(n: Option<usize>) -> Result<(), CliError> {
 /// A byte counter with throughput on stderr; indicatif hides it when stderr is not a terminal.
 fn bar(what: &str) -> ProgressBar {
     let b = ProgressBar::new_spinner();
-    b.set_style(ProgressStyle::with_template("{spinner} {msg} {binary_bytes} ({binary_bytes_per_sec}) {elapsed}").expect("template"));
+    b.set_style(
+        ProgressStyle::with_template(
+            "{spinner} {msg} {binary_bytes} ({binary_bytes_per_sec}) {elapsed}",
+        )
+        .expect("template"),
+    );
     b.set_message(what.to_string());
     b.enable_steady_tick(std::time::Duration::from_millis(200));
     b
@@ -123,20 +135,39 @@ fn bar(what: &str) -> ProgressBar {
 
 pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
     match cmd {
-        ModelCommand::Compress { input, output, elem, layout, threads: t, include, exclude, cast_bf16, shard_size_mb } => {
+        ModelCommand::Compress {
+            input,
+            output,
+            elem,
+            layout,
+            threads: t,
+            include,
+            exclude,
+            cast_bf16,
+            shard_size_mb,
+        } => {
             threads(t)?;
             let opts = CompressOptions {
-                policy: Policy { include, exclude, cast_bf16 },
+                policy: Policy {
+                    include,
+                    exclude,
+                    cast_bf16,
+                },
                 elem: match elem {
                     ModelElem::Bf16 => ElemType::Bf16,
                     ModelElem::Fp8 => ElemType::Fp8E4m3,
                 },
-                layout: if layout == 0 { Layout::Rows8 } else { Layout::Fragment16 },
+                layout: if layout == 0 {
+                    Layout::Rows8
+                } else {
+                    Layout::Fragment16
+                },
                 shard_bytes: shard_size_mb.map(|mb| mb.max(1) * 1_000_000),
                 base_model: None,
             };
             let b = bar("compressing");
-            let s = nwc_container::compress(&input, &output, &opts, &|n| b.inc(n)).map_err(container_error)?;
+            let s = nwc_container::compress(&input, &output, &opts, &|n| b.inc(n))
+                .map_err(container_error)?;
             b.finish_and_clear();
             outln!(
                 "{}: {} matrices from {} tensors ({} copied unchanged); {} -> {} bytes ({:.4})",
@@ -150,7 +181,11 @@ pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
             );
             Ok(())
         }
-        ModelCommand::Decompress { input, output, threads: t } => {
+        ModelCommand::Decompress {
+            input,
+            output,
+            threads: t,
+        } => {
             threads(t)?;
             let b = bar("decoding");
             nwc_container::decompress(&input, &output, &|n| b.inc(n)).map_err(container_error)?;
@@ -158,10 +193,15 @@ pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
             outln!("{}: written", output.display());
             Ok(())
         }
-        ModelCommand::Verify { input, against, threads: t } => {
+        ModelCommand::Verify {
+            input,
+            against,
+            threads: t,
+        } => {
             threads(t)?;
             let b = bar("verifying");
-            let r = nwc_container::verify(&input, against.as_deref(), &|n| b.inc(n)).map_err(container_error)?;
+            let r = nwc_container::verify(&input, against.as_deref(), &|n| b.inc(n))
+                .map_err(container_error)?;
             b.finish_and_clear();
             for m in &r.mismatches {
                 outln!("MISMATCH {m}");
@@ -170,17 +210,35 @@ pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
             if r.mismatches.is_empty() {
                 Ok(())
             } else {
-                Err(CliError { exit: EXIT_MISMATCH, message: format!("{} mismatches", r.mismatches.len()), file: Some(input) })
+                Err(CliError {
+                    exit: EXIT_MISMATCH,
+                    message: format!("{} mismatches", r.mismatches.len()),
+                    file: Some(input),
+                })
             }
         }
         ModelCommand::Inspect { input } => inspect(&input),
-        ModelCommand::Slice { input, matrix, rows, output } => slice(&input, matrix, &rows, &output),
+        ModelCommand::Slice {
+            input,
+            matrix,
+            rows,
+            output,
+        } => slice(&input, matrix, &rows, &output),
     }
 }
 
 fn inspect(input: &Path) -> Result<(), CliError> {
     let ins = nwc_container::inspect(input).map_err(container_error)?;
-    outln!("{:>4}  {:<14} {:<13} {:>12} {:>7} {:>8} {:>8}  tensors", "id", "shape", "mode", "bytes", "ratio", "H(bits)", "escapes");
+    outln!(
+        "{:>4}  {:<14} {:<13} {:>12} {:>7} {:>8} {:>8}  tensors",
+        "id",
+        "shape",
+        "mode",
+        "bytes",
+        "ratio",
+        "H(bits)",
+        "escapes"
+    );
     let (mut bytes, mut bf16, mut escapes) = (0u64, 0u64, 0u64);
     for m in &ins.matrices {
         outln!(
@@ -218,17 +276,30 @@ fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliErro
         .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
         .ok_or_else(|| CliError::usage(format!("--rows {rows}: expected R0:R1")))?;
     if output.exists() {
-        return Err(CliError::usage(format!("{} exists; refusing to overwrite it", output.display())));
+        return Err(CliError::usage(format!(
+            "{} exists; refusing to overwrite it",
+            output.display()
+        )));
     }
     let ck = nwc_container::checkpoint::Checkpoint::open(input).map_err(container_error)?;
-    let entry = ck.entries().map_err(container_error)?.iter().find(|e| e.id == id).ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
+    let entry = ck
+        .entries()
+        .map_err(container_error)?
+        .iter()
+        .find(|e| e.id == id)
+        .ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
     let m = ck.matrix(entry).map_err(container_error)?;
     let s = nwc_container::slice_rows(&m, r0, r1).map_err(|e| match e {
         nwc_container::SliceError::Range { .. } => CliError::usage(e.to_string()),
         other => CliError::invalid(input, other.to_string()),
     })?;
-    nwc_reference::validate(&s).map_err(|e| CliError::invalid(input, format!("matrix {id}: {e}")))?;
-    std::fs::create_dir(output).map_err(|e| CliError { exit: EXIT_IO, message: format!("cannot create: {e}"), file: Some(output.to_path_buf()) })?;
+    nwc_reference::validate(&s)
+        .map_err(|e| CliError::invalid(input, format!("matrix {id}: {e}")))?;
+    std::fs::create_dir(output).map_err(|e| CliError {
+        exit: EXIT_IO,
+        message: format!("cannot create: {e}"),
+        file: Some(output.to_path_buf()),
+    })?;
     let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     use crate::store::*;
     write_atomic(&output.join(DATA), &s.data)?;
@@ -237,7 +308,13 @@ fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliErro
     write_atomic(&output.join(LUT), &u32s(&s.lut))?;
     write_atomic(&output.join(LOW), &s.low)?;
     if let Some(scale) = &s.scale {
-        write_atomic(&output.join(SCALE), &scale.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;
+        write_atomic(
+            &output.join(SCALE),
+            &scale
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect::<Vec<u8>>(),
+        )?;
     }
     let summary = serde_json::json!({
         "format_version": nwc_reference::FORMAT_VERSION,
@@ -248,8 +325,16 @@ fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliErro
         "type": type_name(s.mode),
         "layout": s.mode.layout.number(),
     });
-    write_atomic(&output.join(SUMMARY), &serde_json::to_vec_pretty(&summary).expect("json"))?;
-    outln!("{}: rows {r0}..{r1} of matrix {id} ({} x {}), valid", output.display(), s.shape.rows, s.shape.cols);
+    write_atomic(
+        &output.join(SUMMARY),
+        &serde_json::to_vec_pretty(&summary).expect("json"),
+    )?;
+    outln!(
+        "{}: rows {r0}..{r1} of matrix {id} ({} x {}), valid",
+        output.display(),
+        s.shape.rows,
+        s.shape.cols
+    );
     Ok(())
 }
 
@@ -281,21 +366,52 @@ mod tests {
     fn exit_codes() {
         let tmp = tempfile::tempdir().unwrap();
         let model = tmp.path().join("model.safetensors");
-        let words: Vec<u8> = (0..40 * 70u32).flat_map(|i| (0x3C00u16 + (i % 300) as u16).to_le_bytes()).collect();
+        let words: Vec<u8> = (0..40 * 70u32)
+            .flat_map(|i| (0x3C00u16 + (i % 300) as u16).to_le_bytes())
+            .collect();
         let norm: Vec<u8> = (0..70u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
         let tensors = [
-            Tensor { name: "layer.weight".into(), dtype: safetensors::Dtype::BF16, shape: vec![40, 70], data: words },
-            Tensor { name: "norm.weight".into(), dtype: safetensors::Dtype::F32, shape: vec![70], data: norm },
+            Tensor {
+                name: "layer.weight".into(),
+                dtype: safetensors::Dtype::BF16,
+                shape: vec![40, 70],
+                data: words,
+            },
+            Tensor {
+                name: "norm.weight".into(),
+                dtype: safetensors::Dtype::F32,
+                shape: vec![70],
+                data: norm,
+            },
         ];
         write_safetensors(&model, &tensors.iter().collect::<Vec<_>>(), None).unwrap();
         let ck = tmp.path().join("ck");
         assert_eq!(exit(run(compress(&model, &ck))), 0);
-        assert_eq!(exit(run(compress(&model, &ck))), EXIT_USAGE, "output exists");
-        assert_eq!(exit(run(compress(&tmp.path().join("missing"), &tmp.path().join("x")))), EXIT_INVALID);
-        let verify = |against: Option<PathBuf>| ModelCommand::Verify { input: ck.clone(), against, threads: None };
+        assert_eq!(
+            exit(run(compress(&model, &ck))),
+            EXIT_USAGE,
+            "output exists"
+        );
+        assert_eq!(
+            exit(run(compress(
+                &tmp.path().join("missing"),
+                &tmp.path().join("x")
+            ))),
+            EXIT_INVALID
+        );
+        let verify = |against: Option<PathBuf>| ModelCommand::Verify {
+            input: ck.clone(),
+            against,
+            threads: None,
+        };
         assert_eq!(exit(run(verify(Some(model.clone())))), 0);
         assert_eq!(exit(run(ModelCommand::Inspect { input: ck.clone() })), 0);
-        let slice = |rows: &str, out: &str| ModelCommand::Slice { input: ck.clone(), matrix: 0, rows: rows.into(), output: tmp.path().join(out) };
+        let slice = |rows: &str, out: &str| ModelCommand::Slice {
+            input: ck.clone(),
+            matrix: 0,
+            rows: rows.into(),
+            output: tmp.path().join(out),
+        };
         assert_eq!(exit(run(slice("8:40", "s1"))), 0);
         assert!(tmp.path().join("s1/summary.json").is_file());
         assert_eq!(exit(run(slice("3:40", "s2"))), EXIT_USAGE, "unaligned rows");
@@ -312,7 +428,14 @@ mod tests {
         // Truncated: invalid input, exit 3.
         std::fs::write(&file, &bytes[..bytes.len() / 2]).unwrap();
         assert_eq!(exit(run(verify(None))), EXIT_INVALID);
-        assert_eq!(exit(run(ModelCommand::Decompress { input: ck.clone(), output: tmp.path().join("out"), threads: None })), EXIT_INVALID);
+        assert_eq!(
+            exit(run(ModelCommand::Decompress {
+                input: ck.clone(),
+                output: tmp.path().join("out"),
+                threads: None
+            })),
+            EXIT_INVALID
+        );
         assert!(!tmp.path().join("out").exists());
     }
 }

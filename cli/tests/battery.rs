@@ -81,7 +81,11 @@ fn encoded_dir(tmp: &Path, elem: &str, layout: u8, quantize: bool) -> PathBuf {
     let raw = tmp.join(format!("{name}.raw"));
     fs::write(&raw, input).unwrap();
     let dir = tmp.join(&name);
-    let extra: &[&str] = if quantize { &["--quantize-from-bf16"] } else { &[] };
+    let extra: &[&str] = if quantize {
+        &["--quantize-from-bf16"]
+    } else {
+        &[]
+    };
     common::encode_ok(elem, layout, shape, &raw, &dir, extra);
     dir
 }

@@ -277,6 +277,7 @@ impl Checkpoint {
                 ),
             });
         }
+        file.populate(t);
         Ok(file.bytes(t))
     }
 

@@ -176,6 +176,7 @@ fn write_pieces(writer: &mut ShardWriter, (pieces, items): &(Vec<Piece>, &[Item]
 }
 
 fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
+    it.file.populate(it.t);
     let bytes = it.file.bytes(it.t);
     if it.decision == Decision::Copy {
         return Ok(Done {
