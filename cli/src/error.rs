@@ -44,6 +44,9 @@ impl CliError {
 
     /// An input file cannot be read (missing, unreadable): the input is unusable.
     pub fn read(file: impl AsRef<Path>, err: std::io::Error) -> CliError {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            return CliError::invalid(file, "cannot read: no such file or directory");
+        }
         CliError::invalid(file, format!("cannot read: {err}"))
     }
 

@@ -181,7 +181,7 @@ fn wrong_input_length() {
     let r = nwc(&[
         &"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &missing, &out,
     ]);
-    assert_invalid(&r, "does not exist", Some("missing.raw"));
+    assert_invalid(&r, "no such file or directory", Some("missing.raw"));
 }
 
 #[test]
