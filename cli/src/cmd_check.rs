@@ -49,7 +49,10 @@ pub fn verify(input: &Path, against: Option<&Path>, as_json: bool) -> Result<(),
                 (false, true) => "differs from the original (lossy tensors)",
                 (false, false) => "DIFFERS from the original",
             };
-            out(&format!("file {}: {state}: {}", f.name, f.decompressed_sha256));
+            out(&format!(
+                "file {}: {state}: {}",
+                f.name, f.decompressed_sha256
+            ));
         }
         let files = r.files.iter().filter(|f| f.identical()).count();
         out(&format!(
@@ -76,7 +79,11 @@ pub fn verify(input: &Path, against: Option<&Path>, as_json: bool) -> Result<(),
 pub fn inspect(input: &Path, as_json: bool) -> Result<(), CliError> {
     let ins = nwc_container::inspect(input).map_err(container_error)?;
     let bytes: u64 = ins.matrices.iter().map(|m| m.bytes).sum();
-    let bf16: u64 = ins.matrices.iter().map(|m| 2 * m.shape.rows * m.shape.cols).sum();
+    let bf16: u64 = ins
+        .matrices
+        .iter()
+        .map(|m| 2 * m.shape.rows * m.shape.cols)
+        .sum();
     let escapes: u64 = ins.matrices.iter().map(|m| m.escapes).sum();
     let ratio = bytes as f64 / bf16.max(1) as f64;
     if as_json {

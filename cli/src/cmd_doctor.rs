@@ -19,8 +19,12 @@ fn line(ok: bool, what: &str, detail: &str) {
 /// back by the reference decoder, in every mode.
 fn cpu_codec() -> Result<String, String> {
     let shape = Shape::new(40, 72);
-    let words: Vec<u16> = (0..shape.weights()).map(|i| 0x3C00u16.wrapping_add((i * 7919 % 700) as u16) ^ ((i as u16 & 1) << 15)).collect();
-    let fp8: Vec<u8> = (0..shape.weights()).map(|i| (i * 37 % 256) as u8 & 0xF7).collect();
+    let words: Vec<u16> = (0..shape.weights())
+        .map(|i| 0x3C00u16.wrapping_add((i * 7919 % 700) as u16) ^ ((i as u16 & 1) << 15))
+        .collect();
+    let fp8: Vec<u8> = (0..shape.weights())
+        .map(|i| (i * 37 % 256) as u8 & 0xF7)
+        .collect();
     for elem in [ElemType::Bf16, ElemType::Fp8E4m3] {
         for layout in [Layout::Rows8, Layout::Fragment16] {
             let mode = Mode { elem, layout };
@@ -28,8 +32,10 @@ fn cpu_codec() -> Result<String, String> {
                 ElemType::Bf16 => Weights::Bf16(&words),
                 ElemType::Fp8E4m3 => Weights::Fp8(&fp8),
             };
-            let fast = nwc_fast::encode(mode, shape, w).map_err(|e| format!("{mode}: encode: {e}"))?;
-            let reference = nwc_reference::encode(mode, shape, w).map_err(|e| format!("{mode}: reference encode: {e}"))?;
+            let fast =
+                nwc_fast::encode(mode, shape, w).map_err(|e| format!("{mode}: encode: {e}"))?;
+            let reference = nwc_reference::encode(mode, shape, w)
+                .map_err(|e| format!("{mode}: reference encode: {e}"))?;
             if fast.matrix != reference.matrix {
                 return Err(format!("{mode}: nwc-fast and the reference encoder differ"));
             }
@@ -43,21 +49,35 @@ fn cpu_codec() -> Result<String, String> {
             }
         }
     }
-    Ok(format!("encode + decode of a {shape} matrix in all 4 modes, bit-exact with the reference"))
+    Ok(format!(
+        "encode + decode of a {shape} matrix in all 4 modes, bit-exact with the reference"
+    ))
 }
 
 pub fn run() -> Result<(), CliError> {
     let cpu = cpu_codec();
     match &cpu {
         Ok(d) => line(true, "CPU codec", d),
-        Err(e) => line(false, "CPU codec", &format!("{e} (fix: this is a bug; please report it with `nwc --version`)")),
+        Err(e) => line(
+            false,
+            "CPU codec",
+            &format!("{e} (fix: this is a bug; please report it with `nwc --version`)"),
+        ),
     }
     let gpu_ok = gpu_checks();
     if cpu.is_err() {
-        return Err(CliError { exit: crate::error::EXIT_INVALID, message: "the CPU codec check failed".into(), file: None });
+        return Err(CliError {
+            exit: crate::error::EXIT_INVALID,
+            message: "the CPU codec check failed".into(),
+            file: None,
+        });
     }
     if !gpu_ok {
-        return Err(CliError { exit: EXIT_NO_GPU, message: "the GPU path is not usable here (the CPU path is)".into(), file: None });
+        return Err(CliError {
+            exit: EXIT_NO_GPU,
+            message: "the GPU path is not usable here (the CPU path is)".into(),
+            file: None,
+        });
     }
     println!("the GPU path is usable");
     Ok(())
@@ -85,11 +105,25 @@ fn gpu_checks() -> bool {
             return false;
         }
     };
-    line(true, "GPU 0", &format!("{} ({}, {} SMs; {devices} device(s))", gpu.name, gpu.arch, gpu.sm_count));
+    line(
+        true,
+        "GPU 0",
+        &format!(
+            "{} ({}, {} SMs; {devices} device(s))",
+            gpu.name, gpu.arch, gpu.sm_count
+        ),
+    );
     line(true, "NVRTC", &format!("kernels compiled for {}", gpu.arch));
     let tally = nwc_cuda::conform::run_sweep(&gpu, 15, 8, 96);
     if tally.failed == 0 && tally.passed > 0 {
-        line(true, "GPU conformance", &format!("{} (8 random matrices, all modes, bit-exact with the reference)", tally.line()));
+        line(
+            true,
+            "GPU conformance",
+            &format!(
+                "{} (8 random matrices, all modes, bit-exact with the reference)",
+                tally.line()
+            ),
+        );
         true
     } else {
         let first = tally.failures.first().cloned().unwrap_or_default();

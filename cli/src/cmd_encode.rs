@@ -116,15 +116,28 @@ fn weights_of(args: &EncodeArgs) -> Result<(Encoding, Option<Vec<f32>>), CliErro
 /// like `nwc compress`'s output: an encode never replaces files.
 fn check_outdir(outdir: &Path) -> Result<(), CliError> {
     match fs::read_dir(outdir).map(|mut e| e.next().is_some()) {
-        Ok(true) => Err(CliError::usage(format!("{} exists and is not empty; refusing to overwrite it", outdir.display()))),
+        Ok(true) => Err(CliError::usage(format!(
+            "{} exists and is not empty; refusing to overwrite it",
+            outdir.display()
+        ))),
         Ok(false) => Ok(()),
-        Err(_) if outdir.exists() => Err(CliError::usage(format!("{} exists and is not a folder", outdir.display()))),
+        Err(_) if outdir.exists() => Err(CliError::usage(format!(
+            "{} exists and is not a folder",
+            outdir.display()
+        ))),
         Err(_) => {
-            let parent = outdir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            let parent = outdir
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
             if parent.is_dir() {
                 Ok(())
             } else {
-                Err(CliError::usage(format!("{}: the parent folder {} does not exist", outdir.display(), parent.display())))
+                Err(CliError::usage(format!(
+                    "{}: the parent folder {} does not exist",
+                    outdir.display(),
+                    parent.display()
+                )))
             }
         }
     }

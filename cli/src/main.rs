@@ -29,7 +29,10 @@ static ALLOC: alloc::ReuseAlloc = alloc::ReuseAlloc::new();
 
 /// `nwc --version`: the crate, the format it reads and writes, and the spec revision it follows
 /// (spec/README.md). A unit test keeps the format number equal to the codec's.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (NWC format 10, spec revision 1)");
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (NWC format 10, spec revision 1)"
+);
 
 #[derive(Parser)]
 #[command(
