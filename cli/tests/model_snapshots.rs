@@ -155,3 +155,25 @@ fn error_messages() {
     assert_eq!(std::fs::read(outdir.join("keep.txt")).unwrap(), b"mine");
     insta::assert_snapshot!("error_messages", lines.join("\n"));
 }
+
+/// `nwc doctor`: exit 0 only with a usable GPU path; without one it says so (5) and still checks
+/// the CPU codec.
+#[test]
+fn doctor_checks_the_cpu_codec_with_or_without_a_gpu() {
+    let r = nwc(&[&"doctor"]);
+    assert!(r.stdout.starts_with("[ ok ] CPU codec: "), "{}", r.stdout);
+    match r.code {
+        0 => assert!(r.stdout.contains("the GPU path is usable"), "{}", r.stdout),
+        5 => {
+            println!("{}", nwc_cuda_skip_line());
+            assert!(r.stdout.contains("[FAIL]") && r.stdout.contains("fix:"), "{}", r.stdout);
+            assert!(r.stderr.contains("not usable"), "{}", r.stderr);
+        }
+        other => panic!("exit {other}: {}{}", r.stdout, r.stderr),
+    }
+}
+
+/// Without a GPU the GPU half of the doctor test is a skip, and says so.
+fn nwc_cuda_skip_line() -> &'static str {
+    "skipped: no CUDA device (the GPU checks of `nwc doctor` reported FAIL, as they must)"
+}
