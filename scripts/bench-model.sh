@@ -54,8 +54,11 @@ LARGEST=$((4096 * 8192 * 2))
 cat "$MODEL" > /dev/null # page cache warm, as for cp
 
 # run NAME CMD...: appends "NAME wall user sys rss_kb" to $WORK/times.txt
+# Every step starts with no write-back pending (`sync`, not timed): otherwise a step pays for the
+# dirty pages of the one before it (the page-cache write of decompress varied 3x with it).
 run() {
   local name=$1; shift
+  sync
   /usr/bin/time -v -o "$WORK/time.txt" "$@" > /dev/null
   awk -v n="$name" -F': ' '
     /Elapsed \(wall clock\)/ { split($2, t, ":"); w = (length(t) == 3) ? t[1]*3600 + t[2]*60 + t[3] : t[1]*60 + t[2] }

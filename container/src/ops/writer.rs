@@ -63,6 +63,8 @@ pub struct ShardWriter {
 }
 
 const ZEROS: [u8; 4096] = [0; 4096];
+/// Size of each write (and of the write buffer): small enough to stay in the cache.
+const WRITE_CHUNK: usize = 256 << 10;
 
 impl ShardWriter {
     pub fn new(dir: &Path, limit: Option<u64>, meta: BTreeMap<String, String>) -> ShardWriter {
@@ -92,7 +94,7 @@ impl ShardWriter {
             file.seek(SeekFrom::Start(8 + reserved as u64))
                 .map_err(ContainerError::write(&path))?;
             self.cur = Some(OpenShard {
-                out: BufWriter::with_capacity(1 << 20, file),
+                out: BufWriter::with_capacity(WRITE_CHUNK, file),
                 path,
                 reserved,
                 entries: Vec::new(),
@@ -104,7 +106,10 @@ impl ShardWriter {
             path: c.path.clone(),
             msg: e.to_string(),
         };
-        c.out.write_all(&p.data).map_err(w)?;
+        // Cache-sized writes: see `export::write_hashed` for why.
+        for chunk in p.data.chunks(WRITE_CHUNK) {
+            c.out.write_all(chunk).map_err(w)?;
+        }
         let mut z = p.zeros;
         while z > 0 {
             let n = z.min(ZEROS.len());
