@@ -92,7 +92,8 @@ med = {n: [statistics.median(c) for c in zip(*v)] for n, v in rows.items()}
 cp = med["cp"][0]
 for n in ("cp", "compress", "decompress"):
     w, u, s, r = med[n]
-    print(f"| {n} | {w:.2f} | {u:.2f} | {s:.2f} | {s / max(u, 1e-9):.2f} | {r / 1024:.0f} | {cp / w:.2f}x | {int(sys.argv[2]) / w / 1e9:.2f} |")
+    ratio = f"{s / u:.2f}" if u >= 0.01 else "-"
+    print(f"| {n} | {w:.2f} | {u:.2f} | {s:.2f} | {ratio} | {r / 1024:.0f} | {cp / w:.2f}x | {int(sys.argv[2]) / w / 1e9:.2f} |")
 PY
 echo
 echo "codec only, one thread, 4096 x 8192 (nwc-cpu-bench, MB/s of BF16 input):"

@@ -166,7 +166,11 @@ fn doctor_checks_the_cpu_codec_with_or_without_a_gpu() {
         0 => assert!(r.stdout.contains("the GPU path is usable"), "{}", r.stdout),
         5 => {
             println!("{}", nwc_cuda_skip_line());
-            assert!(r.stdout.contains("[FAIL]") && r.stdout.contains("fix:"), "{}", r.stdout);
+            assert!(
+                r.stdout.contains("[FAIL]") && r.stdout.contains("fix:"),
+                "{}",
+                r.stdout
+            );
             assert!(r.stderr.contains("not usable"), "{}", r.stderr);
         }
         other => panic!("exit {other}: {}{}", r.stdout, r.stderr),
