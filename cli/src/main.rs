@@ -13,6 +13,7 @@ mod cmd_demo;
 mod cmd_doctor;
 mod cmd_encode;
 mod cmd_info;
+mod cmd_slice;
 mod model_cmds;
 
 // The directory reader and the error type live in the library target (src/lib.rs), shared with
