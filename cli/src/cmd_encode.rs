@@ -125,21 +125,7 @@ fn check_outdir(outdir: &Path) -> Result<(), CliError> {
             "{} exists and is not a folder",
             outdir.display()
         ))),
-        Err(_) => {
-            let parent = outdir
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            if parent.is_dir() {
-                Ok(())
-            } else {
-                Err(CliError::usage(format!(
-                    "{}: the parent folder {} does not exist",
-                    outdir.display(),
-                    parent.display()
-                )))
-            }
-        }
+        Err(_) => crate::error::check_parent(outdir),
     }
 }
 

@@ -24,6 +24,7 @@ pub fn run(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliEr
             output.display()
         )));
     }
+    crate::error::check_parent(output)?;
     let ck = nwc_container::checkpoint::Checkpoint::open(input).map_err(container_error)?;
     let entry = ck
         .entries()

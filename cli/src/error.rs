@@ -111,3 +111,21 @@ pub fn decode_error(dir: &Path, err: DecodeError) -> CliError {
         other => CliError::invalid(dir, other.to_string()),
     }
 }
+
+/// No command creates a missing parent folder: an output whose parent does not exist is a usage
+/// error, named before any work is done.
+pub fn check_parent(output: &Path) -> Result<(), CliError> {
+    let parent = output
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(CliError::usage(format!(
+            "{}: the parent folder {} does not exist",
+            output.display(),
+            parent.display()
+        )))
+    }
+}

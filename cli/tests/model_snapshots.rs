@@ -152,6 +152,10 @@ fn error_messages() {
             &d.join("no/enc"),
         ]),
     );
+    show(
+        "decode into missing parent",
+        nwc(&[&"decode", &outdir, &d.join("no/out.raw")]),
+    );
     assert_eq!(std::fs::read(outdir.join("keep.txt")).unwrap(), b"mine");
     insta::assert_snapshot!("error_messages", lines.join("\n"));
 }
