@@ -185,3 +185,34 @@ fn doctor_checks_the_cpu_codec_with_or_without_a_gpu() {
 fn nwc_cuda_skip_line() -> &'static str {
     "skipped: no CUDA device (the GPU checks of `nwc doctor` reported FAIL, as they must)"
 }
+
+/// `nwc info --json`: the keys of the README, for a valid and a broken matrix.
+#[test]
+fn info_json() {
+    use nwc_reference::Shape;
+    let tmp = tempfile::tempdir().unwrap();
+    let shape = Shape::new(16, 40);
+    let raw = write(
+        tmp.path(),
+        "in.raw",
+        &bf16_input(
+            3,
+            nwc_testkit::gen::Dist::Gaussian { log2_sigma: -6 },
+            shape,
+        ),
+    );
+    let dir = tmp.path().join("enc");
+    encode_ok("bf16", 0, shape, &raw, &dir, &[]);
+    let r = nwc(&[&"info", &dir, &"--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    insta::assert_snapshot!("info_json_valid", r.stdout);
+    let hdr = dir.join("hdr.bin");
+    let mut bytes = std::fs::read(&hdr).unwrap();
+    bytes[0] ^= 1;
+    std::fs::write(&hdr, bytes).unwrap();
+    let r = nwc(&[&"info", &dir, &"--json"]);
+    assert_eq!(r.code, 3);
+    let j: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(j["valid"], false);
+    insta::assert_snapshot!("info_json_invalid", r.stdout);
+}
