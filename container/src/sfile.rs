@@ -173,8 +173,7 @@ impl MappedFile {
         if b > a {
             // SAFETY: the mapping is a read-only, shared file mapping; MADV_DONTNEED only drops
             // this process's page-table entries, and a later access reads the same file pages
-            // again. No reference into the range is held across this call by our callers (they
-            // release a tensor only after its last use).
+            // again, so a slice still borrowed from the range stays valid (it is only re-read).
             let _ =
                 unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, a, b - a) };
         }

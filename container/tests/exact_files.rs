@@ -172,3 +172,43 @@ fn a_changed_recorded_header_is_refused() {
         "{err}"
     );
 }
+
+/// Stored tensors start at a multiple of their element size, as in the safetensors library's own
+/// layout (readers may map them without a copy): a copied F32 tensor of 13 values must not
+/// misalign the matrix fields after it.
+#[test]
+fn stored_tensors_stay_aligned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let orig = tmp.path().join("orig");
+    sharded_model(&orig);
+    for shard_bytes in [None, Some(10_000)] {
+        let ck = tmp.path().join(format!("ck{}", shard_bytes.is_some()));
+        compress(
+            &orig,
+            &ck,
+            &CompressOptions {
+                shard_bytes,
+                ..Default::default()
+            },
+            &no_progress,
+        )
+        .unwrap();
+        for e in std::fs::read_dir(&ck).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "safetensors") {
+                let f = nwc_container::sfile::MappedFile::open(&path).unwrap();
+                let base = 8 + f.header.len();
+                for t in &f.tensors {
+                    let size = (t.dtype.bitsize() / 8).max(1);
+                    assert_eq!(
+                        (t.start - base) % size,
+                        0,
+                        "{} in {}",
+                        t.name,
+                        path.display()
+                    );
+                }
+            }
+        }
+    }
+}

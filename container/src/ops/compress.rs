@@ -58,6 +58,8 @@ struct Item<'m> {
     decision: Decision,
     /// Upper bound of the checkpoint header entries of this tensor and all after it.
     bound: usize,
+    /// Position in the original model (records keep this order, spec 17.6).
+    index: usize,
 }
 
 /// A processed tensor: its digest and, if compressed, its matrix and the digest decompression
@@ -89,14 +91,25 @@ pub fn compress(
     let staged = StagedDir::new(output, &[input])?;
     let mut items: Vec<Item> = model
         .tensors()
-        .map(|(file, t)| Item {
+        .enumerate()
+        .map(|(index, (file, t))| Item {
             file,
             t,
             decision: opts.policy.decide(&t.name, t.dtype, &t.shape),
             bound: 0,
+            index,
         })
         .collect();
-    let mut bound = 0;
+    // Copied tensors of 8-byte elements go first, while the offset is still a multiple of 8
+    // (matrix fields keep only 4-byte alignment; see `State::commit`).
+    items.sort_by_key(|it| !(it.decision == Decision::Copy && it.t.dtype.bitsize() == 64));
+    // Copied tensors whose length is not a multiple of 8 are written last (see `State::commit`);
+    // every file's header bound includes them wherever they land.
+    let mut bound: usize = items
+        .iter()
+        .filter(|it| deferred(it))
+        .map(|it| entry_bound(&it.t.name, it.t.shape.len()))
+        .sum();
     for it in items.iter_mut().rev() {
         bound += if it.decision == Decision::Copy {
             entry_bound(&it.t.name, it.t.shape.len())
@@ -130,6 +143,7 @@ pub fn compress(
     let mut writer = ShardWriter::new(&staged.tmp, opts.shard_bytes, checkpoint_metadata());
     let mut st = State::default();
     let mut pending: (Vec<Piece>, &[Item]) = (Vec::new(), &[]);
+    let mut tail: Vec<Piece> = Vec::new();
     for batch in batches {
         let (written, done) = rayon::join(
             || write_pieces(&mut writer, &pending),
@@ -142,9 +156,13 @@ pub fn compress(
         );
         written?;
         let done = done?;
-        pending = (st.commit(batch, done), batch);
+        pending = (st.commit(batch, done, &mut tail), batch);
     }
     write_pieces(&mut writer, &pending)?;
+    // Largest elements first, so that every tensor of the tail starts at a multiple of its
+    // element size too.
+    tail.sort_by_key(|p| std::cmp::Reverse(p.dtype.bitsize()));
+    write_pieces(&mut writer, &(tail, &[]))?;
     let bytes_out = writer.finish()?;
 
     let config = st.config(&model, opts);
@@ -157,8 +175,8 @@ pub fn compress(
     staged.commit()?;
     Ok(CompressSummary {
         matrices: config.weights.len(),
-        tensors_compressed: st.records.iter().filter(|r| r.matrix.is_some()).count(),
-        tensors_copied: st.records.iter().filter(|r| r.matrix.is_none()).count(),
+        tensors_compressed: st.records.iter().filter(|r| r.1.matrix.is_some()).count(),
+        tensors_copied: st.records.iter().filter(|r| r.1.matrix.is_none()).count(),
         bytes_in: items.iter().map(|it| it.t.len() as u64).sum(),
         bytes_out,
     })
@@ -173,6 +191,11 @@ fn write_pieces(writer: &mut ShardWriter, (pieces, items): &(Vec<Piece>, &[Item]
         it.file.release(it.t);
     }
     Ok(())
+}
+
+/// A copied tensor that would leave the following offsets unaligned.
+fn deferred(it: &Item) -> bool {
+    it.decision == Decision::Copy && it.t.len() % 8 != 0
 }
 
 fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
@@ -228,7 +251,8 @@ struct State {
     by_key: HashMap<(String, Vec<usize>, String), u64>,
     weights: Vec<WeightEntry>,
     bytes_bf16: u64,
-    records: Vec<TensorRecord>,
+    /// (original position, record), in processing order.
+    records: Vec<(usize, TensorRecord)>,
     /// (tensor name, matrix id) of every compressed tensor, for the modules (spec 17.5).
     uses: Vec<(String, u64)>,
     names: std::collections::HashSet<String>,
@@ -237,7 +261,17 @@ struct State {
 impl State {
     /// Spec 17.5: tensors with identical dtype, shape and bytes (a tied embedding and lm_head)
     /// share one matrix id; ids follow the original tensor order. Returns the pieces to store.
-    fn commit<'m>(&mut self, batch: &'m [Item], done: Vec<Done>) -> Vec<Piece<'m>> {
+    ///
+    /// Stored tensors keep the offsets of 4- and 8-byte values aligned, as the safetensors library's
+    /// own layout does (readers may map I32/F32 tensors without a copy): every matrix field has a
+    /// length that keeps the next field aligned (spec 17.7 lengths are multiples of 4), and a
+    /// copied tensor whose length is not a multiple of 8 goes to `tail`, written after all others.
+    fn commit<'m>(
+        &mut self,
+        batch: &'m [Item],
+        done: Vec<Done>,
+        tail: &mut Vec<Piece<'m>>,
+    ) -> Vec<Piece<'m>> {
         let mut pieces = Vec::new();
         for (it, d) in batch.iter().zip(done) {
             let t = it.t;
@@ -272,7 +306,12 @@ impl State {
             });
             if matrix.is_none() {
                 let data = Cow::Borrowed(it.file.bytes(t));
-                pieces.push(Piece {
+                let to = if deferred(it) {
+                    &mut *tail
+                } else {
+                    &mut pieces
+                };
+                to.push(Piece {
                     name: t.name.clone(),
                     dtype: t.dtype,
                     shape: t.shape.clone(),
@@ -281,16 +320,19 @@ impl State {
                     bound: it.bound,
                 });
             }
-            self.records.push(TensorRecord {
-                name: t.name.clone(),
-                dtype: dtype_name(t.dtype),
-                shape: t.shape.iter().map(|&d| d as u64).collect(),
-                file: it.file.name.clone(),
-                decoded_sha256: d.lossy_sha256.unwrap_or_else(|| d.digest.clone()),
-                sha256: d.digest,
-                matrix,
-                lossy,
-            });
+            self.records.push((
+                it.index,
+                TensorRecord {
+                    name: t.name.clone(),
+                    dtype: dtype_name(t.dtype),
+                    shape: t.shape.iter().map(|&d| d as u64).collect(),
+                    file: it.file.name.clone(),
+                    decoded_sha256: d.lossy_sha256.unwrap_or_else(|| d.digest.clone()),
+                    sha256: d.digest,
+                    matrix,
+                    lossy,
+                },
+            ));
         }
         pieces
     }
@@ -312,7 +354,11 @@ impl State {
             modules,
             nwc_rs: Some(Extras {
                 format: 1,
-                tensors: self.records.clone(),
+                tensors: {
+                    let mut r = self.records.clone();
+                    r.sort_by_key(|(i, _)| *i);
+                    r.into_iter().map(|(_, r)| r).collect()
+                },
                 files: model
                     .files
                     .iter()
