@@ -19,6 +19,7 @@ fn check_not_an_input(dir: &Path, out: &Path) -> Result<(), CliError> {
 
 pub fn run(dir: &Path, out: &Path) -> Result<(), CliError> {
     check_not_an_input(dir, out)?;
+    crate::error::check_parent(out)?;
     let decoded = load_and_decode(dir, &Limits::default())?;
     let bytes = decoded.to_le_bytes();
     // The output appears only once complete; on any error above nothing was written.

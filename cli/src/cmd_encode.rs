@@ -56,7 +56,7 @@ fn le_u32(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
 /// Reads the input after checking its size against the shape (never reads a file of the wrong size).
 fn read_input(path: &Path, shape: Shape, elem_name: &'static str, bytes_per_weight: u64) -> Result<Vec<u8>, CliError> {
     let expected = shape.weights() * bytes_per_weight;
-    let got = store::file_len(path)?.ok_or_else(|| CliError::invalid(path, "input file does not exist"))?;
+    let got = store::file_len(path)?.ok_or_else(|| CliError::invalid(path, "input: no such file or directory"))?;
     if got != expected {
         let (rows, cols) = (shape.rows, shape.cols);
         let msg = format!("input: {got} bytes, a {rows}x{cols} {elem_name} matrix has {expected} ({bytes_per_weight} per weight)");
@@ -88,7 +88,19 @@ fn weights_of(args: &EncodeArgs) -> Result<(Encoding, Option<Vec<f32>>), CliErro
     Ok((encode(mode, shape, Weights::Fp8(&fp8)).map_err(encode_err)?, Some(scales)))
 }
 
+/// OUTDIR must be new (its parent existing: no folder is created silently) or an empty folder,
+/// like `nwc compress`'s output: an encode never replaces files.
+fn check_outdir(outdir: &Path) -> Result<(), CliError> {
+    match fs::read_dir(outdir).map(|mut e| e.next().is_some()) {
+        Ok(true) => Err(CliError::usage(format!("{} exists and is not empty; refusing to overwrite it", outdir.display()))),
+        Ok(false) => Ok(()),
+        Err(_) if outdir.exists() => Err(CliError::usage(format!("{} exists and is not a folder", outdir.display()))),
+        Err(_) => crate::error::check_parent(outdir),
+    }
+}
+
 pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
+    check_outdir(&args.outdir)?;
     // Spec 3.2 and this process's limits, before the input is read.
     let geometry = Geometry::new(args.mode, args.shape).map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
     Limits::default().check_shape(args.shape).map_err(|e| CliError::rejected(format!("{e} (--rows/--cols)")))?;
@@ -134,7 +146,9 @@ pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
     let json = serde_json::to_vec_pretty(&summary).expect("the summary serialises");
     files.push((store::SUMMARY, json));
 
-    fs::create_dir_all(&args.outdir).map_err(|e| CliError::write(&args.outdir, e))?;
+    if !args.outdir.exists() {
+        fs::create_dir(&args.outdir).map_err(|e| CliError::write(&args.outdir, e))?;
+    }
     let input = store::resolved(&args.input);
     for (name, _) in &files {
         if store::resolved(&args.outdir.join(name)) == input {

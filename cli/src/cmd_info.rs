@@ -60,10 +60,22 @@ fn sha256_line(dir: &Path, json: &serde_json::Value) -> Result<String, CliError>
     })
 }
 
-pub fn run(dir: &Path) -> Result<(), CliError> {
+/// `json`: one JSON object instead of the text (keys documented in the README, stable).
+pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
     let limits = Limits::default();
     let s = read_summary(dir, &limits)?;
     let (g, n) = (&s.geometry, s.shape.weights());
+    let mut j = serde_json::json!({
+        "format": nwc_reference::FORMAT_VERSION,
+        "mode": s.mode.to_string(),
+        "mode_code": s.mode.code(),
+        "rows": s.shape.rows,
+        "cols": s.shape.cols,
+        "k16": g.k16,
+        "n_low": g.n_low,
+        "blocks": g.blocks,
+    });
+    let mut fields = serde_json::Map::new();
     let mut out = String::new();
     let w = &mut out;
     let _ = writeln!(w, "format        NWC {}", nwc_reference::FORMAT_VERSION);
@@ -74,14 +86,19 @@ pub fn run(dir: &Path) -> Result<(), CliError> {
         match file_len(&dir.join(name))? {
             Some(len) => {
                 total += len;
+                fields.insert(name.into(), len.into());
                 let _ = writeln!(w, "{name:<14}{len:>10} bytes");
             }
             None => {
+                fields.insert(name.into(), serde_json::Value::Null);
                 let _ = writeln!(w, "{name:<14}{:>10}", "absent");
             }
         }
     }
     let _ = writeln!(w, "total         {total:>10} bytes");
+    j["fields"] = fields.into();
+    j["total_bytes"] = total.into();
+    j["ratio_vs_bf16"] = (total as f64 / (2 * n) as f64).into();
     let _ = writeln!(w, "vs BF16       {:>10.4} (of {} bytes)", total as f64 / (2 * n) as f64, 2 * n);
     if s.mode.elem == ElemType::Fp8E4m3 {
         let _ = writeln!(w, "vs fp8 input  {:>10.4} (of {} bytes)", total as f64 / n as f64, n);
@@ -92,21 +109,34 @@ pub fn run(dir: &Path) -> Result<(), CliError> {
         decode_with_limits(&m, &limits).map(|d| (end, d)).map_err(|e| decode_error(dir, e))
     });
     if let Ok((end, d)) = &result {
+        j["exp_of_rank"] = d.exp_of_rank.to_vec().into();
+        j["escapes"] = escapes(d).into();
+        j["stream_end"] = (*end).into();
         let ranks: Vec<String> = d.exp_of_rank.iter().map(u8::to_string).collect();
         let _ = writeln!(w, "exp_of_rank   {} (ranks 0..14, from lut.bin)", ranks.join(" "));
         let _ = writeln!(w, "escapes       {}", escapes(d));
         let _ = writeln!(w, "stream end    {end} (data.bin needs at least {})", end.div_ceil(8) * 8 + 64);
     }
-    let _ = writeln!(w, "sha256        {}", sha256_line(dir, &s.json)?);
+    let sha = sha256_line(dir, &s.json)?;
+    let _ = writeln!(w, "sha256        {sha}");
+    j["sha256"] = sha.into();
     match &result {
         Ok(_) => {
+            j["valid"] = true.into();
+            j["error"] = serde_json::Value::Null;
             let _ = writeln!(w, "status        valid");
         }
         Err(e) => {
             let file = e.file.as_deref().and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
+            j["valid"] = false.into();
+            j["error"] = serde_json::json!({ "message": e.message, "file": file });
             let _ = writeln!(w, "status        invalid: {} (in {})", e.message, file.unwrap_or_else(|| "?".into()));
         }
     }
-    print!("{out}");
+    if json {
+        println!("{}", serde_json::to_string_pretty(&j).expect("json"));
+    } else {
+        print!("{out}");
+    }
     result.map(|_| ())
 }

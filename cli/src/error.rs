@@ -36,6 +36,9 @@ impl CliError {
 
     /// An input file cannot be read (missing, unreadable): the input is unusable.
     pub fn read(file: impl AsRef<Path>, err: std::io::Error) -> CliError {
+        if err.kind() == std::io::ErrorKind::NotFound {
+            return CliError::invalid(file, "cannot read: no such file or directory");
+        }
         CliError::invalid(file, format!("cannot read: {err}"))
     }
 
@@ -90,5 +93,16 @@ pub fn decode_error(dir: &Path, err: DecodeError) -> CliError {
         DecodeError::Limit(l) => CliError::invalid(dir.join(crate::store::SUMMARY), l.to_string()),
         // DecodeError may grow variants; whatever they are, the stored matrix was refused.
         other => CliError::invalid(dir, other.to_string()),
+    }
+}
+
+/// No command creates a missing parent folder: an output whose parent does not exist is a usage
+/// error, named before any work is done.
+pub fn check_parent(output: &Path) -> Result<(), CliError> {
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if parent.is_dir() {
+        Ok(())
+    } else {
+        Err(CliError::usage(format!("{}: the parent folder {} does not exist", output.display(), parent.display())))
     }
 }

@@ -6,10 +6,14 @@
 //! of spec 13), 4 `verify` found a mismatch. Errors go to stderr and name the broken rule and the
 //! file.
 
+mod alloc;
+mod cmd_check;
 mod cmd_decode;
 mod cmd_demo;
+mod cmd_doctor;
 mod cmd_encode;
 mod cmd_info;
+mod cmd_slice;
 mod model_cmds;
 
 // The directory reader and the error type live in the library target (src/lib.rs), shared with
@@ -21,8 +25,19 @@ use nwc_reference::{ElemType, Layout, Mode, Shape};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+#[global_allocator]
+static ALLOC: alloc::ReuseAlloc = alloc::ReuseAlloc::new();
+
+/// `nwc --version`: the crate, the format it reads and writes, and the spec revision it follows
+/// (spec/README.md). A unit test keeps the format number equal to the codec's.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (NWC format 10, spec revision 2)");
+
 #[derive(Parser)]
-#[command(name = "nwc", version, about = "NWC format 10 (Neural Weight Compression): encode, decode, inspect, demo")]
+#[command(
+    name = "nwc",
+    version = VERSION,
+    about = "NWC format 10 (Neural Weight Compression), lossless BF16/fp8 weights: compress, decompress, verify, inspect and slice model checkpoints; encode, decode, info and demo for single matrices; doctor checks the GPU path"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -43,6 +58,9 @@ enum Command {
     Info {
         /// Directory written by `nwc encode` or peer_encode.py.
         dir: PathBuf,
+        /// Print one JSON object (keys in the README) instead of the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Encode and decode the bundled real weight matrix in all four modes; print sizes and speed.
     Demo {
@@ -50,6 +68,8 @@ enum Command {
         #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
         reps: u32,
     },
+    /// Check whether the GPU path works here: CUDA driver, GPU and compute capability, NVRTC compiling the kernels, a tiny GPU conformance run; and the CPU codec. Exit 0 only when the GPU path is usable.
+    Doctor,
     #[command(flatten)]
     Model(model_cmds::ModelCommand),
 }
@@ -79,7 +99,7 @@ struct EncodeCli {
     quantize_from_bf16: bool,
     /// Raw input: 2*M*K bytes of little-endian BF16, or M*K fp8 e4m3 bytes.
     input: PathBuf,
-    /// Output directory (created if missing); existing files of the same names are replaced.
+    /// Output directory: new (its parent must exist) or empty; a non-empty one is refused.
     outdir: PathBuf,
 }
 
@@ -109,8 +129,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Encode(e) => cmd_encode::run(&e.into_args()),
         Command::Decode { dir, out } => cmd_decode::run(&dir, &out),
-        Command::Info { dir } => cmd_info::run(&dir),
+        Command::Info { dir, json } => cmd_info::run(&dir, json),
         Command::Demo { reps } => cmd_demo::run(reps as usize),
+        Command::Doctor => cmd_doctor::run(),
         Command::Model(m) => model_cmds::run(m),
     };
     match result {
@@ -119,5 +140,13 @@ fn main() -> ExitCode {
             eprintln!("error: {e}");
             ExitCode::from(e.exit)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn version_names_the_format_of_the_codec() {
+        assert!(super::VERSION.contains(&format!("NWC format {},", nwc_reference::FORMAT_VERSION)));
     }
 }

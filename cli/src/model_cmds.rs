@@ -12,7 +12,7 @@ use clap::{Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use nwc_container::{CompressOptions, ContainerError, Policy};
 use nwc_reference::{ElemType, Layout};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// println! that does not panic when stdout is closed early (e.g. piped into `head`).
 macro_rules! outln {
@@ -37,8 +37,10 @@ pub enum ModelElem {
 pub enum ModelCommand {
     /// Compress a model (a .safetensors file, or a folder with shards and an index) into an NWC checkpoint folder.
     Compress {
+        /// The original model: one .safetensors file, or a folder of safetensors files (with
+        /// model.safetensors.index.json when sharded) and other files, which are copied.
         input: PathBuf,
-        /// New folder (must not exist).
+        /// New checkpoint folder (must not exist; its parent must).
         output: PathBuf,
         #[arg(long, value_enum, default_value = "bf16")]
         elem: ModelElem,
@@ -61,45 +63,73 @@ pub enum ModelCommand {
         #[arg(long)]
         shard_size_mb: Option<u64>,
     },
-    /// Rebuild the model files from a checkpoint, tensor for tensor.
+    /// Rebuild the original model files from a checkpoint, byte for byte (spec 17.12).
     Decompress {
+        /// Checkpoint folder (written by `nwc compress` or the 0.10.1 library).
         input: PathBuf,
-        /// New folder (must not exist).
+        /// New folder for the model files (must not exist; its parent must).
         output: PathBuf,
+        /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
     },
-    /// Validate every matrix (spec 13) and every digest; with --against, compare with the original bit for bit.
+    /// Validate every matrix (spec 13) and every digest; with --against, compare with the original tensor for tensor and file for file (SHA-256).
     Verify {
+        /// Checkpoint folder.
         input: PathBuf,
+        /// The original model (file or folder) to compare with.
         #[arg(long)]
         against: Option<PathBuf>,
+        /// Worker threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Print one JSON object (keys in the README) instead of the text.
+        #[arg(long)]
+        json: bool,
     },
     /// Per-matrix table: shape, mode, size ratio, exponent entropy, escapes; totals.
-    Inspect { input: PathBuf },
-    /// Cut rows [R0, R1) of matrix ID of a checkpoint into a single-matrix folder (as `nwc encode` writes), without re-encoding (spec 18).
+    Inspect {
+        /// Checkpoint folder.
+        input: PathBuf,
+        /// Print one JSON object (keys in the README) instead of the table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cut rows [R0, R1) of matrix ID of a checkpoint into a single-matrix folder (as `nwc encode` writes), without re-encoding (spec 18). R0 and R1 must be multiples of 8 (layout 0) or 16 (layout 1); R1 may also be the row count.
     Slice {
+        /// Checkpoint folder.
         input: PathBuf,
         /// Matrix id (see `nwc inspect`).
         #[arg(long)]
         matrix: u64,
-        /// Row range R0:R1 (multiples of the block height; R1 may be the row count).
+        /// Row range R0:R1: multiples of 8 (layout 0) or 16 (layout 1); R1 may be the row count.
         #[arg(long)]
         rows: String,
-        /// New folder (must not exist).
+        /// New folder for the slice (must not exist; its parent must).
         output: PathBuf,
     },
 }
 
-fn container_error(e: ContainerError) -> CliError {
+pub(crate) fn container_error(e: ContainerError) -> CliError {
     let exit = match &e {
         ContainerError::Usage(_) => EXIT_USAGE,
         ContainerError::Write { .. } => EXIT_IO,
         _ => EXIT_INVALID,
     };
-    CliError { exit, message: e.to_string(), file: None }
+    let message = match &e {
+        ContainerError::Io { path, source } if source.kind() == std::io::ErrorKind::NotFound => {
+            format!("{}: no such file or directory", path.display())
+        }
+        _ => e.to_string(),
+    };
+    CliError { exit, message, file: None }
+}
+
+/// The closing line of compress and decompress: what was counted and how fast, end to end.
+fn throughput(bytes: u64, t: std::time::Instant) -> String {
+    let s = t.elapsed().as_secs_f64();
+    let rate = bytes as f64 / s.max(1e-9) / 1e9;
+    format!("{bytes} model bytes in {s:.2} s, {rate:.2} GB/s end to end (read, hash, code, write)")
 }
 
 fn threads(n: Option<usize>) -> Result<(), CliError> {
@@ -113,7 +143,7 @@ fn threads(n: Option<usize>) -> Result<(), CliError> {
 }
 
 /// A byte counter with throughput on stderr; indicatif hides it when stderr is not a terminal.
-fn bar(what: &str) -> ProgressBar {
+pub(crate) fn bar(what: &str) -> ProgressBar {
     let b = ProgressBar::new_spinner();
     b.set_style(ProgressStyle::with_template("{spinner} {msg} {binary_bytes} ({binary_bytes_per_sec}) {elapsed}").expect("template"));
     b.set_message(what.to_string());
@@ -136,142 +166,51 @@ pub fn run(cmd: ModelCommand) -> Result<(), CliError> {
                 base_model: None,
             };
             let b = bar("compressing");
+            let t = std::time::Instant::now();
             let s = nwc_container::compress(&input, &output, &opts, &|n| b.inc(n)).map_err(container_error)?;
             b.finish_and_clear();
             outln!(
-                "{}: {} matrices from {} tensors ({} copied unchanged); {} -> {} bytes ({:.4})",
+                "{}: {} matrices from {} tensors ({} copied unchanged); {} -> {} bytes ({:.4}); {}",
                 output.display(),
                 s.matrices,
                 s.tensors_compressed,
                 s.tensors_copied,
                 s.bytes_in,
                 s.bytes_out,
-                s.bytes_out as f64 / s.bytes_in.max(1) as f64
+                s.bytes_out as f64 / s.bytes_in.max(1) as f64,
+                throughput(s.bytes_in, t)
             );
             Ok(())
         }
         ModelCommand::Decompress { input, output, threads: t } => {
             threads(t)?;
-            let b = bar("decoding");
-            nwc_container::decompress(&input, &output, &|n| b.inc(n)).map_err(container_error)?;
+            let b = bar("decompressing");
+            let t = std::time::Instant::now();
+            let bytes = std::sync::atomic::AtomicU64::new(0);
+            let progress = |n| {
+                b.inc(n);
+                bytes.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+            };
+            nwc_container::decompress(&input, &output, &progress).map_err(container_error)?;
             b.finish_and_clear();
-            outln!("{}: written", output.display());
+            let done = throughput(bytes.into_inner(), t);
+            outln!("{}: written; {done}", output.display());
             Ok(())
         }
-        ModelCommand::Verify { input, against, threads: t } => {
+        ModelCommand::Verify { input, against, threads: t, json } => {
             threads(t)?;
-            let b = bar("verifying");
-            let r = nwc_container::verify(&input, against.as_deref(), &|n| b.inc(n)).map_err(container_error)?;
-            b.finish_and_clear();
-            for m in &r.mismatches {
-                outln!("MISMATCH {m}");
-            }
-            outln!(
-                "{} matrices valid; {} tensors checked; {} compared with the original; {} mismatches",
-                r.matrices,
-                r.tensors,
-                r.compared,
-                r.mismatches.len()
-            );
-            if r.mismatches.is_empty() {
-                Ok(())
-            } else {
-                Err(CliError { exit: EXIT_MISMATCH, message: format!("{} mismatches", r.mismatches.len()), file: Some(input) })
-            }
+            crate::cmd_check::verify(&input, against.as_deref(), json)
         }
-        ModelCommand::Inspect { input } => inspect(&input),
-        ModelCommand::Slice { input, matrix, rows, output } => slice(&input, matrix, &rows, &output),
+        ModelCommand::Inspect { input, json } => crate::cmd_check::inspect(&input, json),
+        ModelCommand::Slice { input, matrix, rows, output } => crate::cmd_slice::run(&input, matrix, &rows, &output),
     }
-}
-
-fn inspect(input: &Path) -> Result<(), CliError> {
-    let ins = nwc_container::inspect(input).map_err(container_error)?;
-    outln!("{:>4}  {:<14} {:<13} {:>12} {:>7} {:>8} {:>8}  tensors", "id", "shape", "mode", "bytes", "ratio", "H(bits)", "escapes");
-    let (mut bytes, mut bf16, mut escapes) = (0u64, 0u64, 0u64);
-    for m in &ins.matrices {
-        outln!(
-            "{:>4}  {:<14} {:<13} {:>12} {:>7.4} {:>8.3} {:>8}  {}",
-            m.id,
-            m.shape.to_string(),
-            m.mode.to_string(),
-            m.bytes,
-            m.ratio,
-            m.entropy_bits,
-            m.escapes,
-            m.names
-        );
-        bytes += m.bytes;
-        bf16 += 2 * m.shape.rows * m.shape.cols;
-        escapes += m.escapes;
-    }
-    outln!(
-        "total: {} matrices, {} bytes for {} BF16 bytes (ratio {:.4}), {} escapes; {} tensors copied unchanged ({} bytes); library_version {}",
-        ins.matrices.len(),
-        bytes,
-        bf16,
-        bytes as f64 / bf16.max(1) as f64,
-        escapes,
-        ins.copied_tensors,
-        ins.copied_bytes,
-        ins.library_version
-    );
-    Ok(())
-}
-
-fn slice(input: &Path, id: u64, rows: &str, output: &Path) -> Result<(), CliError> {
-    let (r0, r1) = rows
-        .split_once(':')
-        .and_then(|(a, b)| Some((a.parse::<u64>().ok()?, b.parse::<u64>().ok()?)))
-        .ok_or_else(|| CliError::usage(format!("--rows {rows}: expected R0:R1")))?;
-    if output.exists() {
-        return Err(CliError::usage(format!("{} exists; refusing to overwrite it", output.display())));
-    }
-    let ck = nwc_container::checkpoint::Checkpoint::open(input).map_err(container_error)?;
-    let entry = ck
-        .entries()
-        .map_err(container_error)?
-        .iter()
-        .find(|e| e.id == id)
-        .ok_or_else(|| CliError::usage(format!("no matrix {id} in {}", input.display())))?;
-    let m = ck.matrix(entry).map_err(container_error)?;
-    let s = nwc_container::slice_rows(&m, r0, r1).map_err(|e| match e {
-        nwc_container::SliceError::Range { .. } => CliError::usage(e.to_string()),
-        other => CliError::invalid(input, other.to_string()),
-    })?;
-    nwc_reference::validate(&s).map_err(|e| CliError::invalid(input, format!("matrix {id}: {e}")))?;
-    std::fs::create_dir(output).map_err(|e| CliError {
-        exit: EXIT_IO,
-        message: format!("cannot create: {e}"),
-        file: Some(output.to_path_buf()),
-    })?;
-    let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    use crate::store::*;
-    write_atomic(&output.join(DATA), &s.data)?;
-    write_atomic(&output.join(BASES), &u32s(&s.bases))?;
-    write_atomic(&output.join(HDR), &s.hdr)?;
-    write_atomic(&output.join(LUT), &u32s(&s.lut))?;
-    write_atomic(&output.join(LOW), &s.low)?;
-    if let Some(scale) = &s.scale {
-        write_atomic(&output.join(SCALE), &scale.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;
-    }
-    let summary = serde_json::json!({
-        "format_version": nwc_reference::FORMAT_VERSION,
-        "encoder": format!("nwc slice rows {r0}:{r1} of matrix {id} (valid, not canonical: spec 18)"),
-        "M": s.shape.rows,
-        "K": s.shape.cols,
-        "elem": s.mode.code(),
-        "type": type_name(s.mode),
-        "layout": s.mode.layout.number(),
-    });
-    write_atomic(&output.join(SUMMARY), &serde_json::to_vec_pretty(&summary).expect("json"))?;
-    outln!("{}: rows {r0}..{r1} of matrix {id} ({} x {}), valid", output.display(), s.shape.rows, s.shape.cols);
-    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use nwc_container::model::{write_safetensors, Tensor};
+    use std::path::Path;
 
     fn exit(r: Result<(), CliError>) -> u8 {
         r.map(|()| 0).unwrap_or_else(|e| e.exit)
@@ -307,9 +246,10 @@ mod tests {
         assert_eq!(exit(run(compress(&model, &ck))), 0);
         assert_eq!(exit(run(compress(&model, &ck))), EXIT_USAGE, "output exists");
         assert_eq!(exit(run(compress(&tmp.path().join("missing"), &tmp.path().join("x")))), EXIT_INVALID);
-        let verify = |against: Option<PathBuf>| ModelCommand::Verify { input: ck.clone(), against, threads: None };
+        let verify = |against: Option<PathBuf>| ModelCommand::Verify { input: ck.clone(), against, threads: None, json: false };
         assert_eq!(exit(run(verify(Some(model.clone())))), 0);
-        assert_eq!(exit(run(ModelCommand::Inspect { input: ck.clone() })), 0);
+        let inspect = ModelCommand::Inspect { input: ck.clone(), json: true };
+        assert_eq!(exit(run(inspect)), 0);
         let slice =
             |rows: &str, out: &str| ModelCommand::Slice { input: ck.clone(), matrix: 0, rows: rows.into(), output: tmp.path().join(out) };
         assert_eq!(exit(run(slice("8:40", "s1"))), 0);

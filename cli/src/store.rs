@@ -1,5 +1,5 @@
 //! The directory form of one encoded matrix: one raw little-endian file per stored field (spec 12)
-//! plus `summary.json`, with the names and meanings /work/shared/tools/peer_encode.py uses, so
+//! plus `summary.json`, with the names and meanings scripts/peer_encode.py (the 0.10.1 encoder run from Python) uses, so
 //! directories written by either tool can be read by `nwc decode` and `nwc info`.
 //!
 //! Reading is careful about hostile input: the shape in summary.json is checked against the

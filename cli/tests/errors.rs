@@ -139,7 +139,7 @@ fn wrong_input_length() {
     assert_invalid(&r, "has 40", Some("short.raw"));
     let missing = tmp.path().join("missing.raw");
     let r = nwc(&[&"encode", &"--elem", &"fp8", &"--rows", &"4", &"--cols", &"10", &missing, &out]);
-    assert_invalid(&r, "does not exist", Some("missing.raw"));
+    assert_invalid(&r, "no such file or directory", Some("missing.raw"));
 }
 
 #[test]

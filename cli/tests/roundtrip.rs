@@ -66,10 +66,23 @@ fn quantized_fp8_round_trips_and_records_scales() {
         assert_eq!(s["quantized_from_bf16"], true);
         assert!(s["sha256"]["scale.bin"].is_string());
     }
-    // Re-encoding without quantization into the same directory must drop the stale scale.bin.
+    // Re-encoding into the same (non-empty) directory is refused; nothing in it changes.
     let fp8_raw = write(tmp.path(), "plain.fp8", &fp8_input(1, Dist::Fp8Quantized, shape));
-    encode_ok("fp8", 0, shape, &fp8_raw, &tmp.path().join("q0"), &[]);
-    assert!(!tmp.path().join("q0/scale.bin").exists());
+    let scale = fs::read(tmp.path().join("q0/scale.bin")).unwrap();
+    let r = nwc(&[
+        &"encode",
+        &"--elem",
+        &"fp8",
+        &"--rows",
+        &shape.rows.to_string(),
+        &"--cols",
+        &shape.cols.to_string(),
+        &fp8_raw,
+        &tmp.path().join("q0"),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("exists and is not empty"), "{}", r.stderr);
+    assert_eq!(fs::read(tmp.path().join("q0/scale.bin")).unwrap(), scale);
 }
 
 /// Writes a directory the way peer_encode.py does: its file names, its summary keys (including

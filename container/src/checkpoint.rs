@@ -3,10 +3,13 @@
 
 use crate::config::{NwcConfig, WeightEntry, CONFIG_FILE, READABLE_VERSIONS};
 use crate::error::{ContainerError, Result};
-use crate::model::{list_dir, read_safetensors, Tensor, INDEX_FILE};
+use crate::model::{list_dir, Tensor, INDEX_FILE};
+use crate::ops::writer::Piece;
+use crate::sfile::{MappedFile, TensorInfo};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
 use nwc_reference::{ElemType, EncodedMatrix, Geometry, Layout, Mode, Shape};
 use safetensors::Dtype;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -41,34 +44,45 @@ pub fn accounted_bytes(m: &EncodedMatrix) -> u64 {
 }
 
 /// Spec 17.7: the tensors of one matrix as our writer stores them: `data` with 64 more zero bytes
-/// (dl + 64, like the 0.10.1 library) and `low` with its 512-byte slack.
-pub fn matrix_tensors(id: u64, m: &EncodedMatrix) -> Vec<Tensor> {
+/// (dl + 64, like the 0.10.1 library) and `low` with its 512-byte slack. The field buffers move
+/// into the pieces (no copy); `bound` is the header bound the writer needs (see `ops::writer`).
+pub fn matrix_pieces(id: u64, m: EncodedMatrix, bound: usize) -> Vec<Piece<'static>> {
     let g = Geometry::new(m.mode, m.shape).expect("a valid matrix");
-    let mut data = m.data.clone();
-    data.resize(data.len() + TAIL_SLACK as usize, 0);
-    let mut low = m.low.clone();
-    low.resize(g.n_low as usize + RAW_SLACK as usize, 0);
+    let low_zeros = (g.n_low as usize + RAW_SLACK as usize).saturating_sub(m.low.len());
     let u32s = |v: &[u32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
-    let t = |field: &str, dtype, len: usize, data| Tensor { name: format!("nwc/{id}/{field}"), dtype, shape: vec![len], data };
+    let t = |field: &str, dtype, data: Vec<u8>, zeros: usize, width: usize| Piece {
+        name: format!("nwc/{id}/{field}"),
+        dtype,
+        shape: vec![(data.len() + zeros) / width],
+        data: Cow::Owned(data),
+        zeros,
+        bound,
+    };
     let mut out = vec![
-        t("data", Dtype::U8, data.len(), data),
-        t("bases", Dtype::I32, m.bases.len(), u32s(&m.bases)),
-        t("hdr", Dtype::U8, m.hdr.len(), m.hdr.clone()),
-        t("lut", Dtype::I32, m.lut.len(), u32s(&m.lut)),
-        t("low", Dtype::U8, low.len(), low),
+        t("data", Dtype::U8, m.data, TAIL_SLACK as usize, 1),
+        t("bases", Dtype::I32, u32s(&m.bases), 0, 4),
+        t("hdr", Dtype::U8, m.hdr, 0, 1),
+        t("lut", Dtype::I32, u32s(&m.lut), 0, 4),
+        t("low", Dtype::U8, m.low, low_zeros, 1),
     ];
     if let Some(scale) = &m.scale {
-        out.push(t("scale", Dtype::F32, scale.len(), scale.iter().flat_map(|x| x.to_le_bytes()).collect()));
+        out.push(t("scale", Dtype::F32, scale.iter().flat_map(|x| x.to_le_bytes()).collect(), 0, 4));
     }
     out
 }
 
-/// A checkpoint opened for reading: its config and all its tensors by name.
+/// Upper bound of the header entries of one matrix's stored tensors (ids up to 20 digits).
+pub fn matrix_header_bound() -> usize {
+    6 * crate::ops::writer::entry_bound("nwc/18446744073709551615/scale", 1)
+}
+
+/// A checkpoint opened for reading: its config and its safetensors files, memory-mapped.
 pub struct Checkpoint {
     pub dir: PathBuf,
     pub config: NwcConfig,
-    /// Tensor name -> (file it came from, tensor).
-    pub tensors: HashMap<String, (PathBuf, Tensor)>,
+    pub files: Vec<MappedFile>,
+    /// Tensor name -> (file index, tensor index in that file).
+    index: HashMap<String, (usize, usize)>,
     /// Order of tensors as stored (file order, then offset order).
     pub order: Vec<String>,
     /// Files other than safetensors, the config and the index.
@@ -80,6 +94,10 @@ impl Checkpoint {
     pub fn open(dir: &Path) -> Result<Checkpoint> {
         let cfg_path = dir.join(CONFIG_FILE);
         if !cfg_path.is_file() {
+            if !dir.exists() {
+                let source = std::fs::metadata(dir).err().unwrap_or_else(|| std::io::Error::other("missing"));
+                return Err(ContainerError::Io { path: dir.to_path_buf(), source });
+            }
             return Err(ContainerError::Usage(format!("{}: not an NWC checkpoint (no {CONFIG_FILE})", dir.display())));
         }
         let text = std::fs::read_to_string(&cfg_path).map_err(ContainerError::io(&cfg_path))?;
@@ -92,7 +110,7 @@ impl Checkpoint {
             });
         }
         let index_path = dir.join(INDEX_FILE);
-        let files: Vec<String> = if index_path.is_file() {
+        let names: Vec<String> = if index_path.is_file() {
             let text = std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
             let v: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
@@ -111,24 +129,49 @@ impl Checkpoint {
         } else {
             vec!["model.safetensors".into()]
         };
-        let mut tensors = HashMap::new();
+        let files = names.iter().map(|f| MappedFile::open(&dir.join(f))).collect::<Result<Vec<_>>>()?;
+        let mut index = HashMap::new();
         let mut order = Vec::new();
-        for f in &files {
-            let path = dir.join(f);
-            for t in read_safetensors(&path)?.tensors {
-                order.push(t.name.clone());
-                if let Some((first, _)) = tensors.insert(t.name.clone(), (path.clone(), t)) {
+        for (fi, f) in files.iter().enumerate() {
+            for (ti, t) in f.tensors.iter().enumerate() {
+                if let Some((first, _)) = index.insert(t.name.clone(), (fi, ti)) {
                     return Err(ContainerError::Tensor {
-                        file: path,
-                        tensor: order.pop().unwrap(),
-                        msg: format!("also stored in {}", first.display()),
+                        file: f.path.clone(),
+                        tensor: t.name.clone(),
+                        msg: format!("also stored in {}", files[first].path.display()),
                     });
                 }
+                order.push(t.name.clone());
             }
         }
         let other_files =
             list_dir(dir)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE).collect();
-        Ok(Checkpoint { dir: dir.to_path_buf(), config, tensors, order, other_files })
+        Ok(Checkpoint { dir: dir.to_path_buf(), config, files, index, order, other_files })
+    }
+
+    /// The stored tensor `name`: its file and where it is.
+    pub fn get(&self, name: &str) -> Option<(&MappedFile, &TensorInfo)> {
+        let &(fi, ti) = self.index.get(name)?;
+        Some((&self.files[fi], &self.files[fi].tensors[ti]))
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.index.contains_key(name)
+    }
+
+    /// A copy of the stored tensor `name` (small tensors, tests).
+    pub fn tensor(&self, name: &str) -> Option<Tensor> {
+        let (f, t) = self.get(name)?;
+        Some(Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() })
+    }
+
+    /// Hands the pages of matrix `id`'s stored fields back to the kernel (bounded memory).
+    pub fn release_matrix(&self, id: u64) {
+        for field in ["data", "bases", "hdr", "lut", "low", "scale"] {
+            if let Some((f, t)) = self.get(&format!("nwc/{id}/{field}")) {
+                f.release(t);
+            }
+        }
     }
 
     fn cfg_path(&self) -> PathBuf {
@@ -147,21 +190,22 @@ impl Checkpoint {
         names.join(", ")
     }
 
-    fn field(&self, id: u64, field: &str, dtypes: &[Dtype], width: usize) -> Result<(&PathBuf, &Tensor)> {
+    fn field(&self, id: u64, field: &str, dtypes: &[Dtype], width: usize) -> Result<&[u8]> {
         let name = format!("nwc/{id}/{field}");
-        let (file, t) = self.tensors.get(&name).ok_or_else(|| ContainerError::Tensor {
+        let (file, t) = self.get(&name).ok_or_else(|| ContainerError::Tensor {
             file: self.dir.join("model.safetensors"),
             tensor: name.clone(),
             msg: "missing".into(),
         })?;
-        if !dtypes.contains(&t.dtype) || t.shape.len() != 1 || t.data.len() != t.shape[0] * width {
+        if !dtypes.contains(&t.dtype) || t.shape.len() != 1 || t.len() != t.shape[0] * width {
             return Err(ContainerError::Tensor {
-                file: file.clone(),
+                file: file.path.clone(),
                 tensor: name,
                 msg: format!("dtype {:?} shape {:?}: expected a 1-D tensor of {:?}", t.dtype, t.shape, dtypes),
             });
         }
-        Ok((file, t))
+        file.populate(t);
+        Ok(file.bytes(t))
     }
 
     /// Spec 17.7: the stored fields of matrix `id`, exactly as stored (slacks and all); the
@@ -192,22 +236,17 @@ impl Checkpoint {
             return Err(ContainerError::Unsupported { file: self.cfg_path(), msg: format!("weights entry {id}: block {}", entry.block) });
         }
         let shape = Shape::new(entry.out, entry.inp);
-        let u32s = |t: &Tensor| t.data.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
+        let u32s = |t: &[u8]| t.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
         let bytes = [Dtype::U8, Dtype::I8];
         let words = [Dtype::I32, Dtype::U32];
-        let data = self.field(id, "data", &bytes, 1)?.1.data.clone();
-        let bases = u32s(self.field(id, "bases", &words, 4)?.1);
-        let hdr = self.field(id, "hdr", &bytes, 1)?.1.data.clone();
-        let lut = u32s(self.field(id, "lut", &words, 4)?.1);
-        let low = self.field(id, "low", &bytes, 1)?.1.data.clone();
+        let data = self.field(id, "data", &bytes, 1)?.to_vec();
+        let bases = u32s(self.field(id, "bases", &words, 4)?);
+        let hdr = self.field(id, "hdr", &bytes, 1)?.to_vec();
+        let lut = u32s(self.field(id, "lut", &words, 4)?);
+        let low = self.field(id, "low", &bytes, 1)?.to_vec();
         let scale = match mode.elem {
-            ElemType::Fp8E4m3 if self.tensors.contains_key(&format!("nwc/{id}/scale")) => Some(
-                self.field(id, "scale", &[Dtype::F32], 4)?
-                    .1
-                    .data
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
+            ElemType::Fp8E4m3 if self.contains(&format!("nwc/{id}/scale")) => Some(
+                self.field(id, "scale", &[Dtype::F32], 4)?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
             ),
             _ => None,
         };

@@ -87,6 +87,9 @@ pub struct Extras {
     /// The JSON content of the original `model.safetensors.index.json`, if there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub index: Option<Value>,
+    /// Spec 17.12: the exact text of the original index file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub index_text: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -94,6 +97,9 @@ pub struct FileRecord {
     pub name: String,
     #[serde(default)]
     pub metadata: Option<std::collections::BTreeMap<String, String>>,
+    /// Spec 17.12: the file's header exactly as stored (the bytes after its 8-byte length).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub header: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

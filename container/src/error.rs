@@ -14,6 +14,9 @@ pub enum ContainerError {
     /// An output could not be written (exit code 1 in the CLI): not the input's fault.
     #[error("cannot write {path}: {msg}")]
     Write { path: PathBuf, msg: String },
+    /// Spec 17.10: a file shorter than its own header says.
+    #[error("{file}: truncated: {got} of {expected} bytes")]
+    Truncated { file: PathBuf, got: u64, expected: u64 },
     #[error("{file}: not a readable safetensors file: {msg}")]
     Safetensors { file: PathBuf, msg: String },
     #[error("{file}: {msg}")]

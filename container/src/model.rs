@@ -4,7 +4,8 @@
 //! both checkpoints and decompressed models.
 
 use crate::error::{ContainerError, Result};
-use safetensors::{Dtype, SafeTensors, View};
+use crate::sfile::{MappedFile, TensorInfo};
+use safetensors::{Dtype, View};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -35,32 +36,13 @@ impl View for &Tensor {
     }
 }
 
-/// One safetensors file, read whole.
-pub struct SafetensorsFile {
-    pub name: String,
-    pub metadata: Option<BTreeMap<String, String>>,
-    /// Tensors in the order of their data offsets.
-    pub tensors: Vec<Tensor>,
-}
-
-pub fn read_safetensors(path: &Path) -> Result<SafetensorsFile> {
-    let bytes = std::fs::read(path).map_err(ContainerError::io(path))?;
-    let bad = |e: safetensors::SafeTensorError| ContainerError::Safetensors { file: path.to_path_buf(), msg: e.to_string() };
-    let (_, meta) = SafeTensors::read_metadata(&bytes).map_err(bad)?;
-    let st = SafeTensors::deserialize(&bytes).map_err(bad)?;
-    let mut tensors: Vec<(usize, Tensor)> = meta
-        .tensors()
-        .into_iter()
-        .map(|(name, info)| {
-            let view = st.tensor(&name).map_err(bad)?;
-            let t = Tensor { name, dtype: view.dtype(), shape: view.shape().to_vec(), data: view.data().to_vec() };
-            Ok((info.data_offsets.0, t))
-        })
-        .collect::<Result<_>>()?;
-    tensors.sort_by(|a, b| (a.0, &a.1.name).cmp(&(b.0, &b.1.name)));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let metadata = meta.metadata().as_ref().map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect());
-    Ok(SafetensorsFile { name, metadata, tensors: tensors.into_iter().map(|(_, t)| t).collect() })
+/// Every tensor of one safetensors file, copied into memory (small files and tests).
+pub fn read_tensors(path: &Path) -> Result<Vec<Tensor>> {
+    let f = MappedFile::open(path)?;
+    Ok(f.tensors
+        .iter()
+        .map(|t| Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() })
+        .collect())
 }
 
 /// Writes tensors as one safetensors file (to `path`, which the caller keeps inside a temporary
@@ -71,11 +53,13 @@ pub fn write_safetensors(path: &Path, tensors: &[&Tensor], metadata: Option<&BTr
         .map_err(|e| ContainerError::Write { path: path.to_path_buf(), msg: e.to_string() })
 }
 
-/// An original model as read from disk.
+/// An original model, its safetensors files memory-mapped.
 pub struct Model {
-    pub files: Vec<SafetensorsFile>,
+    pub files: Vec<MappedFile>,
     /// The index file as parsed JSON, if the model is sharded.
     pub index: Option<serde_json::Value>,
+    /// The index file's exact text (spec 17.12).
+    pub index_text: Option<String>,
     /// Other files of the folder (copied unchanged), relative names.
     pub other_files: Vec<PathBuf>,
     /// The folder (or the file's parent) the other files are relative to.
@@ -83,29 +67,32 @@ pub struct Model {
 }
 
 impl Model {
-    pub fn tensors(&self) -> impl Iterator<Item = (&SafetensorsFile, &Tensor)> {
+    pub fn tensors(&self) -> impl Iterator<Item = (&MappedFile, &TensorInfo)> {
         self.files.iter().flat_map(|f| f.tensors.iter().map(move |t| (f, t)))
     }
 }
 
-fn read_json(path: &Path) -> Result<serde_json::Value> {
+fn read_json(path: &Path) -> Result<(serde_json::Value, String)> {
     let text = std::fs::read_to_string(path).map_err(ContainerError::io(path))?;
-    serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: path.to_path_buf(), msg: format!("invalid JSON: {e}") })
+    let v =
+        serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: path.to_path_buf(), msg: format!("invalid JSON: {e}") })?;
+    Ok((v, text))
 }
 
 /// Spec 17.2: reads an original model from a `.safetensors` file or a folder.
 pub fn read_model(input: &Path) -> Result<Model> {
     if input.is_file() {
-        let file = read_safetensors(input)?;
-        return Ok(Model { files: vec![file], index: None, other_files: Vec::new(), root: PathBuf::new() });
+        let file = MappedFile::open(input)?;
+        return Ok(Model { files: vec![file], index: None, index_text: None, other_files: Vec::new(), root: PathBuf::new() });
     }
     if !input.is_dir() {
-        let source = std::io::Error::new(std::io::ErrorKind::NotFound, "neither a .safetensors file nor a folder");
+        // The OS's own wording ("No such file or directory") for a missing path.
+        let source = std::fs::metadata(input).err().unwrap_or_else(|| std::io::Error::other("neither a .safetensors file nor a folder"));
         return Err(ContainerError::Io { path: input.to_path_buf(), source });
     }
     let index_path = input.join(INDEX_FILE);
-    let (index, shard_names) = if index_path.is_file() {
-        let index = read_json(&index_path)?;
+    let (index, index_text, shard_names) = if index_path.is_file() {
+        let (index, text) = read_json(&index_path)?;
         let map = index
             .get("weight_map")
             .and_then(|m| m.as_object())
@@ -120,9 +107,9 @@ pub fn read_model(input: &Path) -> Result<Model> {
             }
         }
         names.sort();
-        (Some(index), names)
+        (Some(index), Some(text), names)
     } else {
-        (None, list_dir(input)?.into_iter().filter(|n| n.ends_with(".safetensors")).collect())
+        (None, None, list_dir(input)?.into_iter().filter(|n| n.ends_with(".safetensors")).collect())
     };
     if shard_names.is_empty() {
         return Err(ContainerError::Usage(format!("{}: no .safetensors files", input.display())));
@@ -132,12 +119,12 @@ pub fn read_model(input: &Path) -> Result<Model> {
             return Err(ContainerError::Config { file: index_path.clone(), msg: format!("shard name `{n}` is not a plain file name") });
         }
     }
-    let files = shard_names.iter().map(|n| read_safetensors(&input.join(n))).collect::<Result<Vec<_>>>()?;
+    let files = shard_names.iter().map(|n| MappedFile::open(&input.join(n))).collect::<Result<Vec<_>>>()?;
     if let Some(index) = &index {
         // Every tensor the index names must be in the file it names.
         for (tensor, file) in index["weight_map"].as_object().expect("checked").iter() {
             let f = files.iter().find(|f| Some(f.name.as_str()) == file.as_str()).expect("read above");
-            if !f.tensors.iter().any(|t| &t.name == tensor) {
+            if f.find(tensor).is_none() {
                 return Err(ContainerError::Tensor {
                     file: input.join(&f.name),
                     tensor: tensor.clone(),
@@ -147,7 +134,7 @@ pub fn read_model(input: &Path) -> Result<Model> {
         }
     }
     let other_files = list_dir(input)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE).map(PathBuf::from).collect();
-    Ok(Model { files, index, other_files, root: input.to_path_buf() })
+    Ok(Model { files, index, index_text, other_files, root: input.to_path_buf() })
 }
 
 /// Plain files of a folder, sorted (sub-folders are not part of a model).
@@ -189,7 +176,12 @@ impl StagedDir {
         }
         let name = target.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "out".into());
         let tmp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-        std::fs::create_dir_all(&tmp).map_err(ContainerError::write(&tmp))?;
+        // No missing parent folder is created silently: the parent must exist.
+        let parent = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        if !parent.is_dir() {
+            return Err(ContainerError::Usage(format!("{}: the parent folder {} does not exist", target.display(), parent.display())));
+        }
+        std::fs::create_dir(&tmp).map_err(ContainerError::write(&tmp))?;
         Ok(StagedDir { tmp, target: target.to_path_buf() })
     }
 

@@ -71,7 +71,10 @@ pub fn sharded_model(dir: &Path) -> Vec<Tensor> {
 /// All tensors of a model folder or file, sorted by name.
 pub fn all_tensors(path: &Path) -> Vec<Tensor> {
     let m = nwc_container::model::read_model(path).unwrap();
-    let mut v: Vec<Tensor> = m.tensors().map(|(_, t)| t.clone()).collect();
+    let mut v: Vec<Tensor> = m
+        .tensors()
+        .map(|(f, t)| Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() })
+        .collect();
     v.sort_by(|a, b| a.name.cmp(&b.name));
     v
 }

@@ -1,15 +1,19 @@
 //! Spec 17.3 - 17.7: original model -> NWC checkpoint.
 
-use super::convert::{fp8_to_bf16_scaled, from_bf16_words, to_bf16_words};
+use super::convert::{from_bf16_words, to_bf16_words};
+use super::writer::{entry_bound, Piece, ShardWriter};
 use super::Progress;
-use crate::checkpoint::{accounted_bytes, checkpoint_metadata, matrix_tensors};
+use crate::checkpoint::{accounted_bytes, checkpoint_metadata, matrix_header_bound, matrix_pieces};
 use crate::config::{Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, WeightEntry, CONFIG_FILE};
 use crate::error::{ContainerError, Result};
-use crate::model::{read_model, sha256_hex, write_safetensors, StagedDir, Tensor, INDEX_FILE};
+use crate::model::{read_model, sha256_hex, Model, StagedDir};
 use crate::policy::{Decision, Policy};
+use crate::sfile::{bytes_as_words, sha256_chunked, MappedFile, TensorInfo};
 use nwc_reference::{quantize_fp8, ElemType, EncodedMatrix, Layout, Mode, Shape, Weights};
 use rayon::prelude::*;
-use serde_json::{json, Map, Value};
+use safetensors::Dtype;
+use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -39,139 +43,89 @@ pub struct CompressSummary {
     pub bytes_out: u64,
 }
 
-/// One distinct matrix to encode and the tensors it stands for.
-struct Unique {
-    first: usize,
+/// One tensor of the original model and what happens to it.
+struct Item<'m> {
+    file: &'m MappedFile,
+    t: &'m TensorInfo,
     decision: Decision,
+    /// Upper bound of the checkpoint header entries of this tensor and all after it.
+    bound: usize,
+    /// Position in the original model (records keep this order, spec 17.6).
+    index: usize,
 }
 
+/// A processed tensor: its digest and, if compressed, its matrix and the digest decompression
+/// must reproduce when lossy.
+struct Done {
+    digest: String,
+    encoded: Option<EncodedMatrix>,
+    lossy_sha256: Option<String>,
+}
+
+/// Spec 17.3 - 17.7 and 17.12, streaming: tensors are read from the mapped files in original
+/// order, hashed and encoded (in parallel across the tensors of a batch and inside each matrix),
+/// and written as soon as they are done while the next batch is encoded. A batch holds at most
+/// about one largest tensor of input, so memory stays bounded by a few tensors whatever the model
+/// size.
 pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: Progress) -> Result<CompressSummary> {
     let model = read_model(input)?;
-    let staged = StagedDir::new(output, &[input])?;
-    let all: Vec<(&str, &Tensor)> = model.tensors().map(|(f, t)| (f.name.as_str(), t)).collect();
-    if let Some((_, t)) = all.iter().find(|(_, t)| t.name.starts_with("nwc/")) {
+    if let Some((_, t)) = model.tensors().find(|(_, t)| t.name.starts_with("nwc/")) {
         return Err(ContainerError::Unsupported {
             file: input.to_path_buf(),
             msg: format!("tensor `{}` uses the reserved prefix nwc/", t.name),
         });
     }
-    let digests: Vec<String> = all.par_iter().map(|(_, t)| sha256_hex(&t.data)).collect();
-
-    // Spec 17.5: tensors with identical dtype, shape and bytes (a tied embedding and lm_head)
-    // share one matrix id; ids follow the original tensor order.
-    let mut uniques: Vec<Unique> = Vec::new();
-    let mut by_key: HashMap<(String, Vec<usize>, &str), u64> = HashMap::new();
-    let mut matrix_of: Vec<Option<u64>> = vec![None; all.len()];
-    for (i, (_, t)) in all.iter().enumerate() {
-        let decision = opts.policy.decide(&t.name, t.dtype, &t.shape);
-        if decision == Decision::Copy {
-            continue;
-        }
-        let key = (format!("{:?}", t.dtype), t.shape.clone(), digests[i].as_str());
-        let id = *by_key.entry(key).or_insert_with(|| {
-            uniques.push(Unique { first: i, decision });
-            uniques.len() as u64 - 1
-        });
-        matrix_of[i] = Some(id);
-    }
-
-    let fp8 = opts.elem == ElemType::Fp8E4m3;
-    let encoded: Vec<EncodedMatrix> = uniques
-        .par_iter()
-        .map(|u| {
-            let t = all[u.first].1;
-            let m = encode_tensor(t, Mode { elem: opts.elem, layout: opts.layout })?;
-            progress(t.data.len() as u64);
-            Ok(m)
-        })
-        .collect::<Result<_>>()?;
-
-    // Records (spec 17.6), with the digest decompression must reproduce.
-    let lossy_of = |i: usize| -> Vec<String> {
-        let mut steps = Vec::new();
-        if let Some(id) = matrix_of[i] {
-            if uniques[id as usize].decision == Decision::CastBf16 {
-                steps.push("cast-bf16".to_string());
-            }
-            if fp8 {
-                steps.push("fp8".to_string());
-            }
-        }
-        steps
-    };
-    let records: Vec<TensorRecord> = all
-        .par_iter()
+    let staged = StagedDir::new(output, &[input])?;
+    let mut items: Vec<Item> = model
+        .tensors()
         .enumerate()
-        .map(|(i, (file, t))| {
-            let lossy = lossy_of(i);
-            let decoded_sha256 = if lossy.is_empty() {
-                digests[i].clone()
-            } else {
-                // Same arithmetic as decoding the stored matrix (spec 17.8).
-                let m = &encoded[matrix_of[i].expect("lossy implies compressed") as usize];
-                let words = match (&m.scale, fp8) {
-                    (Some(_), true) => {
-                        let q = nwc_fast::decode(m).map_err(|e| ContainerError::Encode { tensor: t.name.clone(), msg: e.to_string() })?;
-                        super::convert::decoded_bf16(&q)
-                    }
-                    _ => to_bf16_words(t).expect("compressed tensors convert"),
-                };
-                sha256_hex(&from_bf16_words(&words, t.dtype))
-            };
-            Ok(TensorRecord {
-                name: t.name.clone(),
-                dtype: dtype_name(t.dtype),
-                shape: t.shape.iter().map(|&d| d as u64).collect(),
-                file: file.to_string(),
-                sha256: digests[i].clone(),
-                matrix: matrix_of[i],
-                lossy,
-                decoded_sha256,
-            })
-        })
-        .collect::<Result<_>>()?;
-
-    // Spec 17.4, 17.5: weights and modules.
-    let mut weights = Vec::new();
-    let mut modules = Vec::new();
-    for (id, m) in encoded.iter().enumerate() {
-        weights.push(WeightEntry {
-            id: id as u64,
-            out: m.shape.rows,
-            inp: m.shape.cols,
-            block: 4096,
-            bytes: Some(accounted_bytes(m)),
-            elem: m.mode.elem.name().to_string(),
-            layout: u64::from(m.mode.layout.number()),
-            other: Map::new(),
-        });
-        for (_, (_, t)) in all.iter().enumerate().filter(|(i, _)| matrix_of[*i] == Some(id as u64)) {
-            modules.push(module_entry(&t.name, id as u64, &all));
-        }
+        .map(|(index, (file, t))| Item { file, t, decision: opts.policy.decide(&t.name, t.dtype, &t.shape), bound: 0, index })
+        .collect();
+    // Copied tensors of 8-byte elements go first, while the offset is still a multiple of 8
+    // (matrix fields keep only 4-byte alignment; see `State::commit`).
+    items.sort_by_key(|it| !(it.decision == Decision::Copy && it.t.dtype.bitsize() == 64));
+    // Copied tensors whose length is not a multiple of 8 are written last (see `State::commit`);
+    // every file's header bound includes them wherever they land.
+    let mut bound: usize = items.iter().filter(|it| deferred(it)).map(|it| entry_bound(&it.t.name, it.t.shape.len())).sum();
+    for it in items.iter_mut().rev() {
+        bound += if it.decision == Decision::Copy { entry_bound(&it.t.name, it.t.shape.len()) } else { matrix_header_bound() };
+        it.bound = bound;
     }
-    let bytes_nwc: u64 = weights.iter().filter_map(|w| w.bytes).sum();
-    let bytes_bf16: u64 = encoded.iter().map(|m| 2 * m.shape.rows * m.shape.cols).sum();
-    let config = NwcConfig {
-        nwc_checkpoint: Some(1),
-        library_version: u64::from(nwc_reference::FORMAT_VERSION),
-        base_model: opts.base_model.clone(),
-        weights,
-        modules,
-        bytes_nwc: Some(bytes_nwc),
-        bytes_bf16: Some(bytes_bf16),
-        nwc_rs: Some(Extras {
-            format: 1,
-            tensors: records,
-            files: model.files.iter().map(|f| FileRecord { name: f.name.clone(), metadata: f.metadata.clone() }).collect(),
-            index: model.index.clone(),
-        }),
-        other: Map::new(),
-    };
+    let largest = items.iter().map(|it| it.t.len()).max().unwrap_or(0).max(1 << 20);
+    let mut batches: Vec<&[Item]> = Vec::new();
+    let mut rest = &items[..];
+    while !rest.is_empty() {
+        let (mut n, mut size) = (0, 0);
+        while n < rest.len() && (n == 0 || size + rest[n].t.len() <= largest) {
+            size += rest[n].t.len();
+            n += 1;
+        }
+        batches.push(&rest[..n]);
+        rest = &rest[n..];
+    }
 
-    // Stored tensors: every matrix's fields, then every copied tensor unchanged.
-    let mut stored: Vec<Tensor> = encoded.iter().enumerate().flat_map(|(id, m)| matrix_tensors(id as u64, m)).collect();
-    stored.extend(all.iter().enumerate().filter(|(i, _)| matrix_of[*i].is_none()).map(|(_, (_, t))| (*t).clone()));
-    let bytes_out = write_shards(&staged.tmp, &stored, opts.shard_bytes)?;
+    let mode = Mode { elem: opts.elem, layout: opts.layout };
+    let mut writer = ShardWriter::new(&staged.tmp, opts.shard_bytes, checkpoint_metadata());
+    let mut st = State::default();
+    let mut pending: (Vec<Piece>, &[Item]) = (Vec::new(), &[]);
+    let mut tail: Vec<Piece> = Vec::new();
+    for batch in batches {
+        let (written, done) = rayon::join(
+            || write_pieces(&mut writer, &pending),
+            || batch.par_iter().map(|it| process(it, mode, progress)).collect::<Result<Vec<Done>>>(),
+        );
+        written?;
+        let done = done?;
+        pending = (st.commit(batch, done, &mut tail), batch);
+    }
+    write_pieces(&mut writer, &pending)?;
+    // Largest elements first, so that every tensor of the tail starts at a multiple of its
+    // element size too.
+    tail.sort_by_key(|p| std::cmp::Reverse(p.dtype.bitsize()));
+    write_pieces(&mut writer, &(tail, &[]))?;
+    let bytes_out = writer.finish()?;
+
+    let config = st.config(&model, opts);
     for f in &model.other_files {
         let (from, to) = (model.root.join(f), staged.tmp.join(f));
         std::fs::copy(&from, &to).map_err(ContainerError::io(&from))?;
@@ -180,30 +134,180 @@ pub fn compress(input: &Path, output: &Path, opts: &CompressOptions, progress: P
     std::fs::write(&cfg_path, config.to_json()).map_err(ContainerError::write(&cfg_path))?;
     staged.commit()?;
     Ok(CompressSummary {
-        matrices: encoded.len(),
-        tensors_compressed: matrix_of.iter().filter(|m| m.is_some()).count(),
-        tensors_copied: matrix_of.iter().filter(|m| m.is_none()).count(),
-        bytes_in: all.iter().map(|(_, t)| t.data.len() as u64).sum(),
+        matrices: config.weights.len(),
+        tensors_compressed: st.records.iter().filter(|r| r.1.matrix.is_some()).count(),
+        tensors_copied: st.records.iter().filter(|r| r.1.matrix.is_none()).count(),
+        bytes_in: items.iter().map(|it| it.t.len() as u64).sum(),
         bytes_out,
     })
 }
 
-pub fn dtype_name(d: safetensors::Dtype) -> String {
-    serde_json::to_value(d).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| format!("{d:?}"))
+/// Writes committed pieces, then hands the input pages of their tensors back to the kernel.
+fn write_pieces(writer: &mut ShardWriter, (pieces, items): &(Vec<Piece>, &[Item])) -> Result<()> {
+    for p in pieces {
+        writer.push(p)?;
+    }
+    for it in items.iter() {
+        it.file.release(it.t);
+    }
+    Ok(())
 }
 
+/// A copied tensor that would leave the following offsets unaligned.
+fn deferred(it: &Item) -> bool {
+    it.decision == Decision::Copy && it.t.len() % 8 != 0
+}
+
+fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
+    it.file.populate(it.t);
+    let bytes = it.file.bytes(it.t);
+    if it.decision == Decision::Copy {
+        return Ok(Done { digest: sha256_chunked(bytes, progress), encoded: None, lossy_sha256: None });
+    }
+    // Half of the tensor's bytes count when hashed, the other half when encoded.
+    let half = |n: u64| progress(n / 2);
+    let (digest, encoded) = rayon::join(|| sha256_chunked(bytes, &half), || encode_tensor(it.t, bytes, mode));
+    let m = encoded?;
+    progress(bytes.len() as u64 - bytes.chunks(8 << 20).map(|c| c.len() as u64 / 2).sum::<u64>());
+    let lossy_sha256 = if it.decision == Decision::Bf16 && mode.elem == ElemType::Bf16 {
+        None
+    } else {
+        // Same arithmetic as decoding the stored matrix (spec 17.8).
+        let words = match mode.elem {
+            ElemType::Fp8E4m3 => {
+                let q = nwc_fast::decode(&m).map_err(|e| ContainerError::Encode { tensor: it.t.name.clone(), msg: e.to_string() })?;
+                super::convert::decoded_bf16(&q)
+            }
+            ElemType::Bf16 => to_bf16_words(it.t.dtype, bytes).expect("compressed tensors convert"),
+        };
+        Some(sha256_hex(&from_bf16_words(&words, it.t.dtype)))
+    };
+    Ok(Done { digest, encoded: Some(m), lossy_sha256 })
+}
+
+/// What the commits have gathered: matrices, records, modules.
+#[derive(Default)]
+struct State {
+    by_key: HashMap<(String, Vec<usize>, String), u64>,
+    weights: Vec<WeightEntry>,
+    bytes_bf16: u64,
+    /// (original position, record), in processing order.
+    records: Vec<(usize, TensorRecord)>,
+    /// (tensor name, matrix id) of every compressed tensor, for the modules (spec 17.5).
+    uses: Vec<(String, u64)>,
+    names: std::collections::HashSet<String>,
+}
+
+impl State {
+    /// Spec 17.5: tensors with identical dtype, shape and bytes (a tied embedding and lm_head)
+    /// share one matrix id; ids follow the original tensor order. Returns the pieces to store.
+    ///
+    /// Stored tensors keep the offsets of 4- and 8-byte values aligned, as the safetensors library's
+    /// own layout does (readers may map I32/F32 tensors without a copy): every matrix field has a
+    /// length that keeps the next field aligned (spec 17.7 lengths are multiples of 4), and a
+    /// copied tensor whose length is not a multiple of 8 goes to `tail`, written after all others.
+    fn commit<'m>(&mut self, batch: &'m [Item], done: Vec<Done>, tail: &mut Vec<Piece<'m>>) -> Vec<Piece<'m>> {
+        let mut pieces = Vec::new();
+        for (it, d) in batch.iter().zip(done) {
+            let t = it.t;
+            self.names.insert(t.name.clone());
+            let mut lossy = Vec::new();
+            let matrix = d.encoded.map(|m| {
+                if it.decision == Decision::CastBf16 {
+                    lossy.push("cast-bf16".to_string());
+                }
+                if m.mode.elem == ElemType::Fp8E4m3 {
+                    lossy.push("fp8".to_string());
+                }
+                let key = (dtype_name(t.dtype), t.shape.clone(), d.digest.clone());
+                let next = self.weights.len() as u64;
+                let id = *self.by_key.entry(key).or_insert(next);
+                if id == next {
+                    self.weights.push(WeightEntry {
+                        id,
+                        out: m.shape.rows,
+                        inp: m.shape.cols,
+                        block: 4096,
+                        bytes: Some(accounted_bytes(&m)),
+                        elem: m.mode.elem.name().to_string(),
+                        layout: u64::from(m.mode.layout.number()),
+                        other: Map::new(),
+                    });
+                    self.bytes_bf16 += 2 * m.shape.rows * m.shape.cols;
+                    pieces.extend(matrix_pieces(id, m, it.bound));
+                }
+                self.uses.push((t.name.clone(), id));
+                id
+            });
+            if matrix.is_none() {
+                let data = Cow::Borrowed(it.file.bytes(t));
+                let to = if deferred(it) { &mut *tail } else { &mut pieces };
+                to.push(Piece { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data, zeros: 0, bound: it.bound });
+            }
+            self.records.push((
+                it.index,
+                TensorRecord {
+                    name: t.name.clone(),
+                    dtype: dtype_name(t.dtype),
+                    shape: t.shape.iter().map(|&d| d as u64).collect(),
+                    file: it.file.name.clone(),
+                    decoded_sha256: d.lossy_sha256.unwrap_or_else(|| d.digest.clone()),
+                    sha256: d.digest,
+                    matrix,
+                    lossy,
+                },
+            ));
+        }
+        pieces
+    }
+
+    /// Spec 17.4 - 17.6, 17.12: the checkpoint's nwc_config.json.
+    fn config(&self, model: &Model, opts: &CompressOptions) -> NwcConfig {
+        let modules = self.uses.iter().map(|(name, id)| module_entry(name, *id, &self.names)).collect();
+        NwcConfig {
+            nwc_checkpoint: Some(1),
+            library_version: u64::from(nwc_reference::FORMAT_VERSION),
+            base_model: opts.base_model.clone(),
+            bytes_nwc: Some(self.weights.iter().filter_map(|w| w.bytes).sum()),
+            bytes_bf16: Some(self.bytes_bf16),
+            weights: self.weights.clone(),
+            modules,
+            nwc_rs: Some(Extras {
+                format: 1,
+                tensors: {
+                    let mut r = self.records.clone();
+                    r.sort_by_key(|(i, _)| *i);
+                    r.into_iter().map(|(_, r)| r).collect()
+                },
+                files: model
+                    .files
+                    .iter()
+                    .map(|f| FileRecord { name: f.name.clone(), metadata: f.metadata.clone(), header: Some(f.header.clone()) })
+                    .collect(),
+                index: model.index.clone(),
+                index_text: model.index_text.clone(),
+            }),
+            other: Map::new(),
+        }
+    }
+}
+
+pub use crate::sfile::dtype_name;
+
 /// Encodes one tensor in `mode` with the fast encoder (spec 17.3: cast to BF16 first where the
-/// policy says so; FP8 quantizes with per-row scales, spec 11).
-fn encode_tensor(t: &Tensor, mode: Mode) -> Result<EncodedMatrix> {
+/// policy says so; FP8 quantizes with per-row scales, spec 11). BF16 input is read in place.
+fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode) -> Result<EncodedMatrix> {
     let err = |msg: String| ContainerError::Encode { tensor: t.name.clone(), msg };
-    let words = to_bf16_words(t).ok_or_else(|| err(format!("dtype {:?}", t.dtype)))?;
+    let words = match t.dtype {
+        Dtype::BF16 => bytes_as_words(bytes),
+        d => Cow::Owned(to_bf16_words(d, bytes).ok_or_else(|| err(format!("dtype {d:?}")))?),
+    };
     let shape = Shape::new(t.shape[0] as u64, t.shape[1] as u64);
     match mode.elem {
         ElemType::Bf16 => Ok(nwc_fast::encode(mode, shape, Weights::Bf16(&words)).map_err(|e| err(e.to_string()))?.matrix),
         ElemType::Fp8E4m3 => {
             let (q, scale) = quantize_fp8(&words, shape).map_err(|e| err(e.to_string()))?;
             let mut m = nwc_fast::encode(mode, shape, Weights::Fp8(&q)).map_err(|e| err(e.to_string()))?.matrix;
-            debug_assert_eq!(fp8_to_bf16_scaled(&q, Some(&scale), shape).len(), words.len());
             m.scale = Some(scale);
             Ok(m)
         }
@@ -212,11 +316,11 @@ fn encode_tensor(t: &Tensor, mode: Mode) -> Result<EncodedMatrix> {
 
 /// Spec 17.5: the module entry of a compressed tensor, from its name: `<path>.weight`; a last
 /// path component containing "embed" makes an embedding, the rest linears (with `<path>.bias` if the model has it).
-fn module_entry(name: &str, id: u64, all: &[(&str, &Tensor)]) -> ModuleEntry {
+fn module_entry(name: &str, id: u64, names: &std::collections::HashSet<String>) -> ModuleEntry {
     let path = name.strip_suffix(".weight").unwrap_or(name).to_string();
     let embedding = path.rsplit('.').next().is_some_and(|last| last.contains("embed"));
     let bias_name = format!("{path}.bias");
-    let has_bias = all.iter().any(|(_, t)| t.name == bias_name);
+    let has_bias = names.contains(&bias_name);
     let mut e = ModuleEntry {
         path,
         kind: if embedding { "embedding" } else { "linear" }.into(),
@@ -233,43 +337,4 @@ fn module_entry(name: &str, id: u64, all: &[(&str, &Tensor)]) -> ModuleEntry {
         e.bias = Some(has_bias.then_some(bias_name));
     }
     e
-}
-
-/// Spec 17.1: one `model.safetensors`, or shards `model-0000i-of-0000n.safetensors` of about
-/// `shard_bytes` each plus an index. Returns the bytes written.
-pub(crate) fn write_shards(dir: &Path, tensors: &[Tensor], shard_bytes: Option<u64>) -> Result<u64> {
-    let meta = checkpoint_metadata();
-    let mut groups: Vec<Vec<&Tensor>> = vec![Vec::new()];
-    let mut size = 0u64;
-    for t in tensors {
-        let limit = shard_bytes.unwrap_or(u64::MAX);
-        if size > 0 && size + t.data.len() as u64 > limit {
-            groups.push(Vec::new());
-            size = 0;
-        }
-        size += t.data.len() as u64;
-        groups.last_mut().expect("non-empty").push(t);
-    }
-    let mut total = 0;
-    if groups.len() == 1 {
-        let path = dir.join("model.safetensors");
-        write_safetensors(&path, &groups[0], Some(&meta))?;
-        return Ok(std::fs::metadata(&path).map_err(ContainerError::io(&path))?.len());
-    }
-    let n = groups.len();
-    let mut weight_map = Map::new();
-    for (i, g) in groups.iter().enumerate() {
-        let name = format!("model-{:05}-of-{:05}.safetensors", i + 1, n);
-        let path = dir.join(&name);
-        write_safetensors(&path, g, Some(&meta))?;
-        total += std::fs::metadata(&path).map_err(ContainerError::io(&path))?.len();
-        for t in g {
-            weight_map.insert(t.name.clone(), Value::String(name.clone()));
-        }
-    }
-    let data_bytes: u64 = tensors.iter().map(|t| t.data.len() as u64).sum();
-    let index = json!({ "metadata": { "total_size": data_bytes }, "weight_map": weight_map });
-    let path = dir.join(INDEX_FILE);
-    std::fs::write(&path, serde_json::to_string_pretty(&index).expect("json")).map_err(ContainerError::write(&path))?;
-    Ok(total)
 }

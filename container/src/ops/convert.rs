@@ -1,25 +1,20 @@
 //! Element conversions between safetensors dtypes, BF16 words and decoded matrices
 //! (spec 17.3, 17.8).
 
-use crate::model::Tensor;
 use nwc_reference::element::fp8_to_f32;
 use nwc_reference::{quantize_fp8, DecodedMatrix, Elements, Shape};
 use safetensors::Dtype;
 
 /// The tensor's values as BF16 words: BF16 as stored, F32/F16 rounded to nearest even
 /// (the lossy `cast-bf16` step). `None` for other dtypes.
-pub fn to_bf16_words(t: &Tensor) -> Option<Vec<u16>> {
+pub fn to_bf16_words(dtype: Dtype, data: &[u8]) -> Option<Vec<u16>> {
     let c2 = |c: &[u8]| [c[0], c[1]];
-    Some(match t.dtype {
-        Dtype::BF16 => t.data.chunks_exact(2).map(|c| u16::from_le_bytes(c2(c))).collect(),
-        Dtype::F32 => {
-            t.data.chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()).collect()
+    Some(match dtype {
+        Dtype::BF16 => data.chunks_exact(2).map(|c| u16::from_le_bytes(c2(c))).collect(),
+        Dtype::F32 => data.chunks_exact(4).map(|c| half::bf16::from_f32(f32::from_le_bytes([c[0], c[1], c[2], c[3]])).to_bits()).collect(),
+        Dtype::F16 => {
+            data.chunks_exact(2).map(|c| half::bf16::from_f32(half::f16::from_bits(u16::from_le_bytes(c2(c))).to_f32()).to_bits()).collect()
         }
-        Dtype::F16 => t
-            .data
-            .chunks_exact(2)
-            .map(|c| half::bf16::from_f32(half::f16::from_bits(u16::from_le_bytes(c2(c))).to_f32()).to_bits())
-            .collect(),
         _ => return None,
     })
 }
@@ -58,17 +53,14 @@ pub fn decoded_bf16(d: &DecodedMatrix) -> Vec<u16> {
 
 /// Spec 17.3: the bytes decompression must give for a tensor compressed with the given lossy
 /// steps, computed from the original tensor without encoding. Errors name the failing weight.
-pub fn expected_output(t: &Tensor, lossy: &[String]) -> Result<Vec<u8>, String> {
-    if lossy.is_empty() {
-        return Ok(t.data.clone());
-    }
-    let words = to_bf16_words(t).ok_or_else(|| format!("dtype {:?} cannot be compressed", t.dtype))?;
+pub fn expected_output(dtype: Dtype, dims: &[usize], data: &[u8], lossy: &[String]) -> Result<Vec<u8>, String> {
+    let words = to_bf16_words(dtype, data).ok_or_else(|| format!("dtype {dtype:?} cannot be compressed"))?;
     let words = if lossy.iter().any(|s| s == "fp8") {
-        let shape = Shape::new(t.shape[0] as u64, t.shape[1] as u64);
+        let shape = Shape::new(dims[0] as u64, dims[1] as u64);
         let (q, scale) = quantize_fp8(&words, shape).map_err(|e| e.to_string())?;
         fp8_to_bf16_scaled(&q, Some(&scale), shape)
     } else {
         words
     };
-    Ok(from_bf16_words(&words, t.dtype))
+    Ok(from_bf16_words(&words, dtype))
 }

@@ -1,234 +1,233 @@
-//! Spec 17.8: checkpoint -> model files, and `verify`.
+//! Spec 17.8 and 17.12: checkpoint -> the original model files, byte for byte.
+//!
+//! With our records every output file's layout is known before any tensor is decoded: the header
+//! is the original one (17.12) and gives each tensor's offset. The tensors are then produced in
+//! parallel (rayon, one tensor per task, so memory holds at most one tensor per thread) and
+//! written straight to their offsets, each checked against its recorded SHA-256 first.
 
-use super::convert::{decoded_bf16, expected_output, from_bf16_words};
+use super::convert::{decoded_bf16, from_bf16_words};
+use super::peer::{decode_all, export_peer};
 use super::Progress;
 use crate::checkpoint::Checkpoint;
-use crate::config::CONFIG_FILE;
+use crate::config::{Extras, FileRecord, TensorRecord, CONFIG_FILE};
 use crate::error::{ContainerError, Result};
-use crate::model::{read_model, sha256_hex, write_safetensors, StagedDir, Tensor, INDEX_FILE};
-use nwc_reference::DecodedMatrix;
+use crate::model::{write_safetensors, StagedDir, Tensor, INDEX_FILE};
+use crate::sfile::{header_json, hex, parse_dtype, words_as_bytes};
+use nwc_reference::Elements;
 use rayon::prelude::*;
 use safetensors::Dtype;
-use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
 
-/// The output files of a checkpoint: (file name, metadata, tensors in order).
-type OutputFiles = Vec<(String, Option<BTreeMap<String, String>>, Vec<Tensor>)>;
-
-/// Validates (spec 13, fast decoder) and decodes every matrix, in parallel.
-fn decode_all(ck: &Checkpoint, progress: Progress) -> Result<HashMap<u64, DecodedMatrix>> {
-    let entries = ck.entries()?;
-    entries
-        .par_iter()
-        .map(|e| {
-            let d = ck.decoded_matrix(e)?;
-            progress(2 * e.out * e.inp);
-            Ok((e.id, d))
-        })
-        .collect()
+/// The bytes of one produced tensor: borrowed from the checkpoint (copied tensors), decoded BF16
+/// words, or converted bytes.
+pub(super) enum Produced<'c> {
+    Stored(&'c [u8]),
+    Words(Vec<u16>),
+    Bytes(Vec<u8>),
 }
 
-fn parse_dtype(s: &str) -> Option<Dtype> {
-    serde_json::from_value(serde_json::Value::String(s.to_string())).ok()
+impl Produced<'_> {
+    pub(super) fn bytes(&self) -> std::borrow::Cow<'_, [u8]> {
+        match self {
+            Produced::Stored(b) => std::borrow::Cow::Borrowed(b),
+            Produced::Words(w) => words_as_bytes(w),
+            Produced::Bytes(b) => std::borrow::Cow::Borrowed(b),
+        }
+    }
 }
 
-/// Spec 17.8: every tensor of the model the checkpoint stands for, grouped into files.
-fn export(ck: &Checkpoint, decoded: &HashMap<u64, DecodedMatrix>) -> Result<OutputFiles> {
-    let cfg = ck.dir.join(CONFIG_FILE);
-    let bad = |tensor: &str, msg: String| ContainerError::Tensor { file: cfg.clone(), tensor: tensor.to_string(), msg };
-    let matrix = |id: u64, name: &str| decoded.get(&id).ok_or_else(|| bad(name, format!("matrix id {id} has no weights entry")));
-    let Some(extras) = &ck.config.nwc_rs else {
-        return export_peer(ck, decoded);
+fn cfg_error(ck: &Checkpoint, tensor: &str, msg: String) -> ContainerError {
+    ContainerError::Tensor { file: ck.dir.join(CONFIG_FILE), tensor: tensor.to_string(), msg }
+}
+
+/// Spec 17.8: the bytes of the tensor record `r` stands for (a copied tensor as stored, a
+/// compressed one decoded and converted to the record's dtype).
+pub(super) fn produce<'c>(ck: &'c Checkpoint, r: &TensorRecord) -> Result<Produced<'c>> {
+    let dtype = parse_dtype(&r.dtype).ok_or_else(|| cfg_error(ck, &r.name, format!("unknown dtype {}", r.dtype)))?;
+    let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
+    let Some(id) = r.matrix else {
+        let (f, t) = ck.get(&r.name).ok_or_else(|| cfg_error(ck, &r.name, "missing from the checkpoint".into()))?;
+        if t.dtype != dtype || t.shape != shape {
+            return Err(ContainerError::Tensor {
+                file: f.path.clone(),
+                tensor: r.name.clone(),
+                msg: "dtype or shape differs from nwc_config.json".into(),
+            });
+        }
+        f.populate(t);
+        return Ok(Produced::Stored(f.bytes(t)));
     };
-    let mut files: OutputFiles = extras.files.iter().map(|f| (f.name.clone(), f.metadata.clone(), Vec::new())).collect();
-    for r in &extras.tensors {
-        let dtype = parse_dtype(&r.dtype).ok_or_else(|| bad(&r.name, format!("unknown dtype {}", r.dtype)))?;
-        let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
-        let data = match r.matrix {
-            None => {
-                let (file, t) = ck.tensors.get(&r.name).ok_or_else(|| bad(&r.name, "missing from the checkpoint".into()))?;
-                if t.dtype != dtype || t.shape != shape {
-                    return Err(ContainerError::Tensor {
-                        file: file.clone(),
-                        tensor: r.name.clone(),
-                        msg: "dtype or shape differs from nwc_config.json".into(),
-                    });
-                }
-                t.data.clone()
+    if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
+        return Err(cfg_error(ck, &r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
+    }
+    let entry =
+        ck.entries()?.iter().find(|e| e.id == id).ok_or_else(|| cfg_error(ck, &r.name, format!("matrix id {id} has no weights entry")))?;
+    if shape != [entry.out as usize, entry.inp as usize] {
+        return Err(cfg_error(ck, &r.name, format!("shape {shape:?} but matrix {id} is {} x {}", entry.out, entry.inp)));
+    }
+    let d = ck.decoded_matrix(entry)?;
+    ck.release_matrix(id);
+    let words = match d.elements {
+        Elements::Bf16(w) if d.scale.is_none() => w,
+        _ => decoded_bf16(&d),
+    };
+    Ok(match dtype {
+        Dtype::BF16 => Produced::Words(words),
+        _ => Produced::Bytes(from_bf16_words(&words, dtype)),
+    })
+}
+
+/// One output file's layout: its header and each tensor's (start, end) in the data section.
+pub(super) struct FilePlan {
+    pub header: String,
+    pub offsets: HashMap<String, (usize, usize)>,
+    pub data_len: usize,
+}
+
+/// Spec 17.12: the header of output file `f`: the recorded original header, checked against the
+/// records (the same tensors with the same dtypes and shapes, contiguous offsets); without one
+/// (checkpoints written before 17.12), a compact header in record order.
+pub(super) fn plan_file(ck: &Checkpoint, f: &FileRecord, records: &[&TensorRecord]) -> Result<FilePlan> {
+    let bad = |msg: String| ContainerError::Config { file: ck.dir.join(CONFIG_FILE), msg: format!("file `{}`: {msg}", f.name) };
+    let header = match &f.header {
+        Some(h) => h.clone(),
+        None => {
+            let mut at = 0;
+            let mut entries = Vec::new();
+            let shapes: Vec<Vec<usize>> = records.iter().map(|r| r.shape.iter().map(|&d| d as usize).collect()).collect();
+            for (r, shape) in records.iter().zip(&shapes) {
+                let dtype = parse_dtype(&r.dtype).ok_or_else(|| bad(format!("unknown dtype {}", r.dtype)))?;
+                let len = shape.iter().product::<usize>() * dtype.bitsize() / 8;
+                entries.push((r.name.as_str(), dtype, shape.as_slice(), at, at + len));
+                at += len;
             }
-            Some(id) => {
-                if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
-                    return Err(bad(&r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
-                }
-                let d = matrix(id, &r.name)?;
-                if shape != [d.shape.rows as usize, d.shape.cols as usize] {
-                    return Err(bad(&r.name, format!("shape {shape:?} but matrix {id} is {}", d.shape)));
-                }
-                from_bf16_words(&decoded_bf16(d), dtype)
-            }
+            header_json(f.metadata.as_ref(), &entries)
+        }
+    };
+    let json: serde_json::Value = serde_json::from_str(&header).map_err(|e| bad(format!("recorded header is not JSON: {e}")))?;
+    let obj = json.as_object().ok_or_else(|| bad("recorded header is not an object".into()))?;
+    let mut offsets = HashMap::new();
+    for (name, v) in obj.iter().filter(|(k, _)| *k != "__metadata__") {
+        let r = records.iter().find(|r| &r.name == name).ok_or_else(|| bad(format!("header names `{name}`, which has no record")))?;
+        let off = v["data_offsets"].as_array().and_then(|a| Some((a.first()?.as_u64()? as usize, a.get(1)?.as_u64()? as usize)));
+        let same = v["dtype"].as_str() == Some(r.dtype.as_str())
+            && v["shape"].as_array().is_some_and(|s| s.iter().map(|d| d.as_u64()).eq(r.shape.iter().map(|&d| Some(d))));
+        match off {
+            Some((a, b)) if same && a <= b => offsets.insert(name.clone(), (a, b)),
+            _ => return Err(bad(format!("header entry `{name}` differs from its record"))),
         };
-        let file = files.iter_mut().find(|f| f.0 == r.file).ok_or_else(|| bad(&r.name, format!("file `{}` is not listed", r.file)))?;
-        file.2.push(Tensor { name: r.name.clone(), dtype, shape, data });
     }
-    Ok(files)
+    if offsets.len() != records.len() {
+        return Err(bad("header and records list different tensors".into()));
+    }
+    let mut spans: Vec<(usize, usize)> = offsets.values().copied().collect();
+    spans.sort();
+    let mut end = 0;
+    for (a, b) in spans {
+        if a != end {
+            return Err(bad("header offsets are not contiguous".into()));
+        }
+        end = b;
+    }
+    Ok(FilePlan { header, offsets, data_len: end })
 }
 
-/// Spec 17.8 for checkpoints without our records (the 0.10.1 library's): matrices become BF16
-/// tensors `<path>.weight` from the module list; fused groups are split by rows (`sizes`) into
-/// `<path>.<name>.weight`, their bias `nwc/fused/<path>.bias` likewise; with a tied embedding
-/// (`tie_word_embeddings` in config.json) only the embedding is written; every other tensor is
-/// copied. One `model.safetensors`.
-fn export_peer(ck: &Checkpoint, decoded: &HashMap<u64, DecodedMatrix>) -> Result<OutputFiles> {
-    let cfg = ck.dir.join(CONFIG_FILE);
-    let bad = |tensor: &str, msg: String| ContainerError::Tensor { file: cfg.clone(), tensor: tensor.to_string(), msg };
-    let tied = std::fs::read_to_string(ck.dir.join("config.json"))
-        .ok()
-        .and_then(|s| serde_json::from_str::<serde_json::Value>(&s).ok())
-        .and_then(|v| v.get("tie_word_embeddings").and_then(|b| b.as_bool()))
-        .unwrap_or(false);
-    let embedding_ids: Vec<u64> = ck.config.modules.iter().filter(|m| m.kind == "embedding").map(|m| m.weight).collect();
-    let bf16 = |words: &[u16], name: String, rows: usize, cols: usize| Tensor {
-        name,
-        dtype: Dtype::BF16,
-        shape: vec![rows, cols],
-        data: from_bf16_words(words, Dtype::BF16),
-    };
-    let mut out = Vec::new();
-    for name in &ck.order {
-        if !name.starts_with("nwc/") {
-            out.push(ck.tensors[name].1.clone());
-        }
+/// The records of each output file, in record order.
+pub(super) fn records_by_file<'x>(ck: &Checkpoint, x: &'x Extras) -> Result<Vec<(&'x FileRecord, Vec<&'x TensorRecord>)>> {
+    let mut out: Vec<_> = x.files.iter().map(|f| (f, Vec::new())).collect();
+    for r in &x.tensors {
+        let slot = out
+            .iter_mut()
+            .find(|(f, _)| f.name == r.file)
+            .ok_or_else(|| cfg_error(ck, &r.name, format!("file `{}` is not listed", r.file)))?;
+        slot.1.push(r);
     }
-    for m in &ck.config.modules {
-        let d = decoded.get(&m.weight).ok_or_else(|| bad(&m.path, format!("matrix id {} has no weights entry", m.weight)))?;
-        let (rows, cols) = (d.shape.rows as usize, d.shape.cols as usize);
-        let words = decoded_bf16(d);
-        match m.kind.as_str() {
-            "linear" if tied && embedding_ids.contains(&m.weight) => {}
-            "linear" | "embedding" => out.push(bf16(&words, format!("{}.weight", m.path), rows, cols)),
-            "fused" => {
-                let (names, sizes) = match (&m.names, &m.sizes) {
-                    (Some(n), Some(s)) if n.len() == s.len() && s.iter().sum::<u64>() == rows as u64 => (n, s),
-                    _ => return Err(bad(&m.path, "fused module: `names` and `sizes` must match the matrix rows".into())),
-                };
-                let bias = ck.tensors.get(&format!("nwc/fused/{}.bias", m.path)).map(|(_, t)| t);
-                let mut row = 0usize;
-                for (part, &size) in names.iter().zip(sizes) {
-                    let size = size as usize;
-                    out.push(bf16(&words[row * cols..(row + size) * cols], format!("{}.{part}.weight", m.path), size, cols));
-                    if let Some(b) = bias {
-                        let width = b.data.len() / rows.max(1);
-                        if b.shape != [rows] || width == 0 {
-                            return Err(bad(&m.path, "fused bias does not have one value per row".into()));
-                        }
-                        let data = b.data[row * width..(row + size) * width].to_vec();
-                        out.push(Tensor { name: format!("{}.{part}.bias", m.path), dtype: b.dtype, shape: vec![size], data });
-                    }
-                    row += size;
-                }
-            }
-            other => return Err(ContainerError::Unsupported { file: cfg.clone(), msg: format!("module kind `{other}` ({})", m.path) }),
-        }
+    Ok(out)
+}
+
+/// Writes `bytes` at `at` and returns their SHA-256. Each small chunk is hashed right before it
+/// is written, so the write copies it from the cache rather than from memory: on the 2-core VM a
+/// write from an 8 MB buffer cost 7x the system time of one from a cache-sized buffer (issue 15).
+fn write_hashed(file: &File, path: &Path, bytes: &[u8], at: u64, progress: Progress) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    let mut pos = at;
+    for chunk in bytes.chunks(256 << 10) {
+        h.update(chunk);
+        file.write_all_at(chunk, pos).map_err(ContainerError::write(path))?;
+        pos += chunk.len() as u64;
+        progress(chunk.len() as u64);
     }
-    let meta = Some([("format".to_string(), "pt".to_string())].into_iter().collect());
-    Ok(vec![("model.safetensors".into(), meta, out)])
+    Ok(hex(&h.finalize()))
+}
+
+fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progress) -> Result<()> {
+    let mut outputs: Vec<(File, PathBuf, u64, FilePlan)> = Vec::new();
+    let mut jobs: Vec<(usize, &TensorRecord)> = Vec::new();
+    for (f, records) in records_by_file(ck, x)? {
+        if f.name.contains('/') || f.name.contains('\\') || f.name.starts_with('.') || f.name == CONFIG_FILE {
+            return Err(ContainerError::Config {
+                file: ck.dir.join(CONFIG_FILE),
+                msg: format!("file name `{}` is not a plain file name", f.name),
+            });
+        }
+        let plan = plan_file(ck, f, &records)?;
+        let path = dir.join(&f.name);
+        let file = File::create(&path).map_err(ContainerError::write(&path))?;
+        let mut head = (plan.header.len() as u64).to_le_bytes().to_vec();
+        head.extend_from_slice(plan.header.as_bytes());
+        file.write_all_at(&head, 0).map_err(ContainerError::write(&path))?;
+        file.set_len((head.len() + plan.data_len) as u64).map_err(ContainerError::write(&path))?;
+        jobs.extend(records.into_iter().map(|r| (outputs.len(), r)));
+        outputs.push((file, path, head.len() as u64, plan));
+    }
+    // Largest first: the long tasks start early and the small ones fill the gaps.
+    jobs.sort_by_key(|(_, r)| std::cmp::Reverse(r.shape.iter().product::<u64>()));
+    jobs.par_iter().try_for_each(|&(o, r)| {
+        let (file, path, base, plan) = &outputs[o];
+        let produced = produce(ck, r)?;
+        let bytes = produced.bytes();
+        let (a, _) = plan.offsets[&r.name];
+        // Never hand out silently altered data (spec 17.6): a mismatch fails the whole output,
+        // which is still under its temporary name.
+        if write_hashed(file, path, &bytes, base + a as u64, progress)? != r.decoded_sha256 {
+            return Err(cfg_error(ck, &r.name, "decompressed bytes do not match the recorded SHA-256".into()));
+        }
+        if let (Produced::Stored(_), Some((f, t))) = (&produced, ck.get(&r.name)) {
+            f.release(t);
+        }
+        Ok(())
+    })?;
+    if let Some(text) = &x.index_text {
+        let path = dir.join(INDEX_FILE);
+        std::fs::write(&path, text).map_err(ContainerError::write(&path))?;
+    } else if let Some(index) = &x.index {
+        let path = dir.join(INDEX_FILE);
+        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json")).map_err(ContainerError::write(&path))?;
+    }
+    Ok(())
 }
 
 /// Spec 17.8: writes the model a checkpoint stands for into a new folder `output`.
 pub fn decompress(input: &Path, output: &Path, progress: Progress) -> Result<()> {
     let ck = Checkpoint::open(input)?;
     let staged = StagedDir::new(output, &[input])?;
-    let decoded = decode_all(&ck, progress)?;
-    let files = export(&ck, &decoded)?;
-    // Never hand out silently altered data: every tensor must match its recorded digest.
-    if let Some(x) = &ck.config.nwc_rs {
-        let by_name: HashMap<&str, &Tensor> = files.iter().flat_map(|f| f.2.iter().map(|t| (t.name.as_str(), t))).collect();
-        for r in &x.tensors {
-            if sha256_hex(&by_name[r.name.as_str()].data) != r.decoded_sha256 {
-                return Err(ContainerError::Tensor {
-                    file: ck.dir.join(CONFIG_FILE),
-                    tensor: r.name.clone(),
-                    msg: "decompressed bytes do not match the recorded SHA-256".into(),
-                });
+    match &ck.config.nwc_rs {
+        Some(x) => decompress_records(&ck, x, &staged.tmp, progress)?,
+        None => {
+            let decoded = decode_all(&ck, progress)?;
+            for (name, meta, tensors) in &export_peer(&ck, &decoded)? {
+                let refs: Vec<&Tensor> = tensors.iter().collect();
+                write_safetensors(&staged.tmp.join(name), &refs, meta.as_ref())?;
             }
         }
-    }
-    for (name, meta, tensors) in &files {
-        let refs: Vec<&Tensor> = tensors.iter().collect();
-        write_safetensors(&staged.tmp.join(name), &refs, meta.as_ref())?;
-    }
-    if let Some(index) = ck.config.nwc_rs.as_ref().and_then(|x| x.index.as_ref()) {
-        let path = staged.tmp.join(INDEX_FILE);
-        std::fs::write(&path, serde_json::to_string_pretty(index).expect("json")).map_err(ContainerError::write(&path))?;
     }
     for f in &ck.other_files {
         let from = ck.dir.join(f);
         std::fs::copy(&from, staged.tmp.join(f)).map_err(ContainerError::io(&from))?;
     }
     staged.commit()
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct VerifyReport {
-    pub matrices: usize,
-    pub tensors: usize,
-    /// Tensors compared bit for bit against the original model.
-    pub compared: usize,
-    /// One line per problem; empty means verified.
-    pub mismatches: Vec<String>,
-}
-
-/// Validates every matrix (spec 13) and checks every tensor against its recorded SHA-256; with
-/// `against`, also compares the decompressed model with the original, tensor for tensor
-/// (lossless tensors bit for bit with the original, lossy ones with what spec 17.3 says they
-/// must decode to). Invalid input is an `Err`; digest or content differences are `mismatches`.
-pub fn verify(input: &Path, against: Option<&Path>, progress: Progress) -> Result<VerifyReport> {
-    let ck = Checkpoint::open(input)?;
-    let decoded = decode_all(&ck, progress)?;
-    let files = export(&ck, &decoded)?;
-    let mut report = VerifyReport { matrices: decoded.len(), ..Default::default() };
-    let out: HashMap<&str, &Tensor> = files.iter().flat_map(|f| f.2.iter().map(|t| (t.name.as_str(), t))).collect();
-    report.tensors = out.len();
-    let records = ck.config.nwc_rs.as_ref().map(|x| &x.tensors);
-    if let Some(records) = records {
-        for r in records {
-            if sha256_hex(&out[r.name.as_str()].data) != r.decoded_sha256 {
-                report.mismatches.push(format!("{}: decoded bytes do not match the recorded SHA-256", r.name));
-            }
-        }
-    }
-    if let Some(orig) = against {
-        let model = read_model(orig)?;
-        let lossy: HashMap<&str, &Vec<String>> =
-            records.map(|rs| rs.iter().map(|r| (r.name.as_str(), &r.lossy)).collect()).unwrap_or_default();
-        let mut seen = 0;
-        for (_, t) in model.tensors() {
-            let Some(got) = out.get(t.name.as_str()) else {
-                report.mismatches.push(format!("{}: in the original, missing from the checkpoint", t.name));
-                continue;
-            };
-            seen += 1;
-            if got.dtype != t.dtype || got.shape != t.shape {
-                report
-                    .mismatches
-                    .push(format!("{}: {:?} {:?} in the original, {:?} {:?} decompressed", t.name, t.dtype, t.shape, got.dtype, got.shape));
-                continue;
-            }
-            let steps = lossy.get(t.name.as_str()).map(|v| v.as_slice()).unwrap_or(&[]);
-            let expected = expected_output(t, steps).map_err(|msg| ContainerError::Tensor {
-                file: orig.to_path_buf(),
-                tensor: t.name.clone(),
-                msg,
-            })?;
-            if got.data != expected {
-                let at = got.data.iter().zip(&expected).position(|(a, b)| a != b).unwrap_or(0);
-                report.mismatches.push(format!("{}: differs from the original at byte {at}", t.name));
-            }
-            report.compared += 1;
-        }
-        if seen != out.len() {
-            report.mismatches.push(format!("the checkpoint has {} tensors the original does not", out.len() - seen));
-        }
-    }
-    Ok(report)
 }

@@ -87,11 +87,11 @@ pub fn inspect(input: &Path) -> Result<Inspection> {
             })
         })
         .collect::<Result<Vec<_>>>()?;
-    let copied: Vec<_> = ck.tensors.iter().filter(|(n, _)| !n.starts_with("nwc/")).collect();
+    let copied: Vec<_> = ck.order.iter().filter(|n| !n.starts_with("nwc/")).filter_map(|n| ck.get(n)).collect();
     Ok(Inspection {
         matrices,
         copied_tensors: copied.len(),
-        copied_bytes: copied.iter().map(|(_, (_, t))| t.data.len() as u64).sum(),
+        copied_bytes: copied.iter().map(|(_, t)| t.len() as u64).sum(),
         library_version: ck.config.library_version,
     })
 }

@@ -4,10 +4,14 @@ mod compress;
 mod convert;
 mod export;
 mod inspect;
+mod peer;
+mod verify;
+pub mod writer;
 
 pub use compress::{compress, CompressOptions, CompressSummary};
-pub use export::{decompress, verify, VerifyReport};
+pub use export::decompress;
 pub use inspect::{inspect, Inspection, MatrixStats};
+pub use verify::{verify, FileCheck, VerifyReport};
 
 /// Called with a number of input bytes each time a piece of work completes (for progress bars).
 pub type Progress<'a> = &'a (dyn Fn(u64) + Sync);
