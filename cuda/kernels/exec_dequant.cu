@@ -12,6 +12,7 @@ __device__ __forceinline__ void exec_dq3_body(const exec_u8* __restrict__ sm, co
                                               const exec_u32* __restrict__ rows, exec_u32 nrows,
                                               exec_u16* __restrict__ out, exec_u64 ldo, exec_u32 G) {
     constexpr int R = EXEC3_R;
+    static_assert((D & (D - 1)) == 0, "stage index uses & (D - 1)");
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
     const exec_u32 CB = (K + 511u) >> 9;

@@ -49,8 +49,9 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                   (exec_u64)grp * 2 * RN * CB;
 
     // issue side: running pointers to this lane's bytes of row irg * R, tile icb
+    // Stage of the item being issued / consumed: counters modulo D (D need not be a power of 2).
     exec_u64 irg = gi, issued = 0;
-    exec_u32 icb = lo, ivalid = 0;
+    exec_u32 icb = lo, ivalid = 0, istage = 0, cstage = 0;
     const exec_u8* psm = nullptr;
     const exec_u8* pcd = nullptr;
     const exec_u32* pes = nullptr;
@@ -64,7 +65,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
     rowgroup();
     auto issue = [&]() {
         if (issued < nitems) {
-            const exec_u32 sd = st + (exec_u32)(issued & (D - 1)) * EXEC3_STAGE;
+            const exec_u32 sd = st + istage * EXEC3_STAGE;
             if (icb * 512u + lane * 16u < K16) {
 #pragma unroll
                 for (int r = 0; r < R; ++r)
@@ -85,6 +86,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
             }
         }
         ++issued;
+        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
         exec_cp_commit();
     };
 #pragma unroll
@@ -119,7 +121,8 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
             }
         }
         exec_cp_wait<D - 1>();
-        const exec_u8* sd = exec_stage + xbytes + (exec_u64)warp * (D * EXEC3_STAGE) + (j & (D - 1)) * EXEC3_STAGE;
+        const exec_u8* sd = exec_stage + xbytes + (exec_u64)warp * (D * EXEC3_STAGE) + cstage * EXEC3_STAGE;
+        cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
         if (cb == lo) b4 = __shfl_sync(EXEC_FULL, lane == 31u ? *reinterpret_cast<const exec_u32*>(sd + R * 768 + 16) : 0u, 31);
         const exec_u32 e0 = lane < valid ? *reinterpret_cast<const exec_u32*>(sd + R * 768 + lane * 4) : 0u;
         float acc[RN];

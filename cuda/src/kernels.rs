@@ -36,7 +36,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/versions.cu"),
     include_str!("../kernels/bench/probes.cu"),
     include_str!("../kernels/bench/fp8_native.cu"),
-    include_str!("../kernels/bench/exec_versions.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -87,7 +86,7 @@ pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 46] = [
+pub const PRODUCTION: [(&str, u32); 48] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -141,6 +140,8 @@ pub const PRODUCTION: [(&str, u32); 46] = [
     ("exec_tensor_n2", SMEM_OPTIN),
     ("exec_tensor_n4", SMEM_OPTIN),
     ("exec_tensor_n8", SMEM_OPTIN),
+    ("exec_tensor_step_n2", SMEM_OPTIN),
+    ("exec_tensor_step_n4", SMEM_OPTIN),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -153,7 +154,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 22] = [
+pub const BENCH: [(&str, u32); 20] = [
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
     ("bench_matvec_v1_bf16_l0_xf32", 0),
     ("bench_matvec_v1_bf16_l0_xbf16", 0),
@@ -179,9 +180,6 @@ pub const BENCH: [(&str, u32); 22] = [
     ("bench_probe_read_write", 0),
     // The uncompressed fp8 baseline.
     ("bench_fp8_native_matvec", 0),
-    // Execution layout: version 2 of the tensor-core matvec, the baseline of exec_tensor.cu.
-    ("bench_exec_tensor_step_n2", SMEM_OPTIN),
-    ("bench_exec_tensor_step_n4", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -91,7 +91,7 @@ impl GpuExecMatrix {
             (ExecActivations::Bf16 { buf, batch }, k) if !k.is_exact() => {
                 check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
                 let (xp, _g) = buf.device_ptr(s);
-                let per = if k == ExecMatvecKernel::Bounded { 64 } else { 32 };
+                let per = 64;
                 let mut col = 0usize;
                 while col < *batch {
                     let n = per.min(batch - col);
@@ -156,16 +156,22 @@ impl GpuExecMatrix {
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
+        // Measured (docs/gpu.md): the step kernel is faster up to 32 columns, the tile kernel at 64.
         #[cfg(feature = "bench")]
-        if k == ExecMatvecKernel::BoundedStep {
-            let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("bench_exec_tensor_step_n4", 4u64) };
+        let step = k == ExecMatvecKernel::Bounded && nt <= 4;
+        #[cfg(not(feature = "bench"))]
+        let step = {
+            let _ = k;
+            nt <= 4
+        };
+        if step {
+            let (name, nt) = if nt <= 2 { ("exec_tensor_step_n2", 2u64) } else { ("exec_tensor_step_n4", 4u64) };
             let warps = self.col_tiles.clamp(1, 8);
             let smem = (warps * 4 * 1600 + warps * 16 * nt * 8 * 4) as u32;
             let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem)?);
             let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
             return self.tensor_args(name, grid, 32 * warps as u32, smem, x, ncols, bias, out_bf16, y);
         }
-        let _ = k;
         let (name, nt) = match nt {
             1 => ("exec_tensor_n1", 1u64),
             2 => ("exec_tensor_n2", 2),
@@ -203,8 +209,7 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        // SAFETY: the argument list matches EXEC_MM3 (kernels/exec_tensor.cu) or EXEC_MMAS
-        // (bench); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
+        // SAFETY: the argument list matches EXEC_MM3 or EXEC_MMAS (kernels/exec_tensor.cu); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
         // values or null; shared memory within the device's opt-in limit.
         unsafe { b.launch(cfg) }?;
         Ok(())

@@ -11,15 +11,16 @@ pub enum ExecMatvecKernel {
     /// shared memory, 1, 2 or 4 columns per decode. The default.
     Exact,
     /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
-    /// activations run [`ExecMatvecKernel::Exact`]), up to 64 columns per decode.
+    /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
+    /// the tile kernel (64 columns per decode) above.
     Bounded,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
     /// [`ExecMatvecKernel::Exact`].
     Rows,
-    /// Bench: version 2 of the tensor-core matvec (one 64-column step per pipeline item).
+    /// Bench: the tile kernel of exec_tensor.cu at every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
-    BoundedStep,
+    BoundedTile,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the production one).
@@ -38,7 +39,7 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::Bounded,
         ExecMatvecKernel::Rows,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedStep,
+        ExecMatvecKernel::BoundedTile,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,7 +48,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => "bounded",
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedStep => "bounded-step",
+            ExecMatvecKernel::BoundedTile => "bounded-tile",
         }
     }
 
@@ -58,7 +59,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedStep => false,
+            ExecMatvecKernel::BoundedTile => false,
         }
     }
 }

@@ -381,6 +381,10 @@ fn main() -> Res<()> {
             jobs.push((format!("{src:<10} {name:<17} {m:>6}x{k:<5} bf16"), m, k, words, false));
         }
     }
+    if EXEC_ONLY.load(Ordering::Relaxed) {
+        let jobs = jobs.into_iter().filter(|j| !j.4).map(|(l, m, k, w, _)| (l, m, k, w)).collect();
+        return exec::run_rows(&gpu, &blas, jobs);
+    }
     let t0 = std::time::Instant::now();
     let prepared: Vec<Prepared> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs
