@@ -9,6 +9,13 @@ use nwc_reference::ParamError;
 
 /// Rows per item of the streaming kernels (EXEC3_R in the sources).
 const ITEM_ROWS: u64 = 4;
+/// [`ExecMatvecKernel::Exact`] runs the streaming kernel for one column when every resident warp
+/// gets at least this many items (4 rows x 1 tile); below, the rows kernel. Measured on the H200
+/// (docs/gpu.md, 2026-11-30): the stream kernel won with 11.6 to 144 items per warp (4096x12288,
+/// 24576x4096, 151936x4096), lost by 2-6% with 11.5 (19456x2560) and clearly with 6 or fewer
+/// (6144x4096, 4096x4096, 2560x9728, 1000x3000): its pipeline of 4 items needs several items per
+/// warp to fill, while the rows kernel's short CTAs start all loads at once.
+const STREAM_MIN_ITEMS: u64 = 10;
 
 /// One launch: kernel, grid, threads, dynamic shared memory, warps per row group.
 struct Plan {
@@ -118,7 +125,15 @@ impl GpuExecMatrix {
 
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).
     fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
-        if k == ExecMatvecKernel::Rows {
+        let rows = match k {
+            ExecMatvecKernel::Rows => true,
+            ExecMatvecKernel::Exact if left == 1 => {
+                let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
+                self.shape.rows.div_ceil(ITEM_ROWS) * self.col_tiles < STREAM_MIN_ITEMS * slots
+            }
+            _ => false,
+        };
+        if rows {
             let threads = 32 * self.col_tiles.div_ceil(2).clamp(1, 8) as u32;
             let grid = self.shape.rows.div_ceil(2).min(u64::from(u32::MAX / 2)) as u32;
             let smem = (2 * self.col_tiles * 4) as u32;

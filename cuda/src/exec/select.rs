@@ -7,9 +7,15 @@ use std::str::FromStr;
 /// The matvec kernel of an execution-layout matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExecMatvecKernel {
-    /// Spec 20.15 exact class (kernels/exec_matvec.cu): streaming 4-row items, activations in
-    /// shared memory, 1, 2 or 4 columns per decode. The default.
+    /// Spec 20.15 exact class, the default: [`ExecMatvecKernel::Stream`] for batches and for
+    /// matrices that give every resident warp at least `STREAM_MIN_ITEMS` items (its pipeline
+    /// fills), [`ExecMatvecKernel::Rows`] for one column of a smaller matrix (measured on the
+    /// H200: docs/gpu.md). Both are bit-identical, so the choice never changes a result.
     Exact,
+    /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
+    /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
+    /// columns per decode.
+    Stream,
     /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
     /// the tile kernel (64 columns per decode) above.
@@ -36,8 +42,9 @@ pub enum ExecDequantKernel {
 impl ExecMatvecKernel {
     pub const ALL: &'static [ExecMatvecKernel] = &[
         ExecMatvecKernel::Exact,
-        ExecMatvecKernel::Bounded,
+        ExecMatvecKernel::Stream,
         ExecMatvecKernel::Rows,
+        ExecMatvecKernel::Bounded,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
     ];
@@ -45,6 +52,7 @@ impl ExecMatvecKernel {
     pub fn name(self) -> &'static str {
         match self {
             ExecMatvecKernel::Exact => "exact",
+            ExecMatvecKernel::Stream => "stream",
             ExecMatvecKernel::Bounded => "bounded",
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
@@ -55,7 +63,7 @@ impl ExecMatvecKernel {
     /// True for the kernels of the exact class (bit-identical to the reference).
     pub fn is_exact(self) -> bool {
         match self {
-            ExecMatvecKernel::Exact => true,
+            ExecMatvecKernel::Exact | ExecMatvecKernel::Stream => true,
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
