@@ -166,10 +166,10 @@ class NWCLinear(nn.Module):
             y = w.matvec(x2, None)  # the kernel applies the fp8 row scales (spec 15.4)
             if self.bias is not None:
                 y = y + self.bias
+        elif w.scale is None:
+            y = F.linear(x2, w.dequant(), self.bias)
         else:
-            y = F.linear(x2, w.dequant())
-            if w.scale is not None:
-                y = (y.float() * w.scale).to(torch.bfloat16)
+            y = (F.linear(x2, w.dequant()).float() * w.scale).to(torch.bfloat16)  # spec 11.4
             if self.bias is not None:
                 y = y + self.bias
         return y.view(*lead, self.out_features)
