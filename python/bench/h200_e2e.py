@@ -178,6 +178,41 @@ def graph_rate(model, batch, steps=32, prompt=16):
     return sorted(rates)[1]
 
 
+def linear_step_rate(model, batch, reps=20):
+    """The part of a decode step NWC changes, without the framework's CPU overhead: every linear
+    layer of the model (in module order) on one token per sequence, captured as one CUDA graph;
+    returns (tokens/s if the step were only these layers, microseconds per step), median of 5."""
+    layers = [m for m in model.modules() if getattr(m, "in_features", None) and getattr(m, "out_features", None)
+              and not any(True for _ in m.children())]
+    xs = {k: torch.randn(batch, 1, k, device="cuda", dtype=torch.bfloat16) for k in {m.in_features for m in layers}}
+
+    def step():
+        for m in layers:
+            m(xs[m.in_features])
+
+    with torch.no_grad():
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                step()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            step()
+        times = []
+        for _ in range(5):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for _ in range(reps):
+                g.replay()
+            b.record()
+            b.synchronize()
+            times.append(a.elapsed_time(b) * 1e3 / reps)
+    us = sorted(times)[2]
+    return batch / (us * 1e-6), us, len(layers)
+
+
 def weight_bytes(model):
     dense = sum(p.numel() * p.element_size() for p in model.parameters())
     dense += sum(b.numel() * b.element_size() for b in model.buffers() if b.dtype == torch.bfloat16 and b.dim() == 2)
@@ -193,7 +228,13 @@ def weight_bytes(model):
 
 def measure(model, label, graphs, table):
     for b in (1, 8):
-        row = dict(model=label, batch=b, eager_tok_s=round(decode_rate(model, b), 1))
+        row = dict(model=label, batch=b)
+        try:
+            rate, us, n = linear_step_rate(model, b)
+            row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
+        except Exception as e:
+            row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+        row["eager_tok_s"] = round(decode_rate(model, b), 1)
         if graphs:
             try:
                 row["graph_tok_s"] = round(graph_rate(model, b), 1)
@@ -222,7 +263,12 @@ def part_b(args, results):
     say("nwc convert", f"{conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB; device memory in use {used / 1e9:.2f} GB")
     measure(model, "NWC f10 (batch 1 matvec, batch 8 dequant+cuBLAS)", True, table)
     nt.NWCLinear.matvec_max_batch = 8
-    row = dict(model="NWC f10 (batch 8 fused matvec)", batch=8, eager_tok_s=round(decode_rate(model, 8), 1))
+    row = dict(model="NWC f10 (batch 8 fused matvec)", batch=8)
+    try:
+        rate, us, n = linear_step_rate(model, 8)
+        row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
+    except Exception as e:
+        row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
     table.append(row)
     say(json.dumps(row))
     nt.NWCLinear.matvec_max_batch = 1
@@ -245,8 +291,15 @@ torch.cuda.synchronize()
 conv = time.time() - t
 table = []
 for b in (1, 8):
-    table.append(dict(model="0.10.1 library convert", batch=b, eager_tok_s=round(E.decode_rate(model, b), 1)))
-    print(json.dumps(table[-1]), flush=True)
+    row = dict(model="0.10.1 library convert", batch=b)
+    try:
+        rate, us, n = E.linear_step_rate(model, b)
+        row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
+    except Exception as e:
+        row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+    row["eager_tok_s"] = round(E.decode_rate(model, b), 1)
+    table.append(row)
+    print(json.dumps(row), flush=True)
 print("PEER " + json.dumps(dict(convert_s=conv, table=table)), flush=True)
 """
 

@@ -5,9 +5,13 @@
 //! the encoder's output vectors become numpy arrays without a copy.
 
 use crate::errors::{decode_error, encode_error, format_error, quantize_error, value_error};
+use numpy::{
+    IntoPyArray, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods,
+};
 use nwc_conformance::fields::{parse, RawFields, STORED_FIELDS};
-use nwc_reference::{quantize_fp8, Elements, EncodedMatrix, Encoding, Geometry, Layout, Mode, Shape, Weights};
-use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use nwc_reference::{
+    quantize_fp8, Elements, EncodedMatrix, Encoding, Geometry, Layout, Mode, Shape, Weights,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -16,7 +20,9 @@ pub fn layout_of(layout: u8) -> PyResult<Layout> {
     match layout {
         0 => Ok(Layout::Rows8),
         1 => Ok(Layout::Fragment16),
-        n => Err(value_error(format!("layout must be 0 (8-row blocks, spec 7) or 1 (16-row mma fragments, spec 8), not {n}"))),
+        n => Err(value_error(format!(
+            "layout must be 0 (8-row blocks, spec 7) or 1 (16-row mma fragments, spec 8), not {n}"
+        ))),
     }
 }
 
@@ -28,7 +34,12 @@ fn checked_geometry(py: Python<'_>, mode_code: u32, rows: u64, cols: u64) -> PyR
 
 /// Spec 3: the derived sizes of a matrix (blocks, raw plane, padded widths), for size checks.
 #[pyfunction]
-pub fn geometry<'py>(py: Python<'py>, mode_code: u32, rows: u64, cols: u64) -> PyResult<Bound<'py, PyDict>> {
+pub fn geometry<'py>(
+    py: Python<'py>,
+    mode_code: u32,
+    rows: u64,
+    cols: u64,
+) -> PyResult<Bound<'py, PyDict>> {
     let g = checked_geometry(py, mode_code, rows, cols)?;
     let d = PyDict::new(py);
     d.set_item("blocks", g.blocks)?;
@@ -41,9 +52,26 @@ pub fn geometry<'py>(py: Python<'py>, mode_code: u32, rows: u64, cols: u64) -> P
 }
 
 /// The encoder's result as a dict of numpy arrays (moved, not copied) and numbers.
-fn encoding_dict<'py>(py: Python<'py>, enc: Encoding, scale: Option<Vec<f32>>) -> PyResult<Bound<'py, PyDict>> {
-    let Encoding { matrix, exp_of_rank, stream_end, escapes } = enc;
-    let EncodedMatrix { mode, data, bases, hdr, lut, low, .. } = matrix;
+fn encoding_dict<'py>(
+    py: Python<'py>,
+    enc: Encoding,
+    scale: Option<Vec<f32>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let Encoding {
+        matrix,
+        exp_of_rank,
+        stream_end,
+        escapes,
+    } = enc;
+    let EncodedMatrix {
+        mode,
+        data,
+        bases,
+        hdr,
+        lut,
+        low,
+        ..
+    } = matrix;
     let d = PyDict::new(py);
     d.set_item("mode", mode.code())?;
     d.set_item("data", data.into_pyarray(py))?;
@@ -61,46 +89,82 @@ fn encoding_dict<'py>(py: Python<'py>, enc: Encoding, scale: Option<Vec<f32>>) -
 /// Encodes a rows x cols matrix of BF16 words (spec 4.1); with `fp8`, first quantizes it to fp8
 /// e4m3 with one scale per row (spec 11), then encodes the fp8 bytes (spec 4.5).
 #[pyfunction]
-pub fn encode_bf16<'py>(py: Python<'py>, words: PyReadonlyArray2<'py, u16>, layout: u8, fp8: bool) -> PyResult<Bound<'py, PyDict>> {
+pub fn encode_bf16<'py>(
+    py: Python<'py>,
+    words: PyReadonlyArray2<'py, u16>,
+    layout: u8,
+    fp8: bool,
+) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout_of(layout)?;
     let (rows, cols) = (words.shape()[0] as u64, words.shape()[1] as u64);
     let shape = Shape::new(rows, cols);
-    let slice = words.as_slice().map_err(|_| value_error("the weights must be C-contiguous"))?;
+    let slice = words
+        .as_slice()
+        .map_err(|_| value_error("the weights must be C-contiguous"))?;
     let result = py.allow_threads(|| {
         if !fp8 {
-            let mode = Mode { elem: nwc_reference::ElemType::Bf16, layout };
+            let mode = Mode {
+                elem: nwc_reference::ElemType::Bf16,
+                layout,
+            };
             return Ok(nwc_fast::encode(mode, shape, Weights::Bf16(slice)).map(|e| (e, None)));
         }
         let (bytes, scales) = quantize_fp8(slice, shape)?;
-        let mode = Mode { elem: nwc_reference::ElemType::Fp8E4m3, layout };
+        let mode = Mode {
+            elem: nwc_reference::ElemType::Fp8E4m3,
+            layout,
+        };
         Ok(nwc_fast::encode(mode, shape, Weights::Fp8(&bytes)).map(|e| (e, Some(scales))))
     });
-    let (enc, scale) = result.map_err(|e| quantize_error(py, &e))?.map_err(|e| encode_error(py, &e))?;
+    let (enc, scale) = result
+        .map_err(|e| quantize_error(py, &e))?
+        .map_err(|e| encode_error(py, &e))?;
     encoding_dict(py, enc, scale)
 }
 
 /// Encodes a rows x cols matrix of fp8 e4m3fn bytes as they are, without scales (spec 4.5).
 #[pyfunction]
-pub fn encode_fp8<'py>(py: Python<'py>, bytes: PyReadonlyArray2<'py, u8>, layout: u8) -> PyResult<Bound<'py, PyDict>> {
+pub fn encode_fp8<'py>(
+    py: Python<'py>,
+    bytes: PyReadonlyArray2<'py, u8>,
+    layout: u8,
+) -> PyResult<Bound<'py, PyDict>> {
     let layout = layout_of(layout)?;
     let shape = Shape::new(bytes.shape()[0] as u64, bytes.shape()[1] as u64);
-    let slice = bytes.as_slice().map_err(|_| value_error("the weights must be C-contiguous"))?;
-    let mode = Mode { elem: nwc_reference::ElemType::Fp8E4m3, layout };
-    let enc = py.allow_threads(|| nwc_fast::encode(mode, shape, Weights::Fp8(slice))).map_err(|e| encode_error(py, &e))?;
+    let slice = bytes
+        .as_slice()
+        .map_err(|_| value_error("the weights must be C-contiguous"))?;
+    let mode = Mode {
+        elem: nwc_reference::ElemType::Fp8E4m3,
+        layout,
+    };
+    let enc = py
+        .allow_threads(|| nwc_fast::encode(mode, shape, Weights::Fp8(slice)))
+        .map_err(|e| encode_error(py, &e))?;
     encoding_dict(py, enc, None)
 }
 
 /// The stored fields as the reference's EncodedMatrix: rules 13.1, 13.2 and the byte-level part
 /// of 13.3 are checked here (a missing field counts as empty and fails its size rule).
-fn matrix_of(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Bound<'_, PyDict>) -> PyResult<EncodedMatrix> {
+fn matrix_of(
+    py: Python<'_>,
+    mode_code: u32,
+    rows: u64,
+    cols: u64,
+    fields: &Bound<'_, PyDict>,
+) -> PyResult<EncodedMatrix> {
     let mut raw = RawFields::new();
     for name in STORED_FIELDS {
         if let Some(v) = fields.get_item(name)? {
             if v.is_none() {
                 continue;
             }
-            let arr: PyReadonlyArray1<u8> = v.extract().map_err(|_| value_error(format!("field `{name}` must be a 1-D uint8 array")))?;
-            let bytes = arr.as_slice().map_err(|_| value_error(format!("field `{name}` must be contiguous")))?;
+            let arr: PyReadonlyArray1<u8> = v
+                .extract()
+                .map_err(|_| value_error(format!("field `{name}` must be a 1-D uint8 array")))?;
+            let bytes = arr
+                .as_slice()
+                .map_err(|_| value_error(format!("field `{name}` must be contiguous")))?;
             raw.insert(name.to_owned(), bytes.to_vec());
         }
     }
@@ -109,9 +173,16 @@ fn matrix_of(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Boun
 
 /// Checks every validity rule of spec 13 (the whole stream is decoded, spec 13.21).
 #[pyfunction]
-pub fn validate(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Bound<'_, PyDict>) -> PyResult<()> {
+pub fn validate(
+    py: Python<'_>,
+    mode_code: u32,
+    rows: u64,
+    cols: u64,
+    fields: &Bound<'_, PyDict>,
+) -> PyResult<()> {
     let m = matrix_of(py, mode_code, rows, cols, fields)?;
-    py.allow_threads(|| nwc_fast::decode(&m)).map_err(|e| decode_error(py, &e))?;
+    py.allow_threads(|| nwc_fast::decode(&m))
+        .map_err(|e| decode_error(py, &e))?;
     Ok(())
 }
 
@@ -126,7 +197,9 @@ pub fn decode<'py>(
     fields: &Bound<'py, PyDict>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
     let m = matrix_of(py, mode_code, rows, cols, fields)?;
-    let d = py.allow_threads(|| nwc_fast::decode(&m)).map_err(|e| decode_error(py, &e))?;
+    let d = py
+        .allow_threads(|| nwc_fast::decode(&m))
+        .map_err(|e| decode_error(py, &e))?;
     let dims = [rows as usize, cols as usize];
     let weights = match d.elements {
         Elements::Bf16(w) => w.into_pyarray(py).reshape(dims)?.into_any(),

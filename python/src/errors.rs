@@ -24,11 +24,14 @@ fn field_and_offset(e: &FormatError) -> (&'static str, Option<u64>) {
         LaneOverlong { block, lane, .. } => ("hdr", Some(32 * block + *lane as u64)),
         RankTable { .. } => ("lut", None),
         LutMismatch { entry, .. } => ("lut", Some(4 * *entry as u64)),
-        LaneTruncated { offset, .. } | StreamPadding { offset, .. } | Fp8Rank { offset, .. } | Bf16Escape { offset, .. } => {
-            ("data", Some(*offset))
-        }
+        LaneTruncated { offset, .. }
+        | StreamPadding { offset, .. }
+        | Fp8Rank { offset, .. }
+        | Bf16Escape { offset, .. } => ("data", Some(*offset)),
         FillerCode { .. } => ("data", None),
-        Fp8Nibble { offset, .. } | Fp8Nan { offset, .. } | RawPadding { offset, .. } => ("low", Some(*offset)),
+        Fp8Nibble { offset, .. } | Fp8Nan { offset, .. } | RawPadding { offset, .. } => {
+            ("low", Some(*offset))
+        }
         ScaleValue { row, .. } => ("scale", Some(4 * row)),
         // FormatError may grow variants; the rule name still comes from the error itself.
         _ => ("", None),
@@ -41,7 +44,12 @@ fn errors_module(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
 
 /// Builds `nwc.FormatError` (the subclass for its rule) for a broken validity rule of spec 13.
 /// `context` adds attributes (e.g. `file`, `matrix`) and is prefixed to the message.
-pub fn format_error(py: Python<'_>, e: &FormatError, context: Option<&Bound<'_, PyDict>>, prefix: &str) -> PyErr {
+pub fn format_error(
+    py: Python<'_>,
+    e: &FormatError,
+    context: Option<&Bound<'_, PyDict>>,
+    prefix: &str,
+) -> PyErr {
     let (field, offset) = field_and_offset(e);
     let build = || -> PyResult<PyErr> {
         let kwargs = PyDict::new(py);
@@ -52,7 +60,9 @@ pub fn format_error(py: Python<'_>, e: &FormatError, context: Option<&Bound<'_, 
         if let Some(c) = context {
             kwargs.update(c.as_mapping())?;
         }
-        let err = errors_module(py)?.getattr("format_error")?.call((format!("{prefix}{e}"),), Some(&kwargs))?;
+        let err = errors_module(py)?
+            .getattr("format_error")?
+            .call((format!("{prefix}{e}"),), Some(&kwargs))?;
         Ok(PyErr::from_value(err))
     };
     build().unwrap_or_else(|err| err)
@@ -61,7 +71,10 @@ pub fn format_error(py: Python<'_>, e: &FormatError, context: Option<&Bound<'_, 
 /// An error class of nwc.errors by name, raised with `message`.
 fn named(py: Python<'_>, class: &str, message: String) -> PyErr {
     match errors_module(py).and_then(|m| m.getattr(class)) {
-        Ok(cls) => PyErr::from_type(cls.downcast_into().expect("nwc.errors classes are types"), message),
+        Ok(cls) => PyErr::from_type(
+            cls.downcast_into().expect("nwc.errors classes are types"),
+            message,
+        ),
         Err(e) => e,
     }
 }
@@ -89,7 +102,12 @@ pub fn quantize_error(py: Python<'_>, e: &QuantizeError) -> PyErr {
 /// call a UsageError, an I/O failure an OSError, anything else about the files a CheckpointError.
 pub fn container_error(py: Python<'_>, e: ContainerError) -> PyErr {
     match &e {
-        ContainerError::Matrix { file, id, names, source } => match source {
+        ContainerError::Matrix {
+            file,
+            id,
+            names,
+            source,
+        } => match source {
             DecodeError::Format(f) => {
                 let ctx = PyDict::new(py);
                 let filled = ctx
@@ -99,12 +117,19 @@ pub fn container_error(py: Python<'_>, e: ContainerError) -> PyErr {
                 if let Err(err) = filled {
                     return err;
                 }
-                format_error(py, f, Some(&ctx), &format!("{}: matrix `nwc/{id}` ({names}): ", file.display()))
+                format_error(
+                    py,
+                    f,
+                    Some(&ctx),
+                    &format!("{}: matrix `nwc/{id}` ({names}): ", file.display()),
+                )
             }
             _ => named(py, "LimitError", e.to_string()),
         },
         ContainerError::Usage(_) => named(py, "UsageError", e.to_string()),
-        ContainerError::Io { .. } | ContainerError::Write { .. } => PyOSError::new_err(e.to_string()),
+        ContainerError::Io { .. } | ContainerError::Write { .. } => {
+            PyOSError::new_err(e.to_string())
+        }
         _ => named(py, "CheckpointError", e.to_string()),
     }
 }

@@ -14,9 +14,9 @@
 use crate::errors::{decode_error, gpu_error, value_error};
 use cudarc::driver::sys::{CUevent_flags, CUevent_wait_flags, CUstream};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
+use numpy::PyReadonlyArray1;
 use nwc_conformance::fields::{parse, RawFields, STORED_FIELDS};
 use nwc_cuda::{DeviceActivations, Gpu, GpuMatrix};
-use numpy::PyReadonlyArray1;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::HashMap;
@@ -58,14 +58,22 @@ fn join_of(gpu: &Arc<Gpu>, device: usize) -> PyResult<Arc<Join>> {
     }
     let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
     let new = |_| gpu.ctx.new_event(flags).map_err(|e| gpu_error(e.into()));
-    let j = Arc::new(Join { before: new(0)?, after: new(1)? });
+    let j = Arc::new(Join {
+        before: new(0)?,
+        after: new(1)?,
+    });
     map.insert(device, j.clone());
     Ok(j)
 }
 
 /// Runs `work` on nwc-cuda's stream, ordered after everything issued so far on `torch_stream`
 /// and before anything issued on it later.
-fn joined<T>(gpu: &Arc<Gpu>, device: usize, torch_stream: usize, work: impl FnOnce(&Arc<CudaStream>) -> PyResult<T>) -> PyResult<T> {
+fn joined<T>(
+    gpu: &Arc<Gpu>,
+    device: usize,
+    torch_stream: usize,
+    work: impl FnOnce(&Arc<CudaStream>) -> PyResult<T>,
+) -> PyResult<T> {
     let j = join_of(gpu, device)?;
     let theirs = torch_stream as CUstream;
     let ours = gpu.stream.cu_stream();
@@ -76,15 +84,29 @@ fn joined<T>(gpu: &Arc<Gpu>, device: usize, torch_stream: usize, work: impl FnOn
     // handle in the same primary context (the caller passes torch.cuda.current_stream()), `ours`
     // is the Gpu's stream, which lives as long as the Gpu.
     unsafe {
-        driver(cudarc::driver::result::event::record(j.before.cu_event(), theirs))?;
-        driver(cudarc::driver::result::stream::wait_event(ours, j.before.cu_event(), wait))?;
+        driver(cudarc::driver::result::event::record(
+            j.before.cu_event(),
+            theirs,
+        ))?;
+        driver(cudarc::driver::result::stream::wait_event(
+            ours,
+            j.before.cu_event(),
+            wait,
+        ))?;
     }
     let out = work(&gpu.stream);
     // SAFETY: as above. Joined back even when the launch failed, so torch's stream never runs
     // ahead of work that was issued.
     unsafe {
-        driver(cudarc::driver::result::event::record(j.after.cu_event(), ours))?;
-        driver(cudarc::driver::result::stream::wait_event(theirs, j.after.cu_event(), wait))?;
+        driver(cudarc::driver::result::event::record(
+            j.after.cu_event(),
+            ours,
+        ))?;
+        driver(cudarc::driver::result::stream::wait_event(
+            theirs,
+            j.after.cu_event(),
+            wait,
+        ))?;
     }
     out
 }
@@ -93,20 +115,33 @@ fn joined<T>(gpu: &Arc<Gpu>, device: usize, torch_stream: usize, work: impl FnOn
 impl CudaMatrix {
     /// Validates the stored fields (every rule of spec 13) and uploads them to `device`.
     #[new]
-    fn new(py: Python<'_>, device: usize, mode_code: u32, rows: u64, cols: u64, fields: &Bound<'_, PyDict>) -> PyResult<CudaMatrix> {
+    fn new(
+        py: Python<'_>,
+        device: usize,
+        mode_code: u32,
+        rows: u64,
+        cols: u64,
+        fields: &Bound<'_, PyDict>,
+    ) -> PyResult<CudaMatrix> {
         let mut raw = RawFields::new();
         for name in STORED_FIELDS {
             if let Some(v) = fields.get_item(name)? {
                 if v.is_none() {
                     continue;
                 }
-                let arr: PyReadonlyArray1<u8> = v.extract().map_err(|_| value_error(format!("field `{name}` must be a 1-D uint8 array")))?;
-                let bytes = arr.as_slice().map_err(|_| value_error(format!("field `{name}` must be contiguous")))?;
+                let arr: PyReadonlyArray1<u8> = v.extract().map_err(|_| {
+                    value_error(format!("field `{name}` must be a 1-D uint8 array"))
+                })?;
+                let bytes = arr
+                    .as_slice()
+                    .map_err(|_| value_error(format!("field `{name}` must be contiguous")))?;
                 raw.insert(name.to_owned(), bytes.to_vec());
             }
         }
-        let em = parse(mode_code, rows, cols, &raw).map_err(|e| crate::errors::format_error(py, &e, None, ""))?;
-        let g = nwc_reference::Geometry::new(em.mode, em.shape).map_err(|e| crate::errors::format_error(py, &e, None, ""))?;
+        let em = parse(mode_code, rows, cols, &raw)
+            .map_err(|e| crate::errors::format_error(py, &e, None, ""))?;
+        let g = nwc_reference::Geometry::new(em.mode, em.shape)
+            .map_err(|e| crate::errors::format_error(py, &e, None, ""))?;
         let m = py
             .allow_threads(|| {
                 let gpu = Gpu::get(device)?;
@@ -117,7 +152,15 @@ impl CudaMatrix {
                 other => gpu_error(other),
             })?;
         let stored_bytes = m.stored_bytes;
-        Ok(CudaMatrix { m, device, rows, cols, k16: g.k16, kp: g.kp, stored_bytes })
+        Ok(CudaMatrix {
+            m,
+            device,
+            rows,
+            cols,
+            k16: g.k16,
+            kp: g.kp,
+            stored_bytes,
+        })
     }
 
     /// Spec 15.4, in the canonical accumulation order (bit-exact with the reference):
@@ -135,7 +178,11 @@ impl CudaMatrix {
             // in torch's caching allocator until torch's stream, which waits for this work, reuses
             // them. Each lent slice is taken back with `leak` so nwc-cuda never frees torch memory.
             unsafe {
-                let act = DeviceActivations::Bf16 { buf: s.upgrade_device_ptr::<u16>(x, batch * kp), batch, kp };
+                let act = DeviceActivations::Bf16 {
+                    buf: s.upgrade_device_ptr::<u16>(x, batch * kp),
+                    batch,
+                    kp,
+                };
                 let mut ys = s.upgrade_device_ptr::<u16>(y, batch * rows);
                 let bs = (bias != 0).then(|| s.upgrade_device_ptr::<f32>(bias, rows));
                 let r = self.m.matvec_into_bf16(&act, bs.as_ref(), &mut ys);

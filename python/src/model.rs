@@ -23,7 +23,11 @@ struct Reporter {
 
 impl Reporter {
     fn new(callback: Option<Py<PyAny>>) -> Reporter {
-        Reporter { callback, done: AtomicU64::new(0), error: Mutex::new(None) }
+        Reporter {
+            callback,
+            done: AtomicU64::new(0),
+            error: Mutex::new(None),
+        }
     }
 
     fn report(&self, bytes: u64) {
@@ -46,10 +50,19 @@ impl Reporter {
 }
 
 /// Runs `work` on a pool of `threads` workers (all cores when None), without the GIL.
-fn pooled<T: Send>(py: Python<'_>, threads: Option<usize>, work: impl FnOnce() -> T + Send) -> PyResult<T> {
+fn pooled<T: Send>(
+    py: Python<'_>,
+    threads: Option<usize>,
+    work: impl FnOnce() -> T + Send,
+) -> PyResult<T> {
     let pool = match threads {
         Some(0) => return Err(value_error("threads must be at least 1")),
-        Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| value_error(e.to_string()))?),
+        Some(n) => Some(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .build()
+                .map_err(|e| value_error(e.to_string()))?,
+        ),
         None => None,
     };
     Ok(py.allow_threads(|| match pool {
@@ -79,17 +92,27 @@ pub fn compress<'py>(
     let elem = match elem {
         "bf16" => ElemType::Bf16,
         "fp8" => ElemType::Fp8E4m3,
-        other => return Err(value_error(format!("elem must be \"bf16\" (lossless) or \"fp8\" (spec 11, lossy), not {other:?}"))),
+        other => {
+            return Err(value_error(format!(
+                "elem must be \"bf16\" (lossless) or \"fp8\" (spec 11, lossy), not {other:?}"
+            )))
+        }
     };
     let opts = CompressOptions {
-        policy: Policy { include, exclude, cast_bf16 },
+        policy: Policy {
+            include,
+            exclude,
+            cast_bf16,
+        },
         elem,
         layout: layout_of(layout)?,
         shard_bytes: shard_size_mb.map(|mb| mb.max(1) * 1_000_000),
         base_model: None,
     };
     let reporter = Reporter::new(progress);
-    let result = pooled(py, threads, || nwc_container::compress(&src, &dst, &opts, &|n| reporter.report(n)))?;
+    let result = pooled(py, threads, || {
+        nwc_container::compress(&src, &dst, &opts, &|n| reporter.report(n))
+    })?;
     reporter.finish()?;
     let s = result.map_err(|e| container_error(py, e))?;
     let d = PyDict::new(py);
@@ -104,9 +127,17 @@ pub fn compress<'py>(
 /// Spec 17.7: checkpoint -> the original model files, tensor for tensor, in a new folder.
 #[pyfunction]
 #[pyo3(signature = (src, dst, threads, progress))]
-pub fn decompress(py: Python<'_>, src: PathBuf, dst: PathBuf, threads: Option<usize>, progress: Option<Py<PyAny>>) -> PyResult<()> {
+pub fn decompress(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<()> {
     let reporter = Reporter::new(progress);
-    let result = pooled(py, threads, || nwc_container::decompress(&src, &dst, &|n| reporter.report(n)))?;
+    let result = pooled(py, threads, || {
+        nwc_container::decompress(&src, &dst, &|n| reporter.report(n))
+    })?;
     reporter.finish()?;
     result.map_err(|e| container_error(py, e))
 }
@@ -124,7 +155,9 @@ pub fn verify<'py>(
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
     let reporter = Reporter::new(progress);
-    let result = pooled(py, threads, || nwc_container::verify(&src, against.as_deref(), &|n| reporter.report(n)))?;
+    let result = pooled(py, threads, || {
+        nwc_container::verify(&src, against.as_deref(), &|n| reporter.report(n))
+    })?;
     reporter.finish()?;
     let r = result.map_err(|e| container_error(py, e))?;
     let d = PyDict::new(py);
@@ -138,8 +171,13 @@ pub fn verify<'py>(
 /// One row per compressed matrix (id, tensors, rows, cols, elem, layout, bytes, ratio,
 /// entropy_bits, escapes), plus the checkpoint's totals.
 #[pyfunction]
-pub fn inspect<'py>(py: Python<'py>, src: PathBuf) -> PyResult<(Vec<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
-    let ins = py.allow_threads(|| nwc_container::inspect(&src)).map_err(|e| container_error(py, e))?;
+pub fn inspect<'py>(
+    py: Python<'py>,
+    src: PathBuf,
+) -> PyResult<(Vec<Bound<'py, PyDict>>, Bound<'py, PyDict>)> {
+    let ins = py
+        .allow_threads(|| nwc_container::inspect(&src))
+        .map_err(|e| container_error(py, e))?;
     let mut rows = Vec::with_capacity(ins.matrices.len());
     for m in &ins.matrices {
         let d = PyDict::new(py);

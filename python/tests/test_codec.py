@@ -147,3 +147,24 @@ def test_the_gil_is_released_while_encoding():
     for t in threads:
         t.join()
     assert results == [expected, expected]
+
+
+def test_directories_interoperate_with_the_nwc_command(tmp_path):
+    """`nwc encode` output loads here, and `nwc info` accepts what Matrix.save writes."""
+    import subprocess
+
+    from conftest import ROOT
+
+    cli = ROOT / "target" / "debug" / "nwc"
+    if not cli.exists():
+        pytest.skip("skipped: target/debug/nwc is not built (scripts/test-all.sh builds it first)")
+    w = bf16_weights(24, 600, seed=9)
+    (tmp_path / "w.raw").write_bytes(w.tobytes())
+    subprocess.run([cli, "encode", "--elem", "bf16", "--layout", "1", "--rows", "24", "--cols", "600",
+                    tmp_path / "w.raw", tmp_path / "cli"], check=True, capture_output=True)
+    m = nwc.Matrix.load(tmp_path / "cli")
+    assert m.mode_code == 16 and m.escapes == nwc.encode(w, "bf16", 1).escapes
+    np.testing.assert_array_equal(nwc.decode(m), w)
+    nwc.encode(w, "fp8", 0).save(tmp_path / "py")
+    info = subprocess.run([cli, "info", tmp_path / "py"], check=True, capture_output=True, text=True).stdout
+    assert "valid" in info and "all 7 recorded files match" in info
