@@ -325,6 +325,7 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
         m = Matrix(elem, layout, (int(entry["out"]), int(entry["in"])), fields)
         return CudaWeight(m, dev)
 
+    emb_path, head_path = _tied(model)  # before any module is replaced
     entries = {e["id"]: e for e in config["weights"]}
     with ThreadPoolExecutor(max_workers=threads or min(16, os.cpu_count() or 1)) as pool:
         weights = dict(zip(entries, pool.map(weight, entries.values())))
@@ -346,6 +347,11 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
                 start += int(size)
         else:
             raise ValueError(f"nwc_config.json: module kind {kind!r} of {path} is unsupported (spec 17.5)")
+    if emb_path and head_path and f"{head_path}.weight" not in replaced and f"{emb_path}.weight" in replaced:
+        # A tied head saved without its own tensor (spec 17.8): it is the embedding's matrix.
+        head = model.get_submodule(head_path)
+        _set(model, head_path, NWCLinear(model.get_submodule(emb_path).weight_nwc, head.bias))
+        replaced.add(f"{head_path}.weight")
     state = {k: torch.as_tensor(tensor(k)) for k in where if not k.startswith("nwc/") and k not in replaced}
     result = model.load_state_dict(state, strict=False)
     unexpected = [k for k in result.unexpected_keys]

@@ -106,3 +106,22 @@ def test_a_corrupt_matrix_never_reaches_the_device():
     m.bases[0] = 8
     with pytest.raises(nwc.errors.OffsetFirstNonzeroError):
         nt.CudaWeight(m, "cuda")
+
+
+def test_load_checkpoint_of_a_tiny_llama(tmp_path):
+    transformers = pytest.importorskip("transformers", reason="skipped: transformers is not installed")
+    cfg = transformers.LlamaConfig(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                                   num_key_value_heads=2, vocab_size=512, tie_word_embeddings=True)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        ref = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
+    ref.save_pretrained(tmp_path / "model")
+    nwc.compress(tmp_path / "model", tmp_path / "ck")
+    model = nt.load_checkpoint(tmp_path / "ck").eval()
+    assert isinstance(model.lm_head, nt.NWCLinear) and isinstance(model.model.embed_tokens, nt.NWCEmbedding)
+    assert model.lm_head.weight_nwc is model.model.embed_tokens.weight_nwc
+    ids = torch.tensor([[1, 7, 300, 2]], device="cuda")
+    with torch.no_grad():
+        a, b = ref(ids).logits.float(), model(ids).logits.float()
+    assert (a.argmax(-1) == b.argmax(-1)).float().mean() > 0.7
+    torch.testing.assert_close(b, a, rtol=0.05, atol=0.05)
