@@ -3,16 +3,19 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|bench|ncu|ceiling]
-#   check  GPU conformance (corpus + random sweep; layout 0 with kernel versions 7 and 6, layout 1
-#          with version 9: exact dequant, bounded matvec checked against spec 19.4), the ignored
-#          device tests, compute-sanitizer memcheck and racecheck, and `nwc-gpu-bench --batch`.
-#   bench  conformance with version 7, then `nwc-gpu-bench --real .device-bin/minilm.bf16`
-#          (cuBLAS, versions 1, 6, 7, layout 1 version 9, the fp8 baseline) and the 0.10.1
-#          library's peer_bench.py in the same call.
-#   ncu    Nsight Compute on one launch of each version (`nwc-gpu-bench --profile`, 6144x4096).
-#   ceiling  where version 7's time goes (`nwc-gpu-bench --ceiling`: stage probes, memory floor,
-#          time against the number of blocks).
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling]
+#   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
+#          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
+#          matvec on layout 1 checked against spec 19.4), the ignored device tests,
+#          compute-sanitizer memcheck and racecheck, and `nwc-gpu-bench --batch`.
+#   verify a short check after a refactor: conformance (corpus + sweep), device tests, memcheck on
+#          a small sweep, and the batch-1 bench of the production kernels (`--quick --production`).
+#   bench  conformance, then `nwc-gpu-bench --real .device-bin/minilm.bf16` (cuBLAS, the exact,
+#          staged and codewise matvecs, the bounded matvec on layout 1, the fp8 baseline) and the
+#          0.10.1 library's peer_bench.py in the same call.
+#   ncu    Nsight Compute on one launch of each kernel (`nwc-gpu-bench --profile`, 6144x4096).
+#   ceiling  where the exact matvec's time goes (`nwc-gpu-bench --ceiling`: stage probes, memory
+#          floor, time against the number of blocks).
 set -uo pipefail
 B=.device-bin
 OUT=${OUT:-/tmp/out}
@@ -24,33 +27,41 @@ part=${2:-check}
 export LD_LIBRARY_PATH=$(echo "${LD_LIBRARY_PATH:-}" | tr ":" "\n" | grep -v stubs | paste -sd: -)
 t0=$(date +%s)
 step() { echo "== $1 (t=$(( $(date +%s) - t0 )) s)"; }
+# Per-vector PASS/SKIPPED lines are left out; the first 5 failures are shown with their details.
 conform() {
-  for v in "$@"; do
-    step "conformance (layout 0: kernel version $v; layout 1: version 9)"
-    NWC_KERNEL=$v timeout 90 $B/nwc-conform-gpu --vectors vectors --sweep "$sweep" --seed 1 |
-      awk '/^FAIL/ {n++; if (n <= 5) print; next} /^PASS/ {next} {print}'
+  step "conformance: corpus (exact and bounded matvec) and a sweep of $sweep"
+  timeout "${1:-150}" $B/nwc-conform --vectors vectors gpu --sweep "$sweep" --seed 1 |
+    awk '/^FAIL/ {n++; show = n <= 5; if (show) print; next} /^ / {if (show) print; next} /^(PASS|SKIPPED) / {show = 0; next} {show = 0; print}'
+}
+sanitize() {
+  for tool in "$@"; do
+    step "$tool (exact and bounded kernels)"
+    timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 $B/nwc-conform gpu --skip-corpus --sweep 24 --max-dim 700 --seed 5 | tail -2
   done
 }
 {
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.mem --format=csv,noheader
 case "$part" in
 check)
-  conform 7 6
-  step "gpu tests (--include-ignored)"; timeout 40 $B/gpu_exact --include-ignored 2>&1 | grep "test result"
-  for tool in memcheck racecheck; do
-    step "$tool (versions 7 and 9)"
-    NWC_KERNEL=7 timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 $B/nwc-conform-gpu --sweep 24 --max-dim 700 --seed 5 | tail -2
-  done
+  conform
+  step "gpu tests (--include-ignored)"; timeout 60 $B/gpu_tests --include-ignored 2>&1 | grep "test result"
+  sanitize memcheck racecheck
   step "batched"; timeout 120 $B/nwc-gpu-bench --batch ;;
+verify)
+  conform 70
+  step "gpu tests (--include-ignored)"; timeout 50 $B/gpu_tests --include-ignored 2>&1 | grep "test result"
+  sanitize memcheck
+  step "bench (production kernels, shapes up to 60M weights)"
+  timeout 120 $B/nwc-gpu-bench --quick --production 2>&1 | grep -v "prepared" ;;
 bench)
-  conform 7
+  conform
   step "bench"; timeout 380 $B/nwc-gpu-bench --real $B/minilm.bf16 2>&1 | grep -v "prepared\|fp8 baseline relative"
   step "peer bench"
   python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
     PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
 ncu)
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout 300 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_matvec(7|9)_bf16}" --launch-skip 0 --launch-count ${NWC_NCU_COUNT:-3} \
+  timeout 300 $ncu --clock-control none -k regex:"${NWC_NCU_REGEX:-nwc_(exact|bounded)_matvec_bf16}" --launch-skip 0 --launch-count ${NWC_NCU_COUNT:-3} \
     --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section InstructionStats --section Occupancy \
     --section LaunchStats --section MemoryWorkloadAnalysis \
     --section ComputeWorkloadAnalysis \
@@ -60,7 +71,7 @@ ncu)
   grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
 ceiling)
   step "ceiling"; timeout 500 $B/nwc-gpu-bench --ceiling ;;
-*) echo "unknown part $part (check, bench, ncu or ceiling)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu or ceiling)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

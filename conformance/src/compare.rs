@@ -62,12 +62,7 @@ fn stream_spans(expected: &RawFields, g: &Geometry) -> Result<Vec<Range<usize>>,
 /// Compares `fields` of `got` with `expected` on the specified bytes (spec 14.1). Err means the
 /// expected encoding itself is unusable.
 #[allow(clippy::single_range_in_vec_init)] // lists of spans that happen to hold one span
-pub fn first_difference(
-    g: &Geometry,
-    expected: &RawFields,
-    got: &RawFields,
-    fields: &[&str],
-) -> Result<Option<Difference>, String> {
+pub fn first_difference(g: &Geometry, expected: &RawFields, got: &RawFields, fields: &[&str]) -> Result<Option<Difference>, String> {
     for &field in fields {
         let want = expected.get(field).ok_or_else(|| format!("expected encoding has no {field}"))?;
         let Some(have) = got.get(field) else {

@@ -55,9 +55,7 @@ impl Corpus {
         let text = std::fs::read_to_string(&path).map_err(|source| CorpusError::Read { path: path.clone(), source })?;
         let root: serde_json::Value = serde_json::from_str(&text).map_err(|e| manifest_error(&path, e.to_string()))?;
         let number = |key: &str| {
-            root.get(key)
-                .and_then(|v| v.as_u64())
-                .ok_or_else(|| manifest_error(&path, format!("`{key}` is missing or not a number")))
+            root.get(key).and_then(|v| v.as_u64()).ok_or_else(|| manifest_error(&path, format!("`{key}` is missing or not a number")))
         };
         let format_version = number("format_version")? as u32;
         let corpus_version = number("corpus_version")? as u32;
@@ -65,15 +63,10 @@ impl Corpus {
             return Err(manifest_error(&path, format!("format_version {format_version}, this runner checks 10")));
         }
         if corpus_version != CORPUS_VERSION {
-            return Err(manifest_error(
-                &path,
-                format!("corpus_version {corpus_version}, this runner reads {CORPUS_VERSION}"),
-            ));
+            return Err(manifest_error(&path, format!("corpus_version {corpus_version}, this runner reads {CORPUS_VERSION}")));
         }
-        let list = root
-            .get("vectors")
-            .and_then(|v| v.as_array())
-            .ok_or_else(|| manifest_error(&path, "`vectors` is missing or not a list"))?;
+        let list =
+            root.get("vectors").and_then(|v| v.as_array()).ok_or_else(|| manifest_error(&path, "`vectors` is missing or not a list"))?;
         let entries = list.iter().enumerate().map(|(i, value)| parse_entry(i, value)).collect();
         Ok(Corpus { dir: dir.to_owned(), format_version, corpus_version, entries })
     }
@@ -82,8 +75,7 @@ impl Corpus {
     /// the bytes match it. The path must stay inside the corpus directory.
     pub fn read(&self, vector: &Vector, rel: &str) -> Result<Vec<u8>, String> {
         let expected = vector.sha256.get(rel).ok_or_else(|| format!("file {rel}: the manifest lists no sha256 for it"))?;
-        let inside = !rel.is_empty()
-            && Path::new(rel).components().all(|c| matches!(c, Component::Normal(_)));
+        let inside = !rel.is_empty() && Path::new(rel).components().all(|c| matches!(c, Component::Normal(_)));
         if !inside {
             return Err(format!("file {rel}: path leaves the corpus directory"));
         }

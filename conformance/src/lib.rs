@@ -6,6 +6,7 @@ pub mod compare;
 pub mod corpus;
 pub mod fields;
 pub mod gen;
+pub mod gpu;
 pub mod manifest;
 pub mod process;
 pub mod report;

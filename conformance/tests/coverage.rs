@@ -92,11 +92,7 @@ fn regeneration_is_byte_identical() {
         std::fs::read(committed_dir.join("manifest.json")).expect("committed manifest"),
         "vectors/manifest.json differs from a fresh regeneration: rerun nwc-vectors (see its header)"
     );
-    assert_eq!(
-        hashes_on_disk(tmp.path()),
-        hashes_on_disk(&committed_dir),
-        "vector files differ from a fresh regeneration"
-    );
+    assert_eq!(hashes_on_disk(tmp.path()), hashes_on_disk(&committed_dir), "vector files differ from a fresh regeneration");
     let clauses = coverage::spec_clauses(&root().join("spec")).expect("spec readable");
     let table = std::fs::read_to_string(root().join("docs/coverage.md")).expect("docs/coverage.md");
     assert_eq!(table, coverage::render_markdown(&clauses, &fresh), "docs/coverage.md is stale: rerun nwc-vectors");

@@ -12,17 +12,9 @@ fn conform(args: &[&str]) -> (i32, String, String) {
     std::fs::create_dir(&corpus).unwrap();
     common::write_mini_corpus(&corpus);
     let json = tmp.path().join("report.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_nwc-conform"))
-        .arg("--vectors")
-        .arg(&corpus)
-        .arg("--json")
-        .arg(&json)
-        .args(args)
-        .output()
-        .unwrap();
-    let clean = |s: String| {
-        s.replace(&corpus.display().to_string(), "<corpus>").replace(env!("CARGO_BIN_EXE_nwc-broken"), "<nwc-broken>")
-    };
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_nwc-conform")).arg("--vectors").arg(&corpus).arg("--json").arg(&json).args(args).output().unwrap();
+    let clean = |s: String| s.replace(&corpus.display().to_string(), "<corpus>").replace(env!("CARGO_BIN_EXE_nwc-broken"), "<nwc-broken>");
     let stdout = clean(String::from_utf8(out.stdout).unwrap());
     (out.status.code().unwrap(), stdout, clean(std::fs::read_to_string(json).unwrap()))
 }

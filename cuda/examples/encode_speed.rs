@@ -2,7 +2,8 @@
 use nwc_reference::{decode, encode, Mode, Shape, Weights};
 fn main() {
     let shape = Shape::new(4096, 4096);
-    let words: Vec<u16> = (0..shape.weights()).map(|i| half::bf16::from_f32(((i * 2654435761) % 1000) as f32 * 1e-4 - 0.05).to_bits()).collect();
+    let words: Vec<u16> =
+        (0..shape.weights()).map(|i| half::bf16::from_f32(((i * 2654435761) % 1000) as f32 * 1e-4 - 0.05).to_bits()).collect();
     let t = std::time::Instant::now();
     let enc = encode(Mode::BF16_L0, shape, Weights::Bf16(&words)).unwrap();
     let te = t.elapsed().as_secs_f64();

@@ -1,5 +1,6 @@
 //! One CUDA device: its context, the stream all our work runs on, and the compiled kernels.
-//! Compiled modules are cached per process and device ([`Gpu::get`]).
+//! Compiled modules are cached per process and device ([`Gpu::get`]); a production build loads
+//! only the production kernels (`kernels::all_kernels`).
 
 use crate::kernels;
 use crate::GpuError;
@@ -70,31 +71,27 @@ impl Gpu {
         let ptx = kernels::compile(arch)?;
         let module = ctx.load_module(ptx)?;
         let mut functions = HashMap::new();
-        for name in kernels::all_kernels() {
-            functions.insert(name, module.load_function(name)?);
-        }
-        // Version 2 kernels use more than the default 48 KB of shared memory per CTA.
-        for name in kernels::V2_KERNELS {
-            let limit = (kernels::WARPS * kernels::v2_warp_smem(false)) as i32;
-            functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit)?;
-        }
-        let large = kernels::V7_KERNELS.iter().chain(&kernels::PROBE7_KERNELS).map(|&n| (n, kernels::V7_SMEM)).chain(kernels::V9_KERNELS.iter().map(|&n| (n, kernels::V9_SMEM)))
-            .chain([(kernels::PROBE_REP_KERNEL, kernels::PROBE_REP_SMEM)]);
-        for (name, limit) in large {
-            functions[name].set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit as i32)?;
+        for (name, smem) in kernels::all_kernels() {
+            let f = module.load_function(name)?;
+            // Kernels with more than the default 48 KB of dynamic shared memory must say so.
+            if smem > 0 {
+                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem as i32)?;
+            }
+            functions.insert(name, f);
         }
         let sm_count = ctx.attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32;
         Ok(Gpu { name: ctx.name()?, ctx, stream, arch, sm_count, _module: module, functions, occupancy: Mutex::new(HashMap::new()) })
     }
 
-    pub(crate) fn function(&self, name: &str) -> &CudaFunction {
-        self.functions.get(name).expect("every name of kernels::all_kernels() is loaded in Gpu::open")
+    /// The loaded entry point `name`; an error (not a panic) for a name this build did not load.
+    pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction, GpuError> {
+        self.functions.get(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))
     }
 
     /// How many CTAs of kernel `name` with `threads` threads and `smem` bytes of dynamic shared
     /// memory fit one SM at once (at least 1), from the driver on first use, then cached.
     pub(crate) fn ctas_per_sm(&self, name: &str, threads: u32, smem: u32) -> Result<u32, GpuError> {
-        let (&key, f) = self.functions.get_key_value(name).expect("every name of kernels::all_kernels() is loaded in Gpu::open");
+        let (&key, f) = self.functions.get_key_value(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))?;
         let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&n) = cache.get(&(key, threads, smem)) {
             return Ok(n);

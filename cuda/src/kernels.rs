@@ -1,125 +1,155 @@
-//! The kernel source and how NVRTC compiles it (spec 15.4 demands exact IEEE f32: no contraction,
-//! no flush-to-zero, IEEE division and square root).
+//! The kernel sources, their entry points and how NVRTC compiles them (spec 15.4 demands exact
+//! IEEE f32: no contraction, no flush-to-zero, IEEE division and square root).
+//!
+//! Production kernels live in `kernels/*.cu`, one file per role, compiled as one translation unit
+//! in the order of [`SOURCE`] (each file uses what the files before it define). With the `bench`
+//! feature, `kernels/bench/*.cu` ([`BENCH_SOURCE`]: superseded versions, timing probes, the fp8
+//! baseline) is appended; production builds never compile it.
+//!
+//! Adding a kernel: put it in the file of its role (or a new file, added to [`SOURCE`] after the
+//! files it uses), list its entry points in [`PRODUCTION`] with the dynamic shared memory they
+//! need, and launch them from the `matrix` module of its role.
 
 use crate::GpuError;
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
-/// The kernels, compiled at run time as one translation unit: `kernels/nwc.cu` (version 1 and
-/// the shared helpers), `kernels/nwc_v2.cu` (versions 2 and 6), `kernels/fp8_native.cu` (the
-/// bench's uncompressed fp8 baseline), `kernels/nwc_v7.cu` (version 7, the layout 0 default) and
-/// `kernels/nwc_mma.cu` (version 9: layout 1 on tensor cores, bounded matvec and exact dequant).
+/// The production kernels, in compile order.
 pub const SOURCE: &str = concat!(
-    include_str!("../kernels/nwc.cu"),
-    include_str!("../kernels/nwc_v2.cu"),
-    include_str!("../kernels/fp8_native.cu"),
-    include_str!("../kernels/nwc_v7.cu"),
-    include_str!("../kernels/nwc_mma.cu"),
+    include_str!("../kernels/common.cu"),
+    include_str!("../kernels/gather.cu"),
+    include_str!("../kernels/exact_matvec_l1.cu"),
+    include_str!("../kernels/dequant_l0.cu"),
+    include_str!("../kernels/pair_decode.cu"),
+    include_str!("../kernels/exact_matvec_l0.cu"),
+    include_str!("../kernels/bounded_matvec.cu"),
+    include_str!("../kernels/dequant_l1.cu"),
 );
 
-/// The entry points of [`SOURCE`] of version 1 and the fp8 baseline; [`all_kernels`] adds
-/// [`V2_KERNELS`], [`V7_KERNELS`] and [`V9_KERNELS`].
-pub const KERNELS: [&str; 13] = [
-    "nwc_matvec_bf16_l0_xf32",
-    "nwc_matvec_bf16_l0_xbf16",
-    "nwc_matvec_fp8_l0_xf32",
-    "nwc_matvec_fp8_l0_xbf16",
-    "nwc_matvec_bf16_l1_xf32",
-    "nwc_matvec_bf16_l1_xbf16",
-    "nwc_matvec_fp8_l1_xf32",
-    "nwc_matvec_fp8_l1_xbf16",
-    "nwc_expand_bf16_l0",
-    "nwc_expand_fp8_l0",
-    "nwc_expand_bf16_l1",
-    "nwc_expand_fp8_l1",
-    "fp8_native_matvec",
-];
+/// The bench-only kernels, compiled after [`SOURCE`].
+#[cfg(feature = "bench")]
+pub const BENCH_SOURCE: &str = concat!(
+    include_str!("../kernels/bench/versions.cu"),
+    include_str!("../kernels/bench/probes.cu"),
+    include_str!("../kernels/bench/fp8_native.cu"),
+);
 
-/// Version 7 kernels: CTAs of 16 warps (`V7_THREADS`), each warp with two stream staging buffers
-/// of `V7_STAGE` bytes in dynamic shared memory.
-pub const V7_THREADS: u32 = 512;
-pub const V7_SMEM: u32 = (V7_THREADS / 32) * 2 * 2304;
-pub const V7_KERNELS: [&str; 14] = [
-    "nwc_matvec7_bf16_l0_xf32",
-    "nwc_matvec7_bf16_l0_xbf16",
-    "nwc_matvec7_fp8_l0_xf32",
-    "nwc_matvec7_fp8_l0_xbf16",
-    "nwc_dequant7_bf16_l0",
-    "nwc_dequant7_fp8_l0",
-    "nwc_matvec7x2_bf16_l0_xf32",
-    "nwc_matvec7x2_bf16_l0_xbf16",
-    "nwc_matvec7x2_fp8_l0_xf32",
-    "nwc_matvec7x2_fp8_l0_xbf16",
-    "nwc_matvec7x4_bf16_l0_xf32",
-    "nwc_matvec7x4_bf16_l0_xbf16",
-    "nwc_matvec7x4_fp8_l0_xf32",
-    "nwc_matvec7x4_fp8_l0_xbf16",
-];
-
-/// Timing probes (`GpuMatrix::probe`, `nwc-gpu-bench --ceiling`): version 7's matvec with its
-/// later stages left out, launched like version 7, and a plain read of the stored bytes. Their
-/// outputs mean nothing.
-pub const PROBE7_KERNELS: [&str; 6] =
-    ["nwc_probe7_decode", "nwc_probe7_decode_clz", "nwc_probe7_weights", "nwc_probe7_fma", "nwc_probe7_decode_flat", "nwc_probe7_decode_reg"];
-pub const PROBE_READ_KERNEL: &str = "nwc_probe_read";
-/// The dequant memory floor (`GpuMatrix::probe_read_write`).
-pub const PROBE_READ_WRITE_KERNEL: &str = "nwc_probe_read_write";
-/// The conflict-free table probe (`kernels/nwc_mma.cu`): a 32 KB replicated table and two
-/// 1792-byte staging buffers per warp (`PROBE_REP_BYTES`, `PROBE_REP_STAGE` in the source).
-pub const PROBE_REP_KERNEL: &str = "nwc_probe7_decode_rep";
-pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (V7_THREADS / 32) * 2 * 1792;
-
-/// Version 9 kernels (layout 1, `kernels/nwc_mma.cu`): one CTA of 24 warps per SM, each warp with
-/// two stream staging buffers of `V9_STAGE` (4352) bytes. `nwc_matvec9*` is the bounded matvec of spec 19
-/// (tensor cores; `x16`: up to 16 activation columns per launch, else 8); `nwc_dequant9*` is exact.
-pub const V9_THREADS: u32 = 768;
-pub const V9_SMEM: u32 = (V9_THREADS / 32) * 2 * 4352;
-pub const V9_KERNELS: [&str; 6] = [
-    "nwc_matvec9_bf16_l1",
-    "nwc_matvec9x16_bf16_l1",
-    "nwc_matvec9_fp8_l1",
-    "nwc_matvec9x16_fp8_l1",
-    "nwc_dequant9_bf16_l1",
-    "nwc_dequant9_fp8_l1",
-];
-/// Activation columns one version 9 matvec launch takes at most.
-pub const V9_MAX_COLUMNS: usize = 16;
-
-/// Every entry point of [`SOURCE`] the crate launches.
-pub fn all_kernels() -> impl Iterator<Item = &'static str> {
-    KERNELS.into_iter().chain(V2_KERNELS).chain(V7_KERNELS).chain(V9_KERNELS).chain(PROBE7_KERNELS).chain([PROBE_READ_KERNEL, PROBE_READ_WRITE_KERNEL, PROBE_REP_KERNEL])
+/// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
+pub fn source() -> String {
+    #[cfg(feature = "bench")]
+    return format!("{SOURCE}{BENCH_SOURCE}");
+    #[cfg(not(feature = "bench"))]
+    SOURCE.to_owned()
 }
 
-/// Columns per launch of the batched version 7 matvec (`nwc_matvec7x{2,4}_*`): a batch is split
-/// into groups of 4, then 2, then 1.
-pub const V7_MAX_COLUMNS: usize = 4;
-
-/// Version 2 kernels take dynamic shared memory: two buffers per warp of the block's raw plane
-/// (8 x 512 BF16 bytes or FP8 nibbles) and its staged stream (`V2Buf` and `V2_STAGE` in the
-/// source). The bytes one warp needs:
-pub const fn v2_warp_smem(fp8: bool) -> u32 {
-    2 * (if fp8 { 2048 } else { 4096 } + 1792)
-}
-
-/// The version 2 kernels (they need the dynamic shared memory limit raised).
-pub const V2_KERNELS: [&str; 12] = [
-    "nwc_matvec6_bf16_l0_xf32",
-    "nwc_matvec6_bf16_l0_xbf16",
-    "nwc_matvec6_fp8_l0_xf32",
-    "nwc_matvec6_fp8_l0_xbf16",
-    "nwc_dequant6_bf16_l0",
-    "nwc_dequant6_fp8_l0",
-    "nwc_matvec2_bf16_l0_xf32",
-    "nwc_matvec2_bf16_l0_xbf16",
-    "nwc_matvec2_fp8_l0_xf32",
-    "nwc_matvec2_fp8_l0_xbf16",
-    "nwc_dequant2_bf16_l0",
-    "nwc_dequant2_fp8_l0",
-];
-
-/// Threads per CTA of every kernel (`NWC_THREADS` in the source).
+/// Threads per CTA of the gather kernel and the layout 1 exact matvec (`NWC_THREADS`).
 pub const THREADS: u32 = 256;
-/// Warps per CTA (`NWC_WARPS`).
+/// Warps per CTA of those kernels (`NWC_WARPS`).
 pub const WARPS: u32 = THREADS / 32;
+
+/// The layout 0 exact matvec (`exact_matvec_l0.cu`): CTAs of 16 warps, each warp with two stream
+/// staging buffers of `EXACT_STAGE` (2304) bytes in dynamic shared memory.
+pub const EXACT_THREADS: u32 = 512;
+pub const EXACT_SMEM: u32 = (EXACT_THREADS / 32) * 2 * 2304;
+/// Activation columns one layout 0 exact matvec launch takes at most (groups of 4, 2, 1).
+pub const EXACT_MAX_COLUMNS: usize = 4;
+
+/// The bounded matvec and the layout 1 dequant (`bounded_matvec.cu`, `dequant_l1.cu`): one CTA
+/// of 24 warps per SM, each warp with two stream staging buffers of `BOUNDED_STAGE` (4352) bytes.
+pub const BOUNDED_THREADS: u32 = 768;
+pub const BOUNDED_SMEM: u32 = (BOUNDED_THREADS / 32) * 2 * 4352;
+/// Activation columns one bounded matvec launch takes at most (8 per mma tile).
+pub const BOUNDED_MAX_COLUMNS: usize = 16;
+
+/// The layout 0 dequant (`dequant_l0.cu`): one buffer per warp of the block's raw plane (8 x 512
+/// BF16 bytes or FP8 nibbles) and its staged stream (`StagedBuf` in the source).
+pub const fn staged_warp_smem(fp8: bool) -> u32 {
+    if fp8 {
+        2048 + 1792
+    } else {
+        4096 + 1792
+    }
+}
+
+/// Every production entry point and the dynamic shared memory limit it is given (0: the default).
+pub const PRODUCTION: [(&str, u32); 28] = [
+    // Gather (spec 15.3), both layouts (gather.cu).
+    ("nwc_gather_bf16_l0", 0),
+    ("nwc_gather_fp8_l0", 0),
+    ("nwc_gather_bf16_l1", 0),
+    ("nwc_gather_fp8_l1", 0),
+    // Dequant (spec 15.2): layout 0 (dequant_l0.cu), layout 1 (dequant_l1.cu).
+    ("nwc_dequant_bf16_l0", WARPS * staged_warp_smem(false)),
+    ("nwc_dequant_fp8_l0", WARPS * staged_warp_smem(false)),
+    ("nwc_dequant_bf16_l1", BOUNDED_SMEM),
+    ("nwc_dequant_fp8_l1", BOUNDED_SMEM),
+    // Exact matvec (spec 15.4), layout 1 (exact_matvec_l1.cu).
+    ("nwc_exact_matvec_bf16_l1_xf32", 0),
+    ("nwc_exact_matvec_bf16_l1_xbf16", 0),
+    ("nwc_exact_matvec_fp8_l1_xf32", 0),
+    ("nwc_exact_matvec_fp8_l1_xbf16", 0),
+    // Exact matvec, layout 0, 1, 2 or 4 activation columns per launch (exact_matvec_l0.cu).
+    ("nwc_exact_matvec_bf16_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_bf16_l0_xbf16", EXACT_SMEM),
+    ("nwc_exact_matvec_fp8_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_fp8_l0_xbf16", EXACT_SMEM),
+    ("nwc_exact_matvec_c2_bf16_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_c2_bf16_l0_xbf16", EXACT_SMEM),
+    ("nwc_exact_matvec_c2_fp8_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_c2_fp8_l0_xbf16", EXACT_SMEM),
+    ("nwc_exact_matvec_c4_bf16_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_c4_bf16_l0_xbf16", EXACT_SMEM),
+    ("nwc_exact_matvec_c4_fp8_l0_xf32", EXACT_SMEM),
+    ("nwc_exact_matvec_c4_fp8_l0_xbf16", EXACT_SMEM),
+    // Bounded matvec (spec 19), layout 1, BF16 activations, up to 8 or 16 columns (bounded_matvec.cu).
+    ("nwc_bounded_matvec_bf16_l1", BOUNDED_SMEM),
+    ("nwc_bounded_matvec_c16_bf16_l1", BOUNDED_SMEM),
+    ("nwc_bounded_matvec_fp8_l1", BOUNDED_SMEM),
+    ("nwc_bounded_matvec_c16_fp8_l1", BOUNDED_SMEM),
+];
+
+/// The conflict-free table probe (`bench/probes.cu`): a 32 KB replicated table and two
+/// 1792-byte staging buffers per warp.
+#[cfg(feature = "bench")]
+pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
+
+/// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
+#[cfg(feature = "bench")]
+pub const BENCH: [(&str, u32); 20] = [
+    // Version 1 on layout 0 (exact_matvec_l1.cu's template).
+    ("bench_matvec_v1_bf16_l0_xf32", 0),
+    ("bench_matvec_v1_bf16_l0_xbf16", 0),
+    ("bench_matvec_v1_fp8_l0_xf32", 0),
+    ("bench_matvec_v1_fp8_l0_xbf16", 0),
+    // Version 6's matvec (dequant_l0.cu's staging).
+    ("bench_matvec_v6_bf16_l0_xf32", WARPS * staged_warp_smem(false)),
+    ("bench_matvec_v6_bf16_l0_xbf16", WARPS * staged_warp_smem(false)),
+    ("bench_matvec_v6_fp8_l0_xf32", WARPS * staged_warp_smem(false)),
+    ("bench_matvec_v6_fp8_l0_xbf16", WARPS * staged_warp_smem(false)),
+    // Version 7's dequant (pair_decode.cu).
+    ("bench_dequant_v7_bf16_l0", EXACT_SMEM),
+    ("bench_dequant_v7_fp8_l0", EXACT_SMEM),
+    // Timing probes.
+    ("bench_probe_decode", EXACT_SMEM),
+    ("bench_probe_decode_clz", EXACT_SMEM),
+    ("bench_probe_weights", EXACT_SMEM),
+    ("bench_probe_fma", EXACT_SMEM),
+    ("bench_probe_decode_flat", EXACT_SMEM),
+    ("bench_probe_decode_reg", EXACT_SMEM),
+    ("bench_probe_decode_rep", PROBE_REP_SMEM),
+    ("bench_probe_read", 0),
+    ("bench_probe_read_write", 0),
+    // The uncompressed fp8 baseline.
+    ("bench_fp8_native_matvec", 0),
+];
+
+/// Every entry point this build loads, with its dynamic shared memory limit.
+pub fn all_kernels() -> impl Iterator<Item = (&'static str, u32)> {
+    #[cfg(feature = "bench")]
+    let bench = BENCH.iter().copied();
+    #[cfg(not(feature = "bench"))]
+    let bench = std::iter::empty();
+    PRODUCTION.iter().copied().chain(bench)
+}
 
 /// True when the NVRTC library can be loaded (CI fetches it from PyPI: `cuda/ci-nvrtc.sh`).
 pub fn nvrtc_available() -> bool {
@@ -147,12 +177,12 @@ pub fn options(arch: &'static str) -> CompileOptions {
     }
 }
 
-/// Compiles [`SOURCE`] to PTX for `arch` (e.g. "sm_90"); no device is needed.
+/// Compiles [`source`] to PTX for `arch` (e.g. "sm_90"); no device is needed.
 pub fn compile(arch: &'static str) -> Result<Ptx, GpuError> {
     if !nvrtc_available() {
         return Err(GpuError::Compile("libnvrtc not found (run cuda/ci-nvrtc.sh and set LD_LIBRARY_PATH)".into()));
     }
-    compile_ptx_with_opts(SOURCE, options(arch)).map_err(|e| GpuError::Compile(format!("{e:?}")))
+    compile_ptx_with_opts(source(), options(arch)).map_err(|e| GpuError::Compile(format!("{e:?}")))
 }
 
 /// The `sm_XY` name of a compute capability (a leaked string for the rare unknown one: at most

@@ -4,22 +4,26 @@
 //! the reference decoder first, so no malformed stream reaches a kernel), dequant to BF16
 //! (spec 15.2), gather rows (spec 15.3) and the fused matvec `y = scale * (W x) + bias` in the
 //! canonical accumulation order (spec 15.4), bit-exact with `nwc-reference`. Layout 1 matrices
-//! can instead run the matvec on tensor cores ([`GpuMatrix::bounded`], kernel version 9): decoding
-//! stays exact and each output is within the bound of spec 19 ([`level2`]) of the canonical one.
+//! can instead run the bounded matvec on tensor cores ([`MatvecKernel::Bounded`]): decoding stays
+//! exact and each output is within the bound of spec 19 (`nwc_reference::bounded`) of the
+//! canonical one.
 //!
-//! Kernels live in `kernels/*.cu` (see [`kernels::SOURCE`]) and are compiled by NVRTC at run time for the device's
-//! architecture, once per process and device ([`Gpu::get`]).
+//! Kernels live in `kernels/*.cu`, one file per role ([`kernels`]), and are compiled by NVRTC at
+//! run time for the device's architecture, once per process and device ([`Gpu::get`]). The
+//! `bench` feature adds the superseded versions, timing probes and the fp8 baseline that
+//! `nwc-gpu-bench` measures; production builds never compile them.
 
-pub mod baseline;
-pub mod conform;
+#[cfg(feature = "bench")]
+pub mod fp8_native;
 pub mod gpu;
 pub mod kernels;
-pub mod level2;
 pub mod matrix;
 pub mod pair_table;
 
 pub use gpu::Gpu;
-pub use matrix::{DeviceActivations, GpuMatrix, OutputKind, Probe};
+#[cfg(feature = "bench")]
+pub use matrix::Probe;
+pub use matrix::{DequantKernel, DeviceActivations, GpuMatrix, MatvecKernel, OutputKind};
 
 /// Everything that can go wrong on the GPU path.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +42,15 @@ pub enum GpuError {
     /// A bad argument (row index, activation length, empty batch).
     #[error(transparent)]
     Param(#[from] nwc_reference::ParamError),
+    /// A kernel choice that has no kernel for this matrix (e.g. the bounded matvec on layout 0).
+    #[error("the {kernel} kernel does not run on {mode} matrices")]
+    KernelMismatch { kernel: String, mode: nwc_reference::Mode },
+    /// A kernel name that names no choice (a command-line flag or environment variable).
+    #[error("unknown {what} kernel {got:?} (choose one of: {choices})")]
+    UnknownKernel { what: &'static str, got: String, choices: String },
+    /// An entry point this build did not load (a bench kernel without the `bench` feature).
+    #[error("kernel {0} is not loaded by this build")]
+    MissingKernel(String),
     /// An operation this matrix or these arguments do not support (timing probes: BF16 layout 0,
     /// one vector of BF16 activations).
     #[error("not supported: {0}")]

@@ -19,7 +19,7 @@ pub const WORDS: usize = 4096 + 16;
 pub fn build(elem: ElemType, lut: &[u32]) -> Vec<u32> {
     let ranks = recover_exp_of_rank(lut);
     let rank_limit = if elem == ElemType::Fp8E4m3 { 10 } else { 15 }; // spec 6
-    // One complete code at the top of `v` (left-aligned, `avail` real bits): (length, coded byte).
+                                                                      // One complete code at the top of `v` (left-aligned, `avail` real bits): (length, coded byte).
     let code = |v: u32, avail: u32| -> Option<(u32, u32)> {
         let z = v.leading_zeros();
         if z >= rank_limit || z + 2 > avail {

@@ -1,5 +1,5 @@
 //! CI without a GPU: every kernel must compile with NVRTC for sm_90 (the H200) before any device
-//! time is spent. CI puts the PyPI NVRTC on LD_LIBRARY_PATH (cuda/ci-nvrtc.sh) and sets
+//! time is spent (run it with and without `--features bench`). CI puts the PyPI NVRTC on LD_LIBRARY_PATH (cuda/ci-nvrtc.sh) and sets
 //! NWC_REQUIRE_NVRTC=1, so a missing library fails there instead of skipping.
 
 use nwc_cuda::kernels::{all_kernels, compile, nvrtc_available};
@@ -13,9 +13,13 @@ fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
     }
     let ptx = compile("sm_90").unwrap_or_else(|e| panic!("{e}")).to_src();
     assert!(ptx.contains(".target sm_90"), "PTX is not for sm_90");
-    for name in all_kernels() {
+    for (name, _) in all_kernels() {
         assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
     }
+    // The build compiles exactly the kernels it loads: production builds no bench entry point.
+    let entries = ptx.matches(".entry ").count();
+    assert_eq!(entries, all_kernels().count(), "entry points in the PTX that the crate does not load");
+    assert_eq!(cfg!(feature = "bench"), ptx.contains(".entry bench_"), "bench kernels compiled iff the bench feature is on");
     // --fmad=false: the only fused multiply-adds are our explicit __fmaf_rn (fma.rn.f32), and
     // no flush-to-zero variant appears anywhere.
     assert!(ptx.contains("fma.rn.f32"), "explicit fmas missing");

@@ -117,10 +117,9 @@ fn raw_padding(enc: &mut Encoding) {
 fn decoder(mode: &str, args: &[String]) -> Result<(), String> {
     let [dir, out] = args else { return Err("usage: nwc-broken MODE DIR OUT.raw".into()) };
     let dir = Path::new(dir);
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?,
-    )
-    .map_err(|e| format!("{SUMMARY}: {e}"))?;
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?)
+            .map_err(|e| format!("{SUMMARY}: {e}"))?;
     let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
     let (code, rows, cols) = (get("elem")? as u32, get("M")?, get("K")?);
     let raw: RawFields = read_dir(dir)?;

@@ -1,12 +1,15 @@
-//! `nwc-conform`: checks the reference, or any encoder/decoder command, against the NWC
+//! `nwc-conform`: checks the reference, the GPU, or any encoder/decoder command, against the NWC
 //! golden-vector corpus. Exit status: 0 everything passed, 1 something failed, 2 the run could
 //! not start (bad arguments, unreadable manifest, unwritable report).
 
 use clap::{Args, Parser, Subcommand};
-use nwc_conformance::backend::ReferenceBackend;
+use nwc_conformance::backend::{MatvecClass, ReferenceBackend};
 use nwc_conformance::corpus::Corpus;
+use nwc_conformance::gpu::sweep::run_sweep;
+use nwc_conformance::gpu::GpuBackend;
 use nwc_conformance::report::Report;
 use nwc_conformance::run::{self, Tool};
+use nwc_cuda::{Gpu, MatvecKernel, SKIP_NO_DEVICE};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -32,13 +35,30 @@ enum Command {
     Encoder(ToolArgs),
     /// Judge a decoder: runs `CMD ARGS... DIR OUT.raw`.
     Decoder(ToolArgs),
-    /// Run the corpus on the GPU (crate nwc-cuda): hands over to `nwc-conform-gpu`, found through
-    /// NWC_CONFORM_GPU, next to this program, or on PATH. Extra arguments (e.g. `--sweep 1000`) are
-    /// passed on. Prints `skipped: no CUDA device` and exits 0 where there is no device.
-    Gpu {
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        extra: Vec<String>,
-    },
+    /// Run the corpus on the GPU (crate nwc-cuda, in this process): every canonical and valid
+    /// vector with the exact matvec, again with the bounded matvec (spec 19) where the layout has
+    /// one, then `--sweep N` random matrices against the reference. Exits 1 when there is no CUDA
+    /// device, unless `--allow-no-device` (then it prints `skipped: no CUDA device` and exits 0).
+    Gpu(GpuArgs),
+}
+
+#[derive(Args)]
+struct GpuArgs {
+    /// Random matrices to compare with the reference after the corpus.
+    #[arg(long, default_value_t = 0)]
+    sweep: usize,
+    /// Seed of the random sweep.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Largest side of a sweep matrix.
+    #[arg(long, default_value_t = 700)]
+    max_dim: u64,
+    /// Only the sweep (e.g. under compute-sanitizer).
+    #[arg(long)]
+    skip_corpus: bool,
+    /// Without a device, report the run as skipped (exit 0) instead of failed.
+    #[arg(long)]
+    allow_no_device: bool,
 }
 
 #[derive(Args)]
@@ -74,43 +94,75 @@ impl ToolArgs {
     }
 }
 
-/// Where the GPU runner lives: $NWC_CONFORM_GPU, beside this executable, or PATH.
-fn gpu_runner() -> PathBuf {
-    if let Some(p) = std::env::var_os("NWC_CONFORM_GPU") {
-        return PathBuf::from(p);
-    }
-    let sibling = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.join("nwc-conform-gpu")));
-    match sibling {
-        Some(p) if p.exists() => p,
-        _ => PathBuf::from("nwc-conform-gpu"),
-    }
-}
-
-/// `nwc-conform gpu`: the GPU path has its own runner (it links CUDA); its output and exit status
-/// are passed through unchanged, so its `N passed, N failed` line is this command's last line.
-fn run_gpu(cli: &Cli, extra: &[String]) -> ExitCode {
+/// `nwc-conform gpu`: the corpus through [`GpuBackend`] (exact, then bounded), then the sweep.
+/// Per-vector lines as for every engine, and last the line `N passed, N failed` over all of it.
+fn run_gpu(cli: &Cli, args: &GpuArgs) -> ExitCode {
     if cli.json.is_some() {
-        eprintln!("nwc-conform: --json is not supported with `gpu` (the GPU runner prints a text report)");
+        eprintln!("nwc-conform: --json is not supported with `gpu` (it runs two corpus passes and a sweep)");
         return ExitCode::from(2);
     }
-    let runner = gpu_runner();
-    match std::process::Command::new(&runner).arg("--vectors").arg(&cli.vectors).args(extra).status() {
-        Ok(status) => match status.code() {
-            Some(0) => ExitCode::SUCCESS,
-            Some(c) => ExitCode::from(u8::try_from(c).unwrap_or(1)),
-            None => ExitCode::FAILURE,
-        },
-        Err(e) => {
-            eprintln!("nwc-conform: cannot run {} ({e}); build it with `cargo build --release -p nwc-cuda --bin nwc-conform-gpu` or set NWC_CONFORM_GPU", runner.display());
-            ExitCode::from(2)
+    if let Err(why) = Gpu::probe() {
+        if args.allow_no_device {
+            println!("{SKIP_NO_DEVICE} ({why})");
+            return ExitCode::SUCCESS;
         }
+        eprintln!("nwc-conform: asked to test a GPU, but there is none: {why} (--allow-no-device to skip)");
+        return ExitCode::FAILURE;
+    }
+    let gpu = match Gpu::get(0) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("nwc-conform: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
+    let (mut passed, mut failed) = (0u64, 0u64);
+    if !args.skip_corpus {
+        let corpus = match Corpus::load(&cli.vectors) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("nwc-conform: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        for kernel in [MatvecKernel::Exact, MatvecKernel::Bounded] {
+            let class = if kernel == MatvecKernel::Bounded { MatvecClass::Bounded } else { MatvecClass::Exact };
+            let report = run::reference::run_backend_class(&corpus, &GpuBackend::new(gpu.clone(), kernel), class);
+            print!("{}", report.to_text());
+            passed += report.summary.passed;
+            failed += report.summary.failed;
+        }
+    }
+    if args.sweep > 0 {
+        let t0 = std::time::Instant::now();
+        let t = run_sweep(&gpu, args.seed, args.sweep, args.max_dim);
+        for f in &t.failures {
+            println!("FAIL       {f}");
+        }
+        println!(
+            "sweep of {} random matrices (seed {}, max dim {}) took {:.1} s: {}",
+            args.sweep,
+            args.seed,
+            args.max_dim,
+            t0.elapsed().as_secs_f64(),
+            t.line()
+        );
+        passed += t.passed;
+        failed += t.failed;
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 || passed == 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Gpu { extra } = &cli.command {
-        return run_gpu(&cli, extra);
+    if let Command::Gpu(args) = &cli.command {
+        return run_gpu(&cli, args);
     }
     match execute(&cli) {
         Ok(report) => {
@@ -139,7 +191,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     let tool_args = match &cli.command {
         Command::Reference => return Ok(run::reference::run(&corpus, &ReferenceBackend)),
         Command::Encoder(t) | Command::Decoder(t) => t,
-        Command::Gpu { .. } => unreachable!("handled in main before the corpus is loaded"),
+        Command::Gpu(_) => unreachable!("handled in main before the corpus is loaded"),
     };
     let scratch = match tool_args.work_dir {
         Some(_) => None,

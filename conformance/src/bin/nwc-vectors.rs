@@ -46,13 +46,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!(
-        "{} vectors, {} files, {} bytes in {}",
-        manifest.vectors.len(),
-        summary.files,
-        summary.bytes,
-        args.out.display()
-    );
+    println!("{} vectors, {} files, {} bytes in {}", manifest.vectors.len(), summary.files, summary.bytes, args.out.display());
     for ((kind, mode), n) in &summary.by_kind_and_mode {
         println!("  {kind:<10} mode {mode:>10}: {n}");
     }

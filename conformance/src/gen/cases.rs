@@ -59,10 +59,8 @@ impl Case {
 }
 
 /// NaN with payloads, infinities, subnormals and signed zeros (spec 4.3).
-const BF16_SPECIALS: [u16; 16] = [
-    0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001, 0x8001, 0x007F, 0x807F, 0x0080, 0x3F80, 0xBF80,
-    0x7F7F, 0xFF7F,
-];
+const BF16_SPECIALS: [u16; 16] =
+    [0x0000, 0x8000, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x0001, 0x8001, 0x007F, 0x807F, 0x0080, 0x3F80, 0xBF80, 0x7F7F, 0xFF7F];
 
 fn dist_name(d: Dist) -> String {
     d.name().replace('^', "p")
@@ -120,13 +118,7 @@ fn bf16_case(gen: &mut Generator, mode: Mode, rows: u64, cols: u64, dist: Option
             for (i, x) in w.iter_mut().enumerate().filter(|(i, _)| i % 2 == 0) {
                 *x = BF16_SPECIALS[(i / 2) % BF16_SPECIALS.len()];
             }
-            let mut c = Case::new(
-                mode,
-                "specials",
-                shape,
-                Input::Bf16(w),
-                "NaN payloads, infinities, subnormals and signed zeros",
-            );
+            let mut c = Case::new(mode, "specials", shape, Input::Bf16(w), "NaN payloads, infinities, subnormals and signed zeros");
             c.extra_clauses.push("4.3");
             c
         }
@@ -139,8 +131,7 @@ fn fp8_case(gen: &mut Generator, mode: Mode, rows: u64, cols: u64, dist: Dist, s
         (Dist::Fp8Quantized, Some(true)) => {
             let source = gen.bf16(Dist::Fp8Quantized, shape);
             let (bytes, scale) = quantize_fp8(&source, shape).expect("finite source");
-            let mut c =
-                Case::new(mode, "quantized", shape, Input::Fp8(bytes), "quantized from BF16 with per-row scales");
+            let mut c = Case::new(mode, "quantized", shape, Input::Fp8(bytes), "quantized from BF16 with per-row scales");
             c.scale = Some(scale);
             c.quantized_from = Some(source);
             c.extra_clauses.extend(["11.2", "11.3"]);
@@ -163,8 +154,7 @@ fn examples(mode: Mode) -> Vec<Case> {
     let l0 = mode.layout == Layout::Rows8;
     match mode.elem {
         ElemType::Bf16 => {
-            let mut c =
-                Case::new(mode, "example", Shape::new(1, 3), Input::Bf16(bf16_1x3), "the 1x3 matrix [1.0, 2.0, -0.5]");
+            let mut c = Case::new(mode, "example", Shape::new(1, 3), Input::Bf16(bf16_1x3), "the 1x3 matrix [1.0, 2.0, -0.5]");
             c.extra_clauses.extend(["3.7", "5.5", "12.6", "15.4.8", if l0 { "7.7" } else { "8.8" }]);
             c.example_exp_of_rank = Some([63, 64, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15].to_vec());
             let x = vec![2f32.powi(24), 0.5, 2f32.powi(25)];
@@ -176,8 +166,7 @@ fn examples(mode: Mode) -> Vec<Case> {
             for (symbol, count) in [(60u16, 5), (10, 3), (20, 3), (5, 3), (70, 1)] {
                 words.extend((0..count).map(|i| (symbol << 8) | (17 * i + symbol) & 0xFF));
             }
-            let mut c =
-                Case::new(mode, "example-ties", Shape::new(1, 15), Input::Bf16(words), "the tie example of spec 5.5");
+            let mut c = Case::new(mode, "example-ties", Shape::new(1, 15), Input::Bf16(words), "the tie example of spec 5.5");
             c.extra_clauses.extend(["5.5", "10.7"]);
             c.example_exp_of_rank = Some([60, 10, 20, 5, 70, 0, 6, 7, 8, 9, 1, 11, 12, 13, 14, 15].to_vec());
             out.push(c);
@@ -199,13 +188,7 @@ fn examples(mode: Mode) -> Vec<Case> {
             out.push(c);
             // 5.5: symbol counts {3: 2, 4: 3, 9: 1}.
             let bytes = vec![0x30, 0x40, 0xB8, 0x40, 0x00, 0x48];
-            let mut c = Case::new(
-                mode,
-                "example-ties",
-                Shape::new(1, 6),
-                Input::Fp8(bytes),
-                "the FP8 ranking example of spec 5.5",
-            );
+            let mut c = Case::new(mode, "example-ties", Shape::new(1, 6), Input::Fp8(bytes), "the FP8 ranking example of spec 5.5");
             c.extra_clauses.extend(["5.5", "10.7"]);
             c.example_exp_of_rank = Some([64, 63, 0, 60, 61, 65, 66, 67, 59, 62, 0, 0, 0, 0, 0, 0].to_vec());
             out.push(c);
@@ -248,11 +231,11 @@ pub fn large(seed: u64, mode: Mode) -> Vec<Case> {
 pub fn clauses(case: &Case, enc: &Encoding) -> Vec<&'static str> {
     let g = Geometry::new(case.mode, case.shape).expect("encoded");
     let mut c: Vec<&'static str> = vec![
-        "1", "1.1", "1.2", "1.3", "1.3.1", "1.3.2", "1.3.3", "1.4", "1.5", "2", "2.1", "2.2", "2.4", "3", "3.1", "3.2",
-        "3.4", "3.5", "3.6", "4", "5", "5.1", "5.2", "5.3", "5.4", "6", "6.1", "6.4", "6.5", "6.6", "9", "9.1", "9.2",
-        "9.3", "9.4", "9.5", "9.7", "10", "10.1", "10.2", "10.3", "10.4", "10.5", "10.6", "12", "12.1", "12.2", "12.3",
-        "12.4", "13.21", "13.23", "14", "14.1", "14.2", "14.5", "14.6", "15", "15.1", "15.2", "15.3", "15.4", "15.4.1",
-        "15.4.2", "15.4.3", "15.4.4", "15.4.5", "15.4.6", "15.4.7", "15.4.9",
+        "1", "1.1", "1.2", "1.3", "1.3.1", "1.3.2", "1.3.3", "1.4", "1.5", "2", "2.1", "2.2", "2.4", "3", "3.1", "3.2", "3.4", "3.5",
+        "3.6", "4", "5", "5.1", "5.2", "5.3", "5.4", "6", "6.1", "6.4", "6.5", "6.6", "9", "9.1", "9.2", "9.3", "9.4", "9.5", "9.7", "10",
+        "10.1", "10.2", "10.3", "10.4", "10.5", "10.6", "12", "12.1", "12.2", "12.3", "12.4", "13.21", "13.23", "14", "14.1", "14.2",
+        "14.5", "14.6", "15", "15.1", "15.2", "15.3", "15.4", "15.4.1", "15.4.2", "15.4.3", "15.4.4", "15.4.5", "15.4.6", "15.4.7",
+        "15.4.9",
     ];
     let fillers = match case.mode.layout {
         Layout::Rows8 => g.padded_rows != case.shape.rows || g.kp != case.shape.cols,
@@ -297,8 +280,8 @@ pub fn clauses(case: &Case, enc: &Encoding) -> Vec<&'static str> {
         }
     }
     let gap = (1..enc.matrix.bases.len()).any(|b| {
-        let end: u64 = u64::from(enc.matrix.bases[b - 1])
-            + 4 * enc.matrix.hdr[32 * (b - 1)..32 * b].iter().map(|&h| u64::from(h)).sum::<u64>();
+        let end: u64 =
+            u64::from(enc.matrix.bases[b - 1]) + 4 * enc.matrix.hdr[32 * (b - 1)..32 * b].iter().map(|&h| u64::from(h)).sum::<u64>();
         u64::from(enc.matrix.bases[b]) != end
     });
     if gap {

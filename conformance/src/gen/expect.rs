@@ -93,8 +93,7 @@ pub fn write_results(w: &mut Writer, v: &mut Vector, d: &DecodedMatrix, inputs: 
         let bias = input.bias.as_deref();
         // NaN payloads and signs depend on the hardware and the optimizer, and spec 15.4.6 makes
         // every NaN match every NaN: store one quiet NaN so the files are reproducible.
-        let y: Vec<f32> =
-            d.matvec(&input.x, input.batch, bias).expect("sizes match").into_iter().map(quiet_nan).collect();
+        let y: Vec<f32> = d.matvec(&input.x, input.batch, bias).expect("sizes match").into_iter().map(quiet_nan).collect();
         let y16: Vec<u16> = d
             .matvec_bf16(&input.x, input.batch, bias)
             .expect("sizes match")

@@ -137,11 +137,7 @@ fn canonical_vector(w: &mut Writer, seed: u64, case: &Case, enc: &Encoding) -> i
         let got = d.matvec_bf16(&input.x, input.batch, input.bias.as_deref()).expect("sizes match");
         assert_eq!(&got, expected, "{}: matvec differs from the spec's example", case.name);
     }
-    inputs.extend(case.example_matvecs.iter().map(|(i, _)| expect::MatvecInput {
-        batch: i.batch,
-        x: i.x.clone(),
-        bias: i.bias.clone(),
-    }));
+    inputs.extend(case.example_matvecs.iter().map(|(i, _)| expect::MatvecInput { batch: i.batch, x: i.x.clone(), bias: i.bias.clone() }));
     expect::write_results(w, &mut v, &d, &inputs)?;
     Ok(v)
 }

@@ -40,12 +40,7 @@ fn unspecified_garbage(enc: &Encoding) -> ValidVariant {
     }
     m.data.extend((len..len + 64).map(garbage));
     let about = format!("{gaps} gap bytes and every byte after the stream end are garbage; data is dl + 64 bytes");
-    ValidVariant {
-        suffix: "unspecified-garbage",
-        about,
-        matrix: m,
-        clauses: vec!["9.5", "9.7", "12.5", "14.1", "14.3"],
-    }
+    ValidVariant { suffix: "unspecified-garbage", about, matrix: m, clauses: vec!["9.5", "9.7", "12.5", "14.1", "14.3"] }
 }
 
 /// `low` with the 512-byte slack (spec 9.6), filled with garbage.
@@ -76,8 +71,7 @@ fn reranked(enc: &Encoding, input: &Input) -> ValidVariant {
     let hist = counts(input);
     let coded = if enc.matrix.mode.elem == ElemType::Bf16 { 15 } else { 10 };
     let eor = enc.exp_of_rank;
-    let tie = (0..coded - 1)
-        .find(|&r| hist[usize::from(eor[r])] > 0 && hist[usize::from(eor[r])] == hist[usize::from(eor[r + 1])]);
+    let tie = (0..coded - 1).find(|&r| hist[usize::from(eor[r])] > 0 && hist[usize::from(eor[r])] == hist[usize::from(eor[r + 1])]);
     let (a, why) = match tie {
         Some(r) => (r, "two tied ranks swapped (the other tie order)"),
         None => (0, "ranks 0 and 1 swapped"),

@@ -26,8 +26,7 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
     };
     let dir = tool.vector_dir(index, &v.id)?;
     let (enc_dir, out) = (dir.join("encoding"), dir.join("out.raw"));
-    write_dir(&enc_dir, v.mode_code, &v.elem, v.layout, v.rows, v.cols, &raw)
-        .map_err(|e| format!("writing {}: {e}", enc_dir.display()))?;
+    write_dir(&enc_dir, v.mode_code, &v.elem, v.layout, v.rows, v.cols, &raw).map_err(|e| format!("writing {}: {e}", enc_dir.display()))?;
     let mut args = tool.args.clone();
     args.extend([enc_dir.display().to_string(), out.display().to_string()]);
     let outcome = process::run(&tool.program, &args, &dir, tool.timeout);
@@ -49,9 +48,7 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
 fn rejection(v: &Vector, outcome: &Outcome, written: Option<Vec<u8>>) -> Judgement {
     let rule = v.expected_error.as_deref().unwrap_or("?");
     match outcome {
-        Outcome::Exited { status, .. } if status.success() => {
-            fail(format!("accepted a vector that breaks rule {rule} (exited 0)"))
-        }
+        Outcome::Exited { status, .. } if status.success() => fail(format!("accepted a vector that breaks rule {rule} (exited 0)")),
         Outcome::Exited { status, .. } if status.code().is_none() => {
             fail(format!("crashed instead of rejecting (rule {rule}): {}", outcome.describe()))
         }

@@ -8,7 +8,7 @@ pub mod reference;
 use crate::corpus::{Corpus, Entry};
 use crate::fields::{RawFields, EXP_OF_RANK};
 use crate::manifest::Vector;
-use crate::report::{Verdict, VectorResult};
+use crate::report::{VectorResult, Verdict};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -55,11 +55,7 @@ impl Tool {
 
 /// The vector's stored fields (checked against their SHA-256), without the rank table.
 pub fn stored_fields(corpus: &Corpus, v: &Vector) -> Result<RawFields, String> {
-    v.fields
-        .iter()
-        .filter(|(name, _)| name.as_str() != EXP_OF_RANK)
-        .map(|(name, path)| Ok((name.clone(), corpus.read(v, path)?)))
-        .collect()
+    v.fields.iter().filter(|(name, _)| name.as_str() != EXP_OF_RANK).map(|(name, path)| Ok((name.clone(), corpus.read(v, path)?))).collect()
 }
 
 /// The vector's input matrix bytes; every caller needs one.

@@ -55,8 +55,7 @@ fn judge(corpus: &Corpus, v: &Vector, backend: &dyn Backend) -> Result<(), Strin
             if let Some(source) = &v.quantized_from {
                 check_quantization(corpus, v, &raw, &input, source)?;
             }
-            let (m, decoded) =
-                decode_raw(v.mode_code, v.rows, v.cols, &raw).map_err(|e| format!("decode rejects the fields: {e}"))?;
+            let (m, decoded) = decode_raw(v.mode_code, v.rows, v.cols, &raw).map_err(|e| format!("decode rejects the fields: {e}"))?;
             if let Some(diff) = first_byte_difference(&input, &decoded.to_le_bytes()) {
                 return Err(format!("decodes to a different matrix: {diff}"));
             }
@@ -99,13 +98,7 @@ fn check_reencode(corpus: &Corpus, v: &Vector, golden: &crate::fields::RawFields
 }
 
 /// Spec 11.2: quantizing the BF16 source gives exactly the vector's fp8 input and scales.
-fn check_quantization(
-    corpus: &Corpus,
-    v: &Vector,
-    golden: &crate::fields::RawFields,
-    input: &[u8],
-    source: &str,
-) -> Result<(), String> {
+fn check_quantization(corpus: &Corpus, v: &Vector, golden: &crate::fields::RawFields, input: &[u8], source: &str) -> Result<(), String> {
     let words: Vec<u16> = corpus.read(v, source)?.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
     let (fp8, scales) = quantize_fp8(&words, Shape::new(v.rows, v.cols)).map_err(|e| format!("quantize_fp8: {e}"))?;
     if let Some(d) = first_byte_difference(input, &fp8) {
@@ -114,10 +107,7 @@ fn check_quantization(
     let ours: Vec<u8> = scales.iter().flat_map(|s| s.to_le_bytes()).collect();
     match golden.get("scale") {
         Some(stored) if *stored == ours => Ok(()),
-        Some(stored) => Err(format!(
-            "scale: {}",
-            first_byte_difference(stored, &ours).unwrap_or_default()
-        )),
+        Some(stored) => Err(format!("scale: {}", first_byte_difference(stored, &ours).unwrap_or_default())),
         None => Err("quantized vector without a scale field".into()),
     }
 }

@@ -1,10 +1,10 @@
-// NWC format 10 GPU kernels, version 2 (layout 0 matvec and dequant). Compiled by NVRTC as one
-// translation unit after nwc.cu (kernels.rs concatenates the files), whose types, bit reader
-// helpers and safety notes it uses.
-
+// The dequant of layout 0 (spec 15.2; historically "version 6"), compiled after common.cu. Measured
+// faster than a dequant on pair_decode.cu's decoder on 6 of the 8 bench shapes (docs/results.md);
+// the bench's version 6 matvec (bench/versions.cu) shares this file's staging and reader.
+//
 // =============================================================================================
-// Version 2 (issue 7): layout 0 matvec and dequant, same results bit for bit, fewer instructions
-// per code. Differences from version 1 (docs/gpu.md has the reasons and the measurements):
+// How it decodes (same results bit for bit as one code at a time; docs/gpu-history.md has the
+// reasons and the measurements):
 //  - a 4096-entry pair table built in shared memory from exp_of_rank (spec 10.6 recovery; rule
 //    lut-mismatch makes it equal to the stored table), so no CTA copies 16 KB from global memory;
 //  - each block's raw plane and stream are copied into a per-warp shared buffer with cp.async;
@@ -14,23 +14,23 @@
 //    with zeros), so fma(w, 0, a) == a exactly (a is never -0, spec 15.4.3). Lanes whose columns
 //    lie past K16 and rows past M get raw 0 (cp.async zero fill) for the same reason.
 
-#define V2_WINDOW 12
-#define V2_ENTRIES (1u << V2_WINDOW)
-#define V2_STAGE 1792 // bytes of staged stream per warp and buffer (4096 codes at <= 3.4 bits)
+#define PAIR_WINDOW 12
+#define PAIR_ENTRIES (1u << PAIR_WINDOW)
+#define STAGED_STREAM 1792 // bytes of staged stream per warp and buffer (4096 codes at <= 3.4 bits)
 
 // Bytes of one warp's buffer: the block's raw plane (8 rows x 32 lanes x 16 or 8 bytes), then
 // its staged stream. Each warp has two, used alternately (block n decodes from one while block
-// n + 1 arrives in the other). The host sizes dynamic shared memory as warps * 2 * v2_buf(fp8).
+// n + 1 arrives in the other). The host sizes dynamic shared memory as warps * 2 * StagedBuf<FP8>::BYTES.
 template <bool FP8>
-struct V2Buf {
+struct StagedBuf {
     static constexpr u32 RAW = FP8 ? 2048 : 4096;
-    static constexpr u32 BYTES = RAW + V2_STAGE;
+    static constexpr u32 BYTES = RAW + STAGED_STREAM;
 };
 
-// The pair table and exp_of_rank of version 2, at fixed shared addresses. Each kernel that uses
+// The staged reader's pair table and exp_of_rank, at fixed shared addresses. Each kernel that uses
 // them gets its own copy.
-__shared__ u32 v2_pair[V2_ENTRIES];
-__shared__ u32 v2_eor[16];
+__shared__ u32 staged_pairs[PAIR_ENTRIES];
+__shared__ u32 staged_eor[16];
 
 // Spec 10.1-10.3, rebuilt from exp_of_rank (spec 10.6; rule lut-mismatch guarantees the stored
 // table is exactly this one, so no CTA copies 16 KB from global memory): entry = len0 + len1 |
@@ -38,7 +38,7 @@ __shared__ u32 v2_eor[16];
 // (| LUT_ONE_CODE | len0 | byte0 << 8 when one does). Byte 3 of a two-code entry is zero: the
 // byte permutes below use it as their zero byte.
 template <bool FP8>
-__device__ void build_tables2(const u32* __restrict__ lut) {
+__device__ void build_staged_pairs(const u32* __restrict__ lut) {
     if (threadIdx.x < 16) {
         const int r = threadIdx.x;
         u32 v = 0;
@@ -47,37 +47,37 @@ __device__ void build_tables2(const u32* __restrict__ lut) {
         else if (r == 12) v = (__ldg(lut) >> 16) & 0xFF;
         else if (r == 13) v = (__ldg(lut + 1) >> 8) & 0xFF;
         else if (r == 14) v = (__ldg(lut + 1) >> 16) & 0xFF;
-        v2_eor[r] = v;
+        staged_eor[r] = v;
     }
     __syncthreads();
     const u32 rank_limit = FP8 ? 10 : 15; // spec 5: ranks a code can have
-    for (u32 p = threadIdx.x; p < V2_ENTRIES; p += blockDim.x) {
-        const u32 v = p << (32 - V2_WINDOW); // the window, left-aligned; bits past it are zero
+    for (u32 p = threadIdx.x; p < PAIR_ENTRIES; p += blockDim.x) {
+        const u32 v = p << (32 - PAIR_WINDOW); // the window, left-aligned; bits past it are zero
         const u32 z0 = __clz(v);            // 32 when v == 0
         u32 e = LUT_PARTIAL;
-        if (z0 < rank_limit && z0 + 2 <= V2_WINDOW) {
+        if (z0 < rank_limit && z0 + 2 <= PAIR_WINDOW) {
             const u32 len0 = z0 + 2;
-            const u32 b0 = (((v >> (30 - z0)) & 1) << 7) | v2_eor[z0];
+            const u32 b0 = (((v >> (30 - z0)) & 1) << 7) | staged_eor[z0];
             const u32 v1 = v << len0;
             const u32 z1 = __clz(v1);
-            if (z1 < rank_limit && len0 + z1 + 2 <= V2_WINDOW) {
-                const u32 b1 = (((v1 >> (30 - z1)) & 1) << 7) | v2_eor[z1];
+            if (z1 < rank_limit && len0 + z1 + 2 <= PAIR_WINDOW) {
+                const u32 b1 = (((v1 >> (30 - z1)) & 1) << 7) | staged_eor[z1];
                 e = (len0 + z1 + 2) | (b0 << 8) | (b1 << 16);
             } else {
                 e = LUT_PARTIAL | LUT_ONE_CODE | len0 | (b0 << 8);
             }
         }
-        v2_pair[p] = e;
+        staged_pairs[p] = e;
     }
     __syncthreads();
 }
 
-// Spec 6.4 bit reader of version 2: the 64 unread bits left-aligned in (hi, lo); the low byte of
+// Spec 6.4 bit reader of the staged kernels: the 64 unread bits left-aligned in (hi, lo); the low byte of
 // `count` is how many are real (the bits above it are junk: consuming subtracts a whole table
 // entry, whose low byte is the length). Words come from the staged copy in shared memory
 // (STAGED) or straight from global memory, by a 32-bit word index.
 template <bool STAGED>
-struct Reader2 {
+struct StagedReader {
     const u32* words;
     u32 hi, lo, count, idx;
 
@@ -111,7 +111,7 @@ struct Reader2 {
             count -= 24;
             return b;
         }
-        const u32 b = (((hi >> (30 - z)) & 1) << 7) | v2_eor[z];
+        const u32 b = (((hi >> (30 - z)) & 1) << 7) | staged_eor[z];
         drop(z + 2);
         count -= z + 2;
         return b;
@@ -141,8 +141,8 @@ struct Reader2 {
 
 template <bool STAGED>
 template <bool FP8>
-__device__ __forceinline__ u32 Reader2<STAGED>::pair() {
-    u32 e = v2_pair[hi >> (32 - V2_WINDOW)];
+__device__ __forceinline__ u32 StagedReader<STAGED>::pair() {
+    u32 e = staged_pairs[hi >> (32 - PAIR_WINDOW)];
     if (e & LUT_PARTIAL) {
         e = slow_pair<FP8>(e);
     } else {
@@ -153,8 +153,8 @@ __device__ __forceinline__ u32 Reader2<STAGED>::pair() {
 }
 
 template <bool STAGED>
-__device__ __forceinline__ Reader2<STAGED> reader2(const u32* words, u32 first) {
-    Reader2<STAGED> r;
+__device__ __forceinline__ StagedReader<STAGED> staged_reader(const u32* words, u32 first) {
+    StagedReader<STAGED> r;
     r.words = words;
     r.hi = r.word(first);
     r.lo = r.word(first + 1);
@@ -167,7 +167,7 @@ __device__ __forceinline__ Reader2<STAGED> reader2(const u32* words, u32 first) 
 // loaded. FP8 (spec 7.4: nibble t at byte (t & 3) + 4 (t >> 3), high nibble when bit 2 of t is
 // set): each nibble moved to the high half of its own byte, i.e. already shifted left by 4.
 template <bool FP8>
-__device__ __forceinline__ void raw_bytes2(const u32 (&r)[4], u32 (&q)[4]) {
+__device__ __forceinline__ void staged_raw_bytes(const u32 (&r)[4], u32 (&q)[4]) {
     if (FP8) {
         q[0] = (r[0] << 4) & 0xF0F0F0F0u;
         q[1] = r[0] & 0xF0F0F0F0u;
@@ -180,35 +180,18 @@ __device__ __forceinline__ void raw_bytes2(const u32 (&r)[4], u32 (&q)[4]) {
 
 // f32 bits of code t's weight: byte 3 = its coded byte (byte `which` of entry e), byte 2 = its raw
 // byte, bytes 1 and 0 = byte 3 of e, which is zero (spec 4.2/15.4.1: the BF16 word << 16).
-__device__ __forceinline__ float weight2(u32 e, const u32 (&q)[4], int t, u32 which) {
+__device__ __forceinline__ float staged_weight(u32 e, const u32 (&q)[4], int t, u32 which) {
     return __uint_as_float(__byte_perm(e, q[t >> 2], 0x0033u | ((4u + (t & 3)) << 8) | (which << 12)));
 }
 
 // The dequant word of codes t, t + 1 (t even): [raw t, coded t, raw t+1, coded t+1].
-__device__ __forceinline__ u32 word_pair2(u32 e, const u32 (&q)[4], int t) {
+__device__ __forceinline__ u32 staged_word_pair(u32 e, const u32 (&q)[4], int t) {
     return __byte_perm(e, q[t >> 2], (4u + (t & 3)) | (1u << 4) | ((5u + (t & 3)) << 8) | (2u << 12));
 }
 
-// cp.async (sm_80+): 16 or 8 bytes global -> shared without registers; `n` = 0 writes zeros and
-// reads nothing.
-__device__ __forceinline__ u32 smem_u32(const void* p) {
-    u32 r;
-    asm("{ .reg .u64 a; cvta.to.shared.u64 a, %1; cvt.u32.u64 %0, a; }" : "=r"(r) : "l"(p));
-    return r;
-}
-__device__ __forceinline__ void cp_async16(u32 dst, const void* src, u32 n) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async8(u32 dst, const void* src, u32 n) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(dst), "l"(src), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
-
 // Where a lane's codes of a prefetched block start: a word index into the staged copy, or into
 // `data` (as u32) when the block's stream is too long to stage.
-struct Start2 {
+struct BlockStart {
     u32 first;
     bool staged;
 };
@@ -217,27 +200,8 @@ struct Start2 {
 // for rows past M and lanes past K16) and, when it fits, the block's stream (spec 9.1/9.2: the
 // lane's words start at bases[b] + 4 * (header bytes of the lanes before it)). `words` is the
 // lane's header byte, `base` = bases[b], both loaded a round earlier.
-// Spec 9.1/9.2 for one block: the words of the lanes before this one (a warp prefix sum of the
-// header bytes), and the 16-byte-aligned span [start16, start16 + 16 n16) of `data` that holds
-// all 32 lane streams of the block (`base` is its offset). Versions 2, 6, 7 and 9 stage it.
-struct Span2 {
-    u32 before, start16, n16;
-};
-
-__device__ __forceinline__ Span2 lane_span2(u32 lane, u32 words, u32 base) {
-    u32 incl = words;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        const u32 v = __shfl_up_sync(0xffffffffu, incl, d);
-        if (lane >= (u32)d) incl += v;
-    }
-    const u32 total = __shfl_sync(0xffffffffu, incl, 31);
-    const u32 start16 = base & ~15u;
-    return Span2{incl - words, start16, (base + 4 * total - start16 + 15) >> 4};
-}
-
 template <bool FP8>
-__device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, const u8* __restrict__ low, const Geo& g,
+__device__ __forceinline__ BlockStart issue_block(u8* buf, const u8* __restrict__ data, const u8* __restrict__ low, const Geo& g,
                                          u64 rb, u64 cb, u32 lane, u32 words, u32 base) {
     const u64 col0 = 512 * cb + 16 * lane;
     const bool lane_in = col0 < g.k16;
@@ -251,14 +215,14 @@ __device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, c
         if (FP8) cp_async8(raw_dst + i * 256, src, ok ? 8 : 0);
         else cp_async16(raw_dst + i * 512, src, ok ? 16 : 0);
     }
-    const Span2 sp = lane_span2(lane, words, base);
+    const StreamSpan sp = lane_span(lane, words, base);
     const u32 start16 = sp.start16, n16 = sp.n16;
-    Start2 st;
+    BlockStart st;
     // A lane may read two words past its last one: +16 keeps that inside the buffer. The staged
     // span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
-    st.staged = n16 * 16 + 16 <= V2_STAGE;
+    st.staged = n16 * 16 + 16 <= STAGED_STREAM;
     if (st.staged) {
-        const u32 dst = smem_u32(buf + V2Buf<FP8>::RAW);
+        const u32 dst = smem_u32(buf + StagedBuf<FP8>::RAW);
         for (u32 k = lane; k < n16; k += 32) cp_async16(dst + 16 * k, data + start16 + 16 * k, 16);
         st.first = (base - start16) / 4 + sp.before;
     } else {
@@ -267,9 +231,9 @@ __device__ __forceinline__ Start2 issue2(u8* buf, const u8* __restrict__ data, c
     return st;
 }
 
-// One raw row of this lane from the warp buffer, as bytes (raw_bytes2).
+// One raw row of this lane from the warp buffer, as bytes (staged_raw_bytes).
 template <bool FP8>
-__device__ __forceinline__ void raw_row2(const u8* buf, int i, u32 lane, u32 (&q)[4]) {
+__device__ __forceinline__ void staged_raw_row(const u8* buf, int i, u32 lane, u32 (&q)[4]) {
     u32 r[4];
     if (FP8) {
         const uint2 v = *reinterpret_cast<const uint2*>(buf + i * 256 + lane * 8);
@@ -278,59 +242,23 @@ __device__ __forceinline__ void raw_row2(const u8* buf, int i, u32 lane, u32 (&q
         const uint4 v = *reinterpret_cast<const uint4*>(buf + i * 512 + lane * 16);
         r[0] = v.x; r[1] = v.y; r[2] = v.z; r[3] = v.w;
     }
-    raw_bytes2<FP8>(r, q);
+    staged_raw_bytes<FP8>(r, q);
 }
 
-// Spec 15.4.3-4, layout 0: lane partial of row i of a block (stream order, fma from +0), halving
-// tree over the 32 lanes, part[i].
-template <bool FP8, bool STAGED>
-__device__ __forceinline__ void row_partial2(Reader2<STAGED>& s, const u8* buf, int i, const float (&xv)[16], u32 lane,
-                                             float* part) {
-    u32 q[4];
-    raw_row2<FP8>(buf, i, lane, q);
-    float acc = 0.0f;
-#pragma unroll
-    for (int p = 0; p < 8; p++) {
-        // Refill before even pairs: > 32 real bits cover two pairs of <= 12 bits (the slow path
-        // refills itself and leaves > 32 too). p is a constant once unrolled.
-        if (p % 2 == 0) s.refill();
-        const u32 e = s.template pair<FP8>();
-        acc = __fmaf_rn(weight2(e, q, 2 * p, 1), xv[2 * p], acc);
-        acc = __fmaf_rn(weight2(e, q, 2 * p + 1, 2), xv[2 * p + 1], acc);
-    }
-#pragma unroll
-    for (int d = 16; d >= 1; d >>= 1) acc = acc + __shfl_xor_sync(0xffffffffu, acc, d); // spec 15.4.4
-    if (lane == 0) part[i] = acc;
-}
-
-// The 8 rows of a block. Variants (same results, docs/gpu.md): VAR 2 unrolls the row loop twice
-// and double-buffers the copies; VAR 6 (the default) does not unroll and keeps one copy buffer
-// per warp (pipeline2, NB = 1), so three CTAs fit an SM.
-template <bool FP8, bool STAGED, int VAR>
-__device__ __forceinline__ void rows_partials2(Reader2<STAGED> s, const u8* buf, const float (&xv)[16], u32 lane,
-                                               float* part) {
-    if constexpr (VAR == 2) {
-#pragma unroll 2
-        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED>(s, buf, i, xv, lane, part);
-    } else {
-#pragma unroll 1
-        for (int i = 0; i < 8; i++) row_partial2<FP8, STAGED>(s, buf, i, xv, lane, part);
-    }
-}
 
 // Spec 15.2, layout 0: the 8 rows of a block as BF16 words, rows of stride K16.
 template <bool FP8, bool STAGED>
-__device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* buf, u32 lane, bool lane_in, u64 nrows,
+__device__ __forceinline__ void rows_dequant_staged(StagedReader<STAGED> s, const u8* buf, u32 lane, bool lane_in, u64 nrows,
                                               u16* dst, u64 k16) {
 #pragma unroll 2
     for (int i = 0; i < 8; i++) {
         u32 q[4];
-        raw_row2<FP8>(buf, i, lane, q);
+        staged_raw_row<FP8>(buf, i, lane, q);
         u32 w[8];
 #pragma unroll
         for (int p = 0; p < 8; p++) {
             if (p % 2 == 0) s.refill();
-            w[p] = word_pair2(s.template pair<FP8>(), q, 2 * p);
+            w[p] = staged_word_pair(s.template pair<FP8>(), q, 2 * p);
         }
         if (lane_in && (u64)i < nrows) {
             uint4* d = reinterpret_cast<uint4*>(dst + i * k16);
@@ -347,7 +275,7 @@ __device__ __forceinline__ void rows_dequant2(Reader2<STAGED> s, const u8* buf, 
 // NB = 1 (version 6): one buffer per warp, so three CTAs fit an SM instead of two; block r + 1 is
 // copied after block r is decoded (call 2 measured no gain from the overlap, docs/gpu.md).
 template <bool FP8, int NB, class Blk, class Work, class After>
-__device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __restrict__ data, const u32* __restrict__ bases,
+__device__ __forceinline__ void block_pipeline(u8* mybuf, u64 steps, const u8* __restrict__ data, const u32* __restrict__ bases,
                                           const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,
                                           Blk blk, Work work, After after) {
     if constexpr (NB == 1) {
@@ -360,9 +288,9 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
             base = bases[b];
         }
         for (u64 r = 0; r < steps; r++) {
-            Start2 st = {0, false};
+            BlockStart st = {0, false};
             __syncwarp(); // every lane is done with the buffer (block r - 1)
-            if (ok) st = issue2<FP8>(mybuf, data, low, g, rb, cb, lane, words, base);
+            if (ok) st = issue_block<FP8>(mybuf, data, low, g, rb, cb, lane, words, base);
             cp_commit();
             u64 rb2 = 0, cb2 = 0;
             const bool ok2 = r + 1 < steps && blk(r + 1, rb2, cb2);
@@ -387,10 +315,10 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
         words = hdr[b * 32 + lane];
         base = bases[b];
     }
-    Start2 cur = {0, false}, nxt = {0, false};
+    BlockStart cur = {0, false}, nxt = {0, false};
     u64 rb_c = rb_n, cb_c = cb_n;
     bool ok_c = ok_n;
-    if (ok_c) cur = issue2<FP8>(mybuf, data, low, g, rb_c, cb_c, lane, words, base);
+    if (ok_c) cur = issue_block<FP8>(mybuf, data, low, g, rb_c, cb_c, lane, words, base);
     cp_commit();
     ok_n = steps > 1 && blk(1, rb_n, cb_n);
     if (ok_n) {
@@ -399,11 +327,11 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
         base = bases[b];
     }
     for (u64 r = 0; r < steps; r++) {
-        u8* buf = mybuf + (r & 1) * V2Buf<FP8>::BYTES;
-        u8* buf_n = mybuf + ((r + 1) & 1) * V2Buf<FP8>::BYTES;
+        u8* buf = mybuf + (r & 1) * StagedBuf<FP8>::BYTES;
+        u8* buf_n = mybuf + ((r + 1) & 1) * StagedBuf<FP8>::BYTES;
         // Block r + 1 into the other buffer (every lane finished reading it in step r - 1).
         __syncwarp();
-        if (ok_n) nxt = issue2<FP8>(buf_n, data, low, g, rb_n, cb_n, lane, words, base);
+        if (ok_n) nxt = issue_block<FP8>(buf_n, data, low, g, rb_n, cb_n, lane, words, base);
         cp_commit();
         const u64 rb_nn_c = rb_n, cb_nn_c = cb_n;
         const bool ok_nn_c = ok_n;
@@ -414,8 +342,7 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
             words = hdr[b * 32 + lane];
             base = bases[b];
         }
-        if (g.flags & 1) cp_wait<0>(); // timing variant: no overlap with the next block's copy
-        else cp_wait<1>();             // block r has landed (the group of block r + 1 may not)
+        cp_wait<1>(); // block r has landed (the group of block r + 1 may not)
         __syncwarp();
         if (ok_c) work(r, rb_c, cb_c, buf, cur);
         after(r);
@@ -426,81 +353,14 @@ __device__ __forceinline__ void pipeline2(u8* mybuf, u64 steps, const u8* __rest
     cp_wait<0>();
 }
 
-// Spec 15.4 with version 2 blocks: a CTA of blockDim.x / 32 warps (the host picks min(8, CB))
-// walks row blocks rb = blockIdx.x, + gridDim.x, ...; a row block takes ceil(CB / warps) rounds,
-// warp w decoding column block round * warps + w. Block partials meet in shared memory and one
-// thread per row adds them in ascending cb order from +0 (spec 15.4.5), as in version 1.
-template <bool FP8, bool XBF16, int VAR>
-__device__ void matvec2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
-                        const u32* __restrict__ lut, const u8* __restrict__ low, const float* __restrict__ scale,
-                        const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g) {
-    extern __shared__ __align__(16) u8 v2_dyn[];
-    __shared__ float part[NWC_WARPS][8];
-    build_tables2<FP8>(lut);
-    const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    if (blockIdx.x >= g.row_blocks) return; // the whole CTA (the host never launches more)
-    const u64 rounds = (g.col_blocks + warps - 1) / warps;
-    const u64 my_rbs = (g.row_blocks - 1 - blockIdx.x) / gridDim.x + 1;
-    float sum = 0.0f; // thread `threadIdx.x` < 8 owns row 8rb + threadIdx.x of the current rb
-    auto blk = [&](u64 r, u64& rb, u64& cb) -> bool {
-        rb = blockIdx.x + (r / rounds) * gridDim.x;
-        cb = (r % rounds) * warps + warp;
-        return cb < g.col_blocks;
-    };
-    auto work = [&](u64, u64, u64 cb, const u8* buf, Start2 st) {
-        const u64 col0 = 512 * cb + 16 * lane;
-        float xv[16];
-        load_x8<XBF16>(x, col0, *reinterpret_cast<float(*)[8]>(&xv[0]));
-        load_x8<XBF16>(x, col0 + 8, *reinterpret_cast<float(*)[8]>(&xv[8]));
-        if (st.staged)
-            rows_partials2<FP8, true, VAR>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, xv, lane, part[warp]);
-        else
-            rows_partials2<FP8, false, VAR>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, xv, lane, part[warp]);
-    };
-    auto after = [&](u64 r) {
-        const u64 round = r % rounds;
-        __syncthreads();
-        if (threadIdx.x < 8) {
-            if (round == 0) sum = 0.0f;
-            for (u32 w = 0; w < warps && round * warps + w < g.col_blocks; w++) sum = sum + part[w][threadIdx.x];
-        }
-        __syncthreads();
-        const u64 rb = blockIdx.x + (r / rounds) * gridDim.x;
-        const u64 row = rb * 8 + threadIdx.x;
-        if (round == rounds - 1 && threadIdx.x < 8 && row < g.rows) {
-            float v = sum; // spec 15.4.6
-            if (scale) v = v * scale[row];
-            if (bias) v = v + bias[row];
-            if (out_bf16) reinterpret_cast<u16*>(y)[row] = bf16_rne(v);
-            else reinterpret_cast<float*>(y)[row] = v;
-        }
-    };
-    constexpr int NB = VAR == 6 ? 1 : 2;
-    pipeline2<FP8, NB>(v2_dyn + warp * NB * V2Buf<FP8>::BYTES, rounds * my_rbs, data, bases, hdr, low, g, lane, blk, work, after);
-}
 
-#define NWC_MATVEC2(NAME, FP8, XBF16, VAR)                                                                    \
-    extern "C" __global__ void __launch_bounds__(NWC_THREADS, VAR == 6 ? 3 : 2)                                \
-        NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, const float* scale, \
-             const void* x, const float* bias, void* y, int out_bf16, Geo g) {                               \
-        matvec2<FP8, XBF16, VAR>(data, bases, hdr, lut, low, scale, x, bias, y, out_bf16, g);                  \
-    }
-NWC_MATVEC2(nwc_matvec2_bf16_l0_xf32, false, false, 2)
-NWC_MATVEC2(nwc_matvec2_bf16_l0_xbf16, false, true, 2)
-NWC_MATVEC2(nwc_matvec2_fp8_l0_xf32, true, false, 2)
-NWC_MATVEC2(nwc_matvec2_fp8_l0_xbf16, true, true, 2)
-NWC_MATVEC2(nwc_matvec6_bf16_l0_xf32, false, false, 6)
-NWC_MATVEC2(nwc_matvec6_bf16_l0_xbf16, false, true, 6)
-NWC_MATVEC2(nwc_matvec6_fp8_l0_xf32, true, false, 6)
-NWC_MATVEC2(nwc_matvec6_fp8_l0_xbf16, true, true, 6)
-
-// Spec 15.2, layout 0, version 2: warp steps over blocks b = first + r * (all warps of the grid);
+// Spec 15.2, layout 0: warp steps over blocks b = first + r * (all warps of the grid);
 // a pair of codes becomes one output word [raw t, coded t, raw t+1, coded t+1] by one permute.
 template <bool FP8, int NB>
-__device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
+__device__ void dequant_staged(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                          const u32* __restrict__ lut, const u8* __restrict__ low, u16* __restrict__ out, Geo g) {
-    extern __shared__ __align__(16) u8 v2_dyn[];
-    build_tables2<FP8>(lut);
+    extern __shared__ __align__(16) u8 staged_dyn[];
+    build_staged_pairs<FP8>(lut);
     const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const u64 blocks = g.row_blocks * g.col_blocks;
     const u64 first = (u64)blockIdx.x * warps + warp, step = (u64)gridDim.x * warps;
@@ -511,26 +371,24 @@ __device__ void dequant2(const u8* __restrict__ data, const u32* __restrict__ ba
         cb = b % g.col_blocks;
         return true;
     };
-    auto work = [&](u64, u64 rb, u64 cb, const u8* buf, Start2 st) {
+    auto work = [&](u64, u64 rb, u64 cb, const u8* buf, BlockStart st) {
         const u64 col0 = 512 * cb + 16 * lane;
         const bool lane_in = col0 < g.k16;
         const u64 nrows = g.rows - 8 * rb;
         u16* dst = out + 8 * rb * g.k16 + col0;
         if (st.staged)
-            rows_dequant2<FP8, true>(reader2<true>(reinterpret_cast<const u32*>(buf + V2Buf<FP8>::RAW), st.first), buf, lane, lane_in, nrows, dst, g.k16);
+            rows_dequant_staged<FP8, true>(staged_reader<true>(reinterpret_cast<const u32*>(buf + StagedBuf<FP8>::RAW), st.first), buf, lane, lane_in, nrows, dst, g.k16);
         else
-            rows_dequant2<FP8, false>(reader2<false>(reinterpret_cast<const u32*>(data), st.first), buf, lane, lane_in, nrows, dst, g.k16);
+            rows_dequant_staged<FP8, false>(staged_reader<false>(reinterpret_cast<const u32*>(data), st.first), buf, lane, lane_in, nrows, dst, g.k16);
     };
     auto after = [](u64) {};
-    pipeline2<FP8, NB>(v2_dyn + warp * NB * V2Buf<FP8>::BYTES, steps, data, bases, hdr, low, g, lane, blk, work, after);
+    block_pipeline<FP8, NB>(staged_dyn + warp * NB * StagedBuf<FP8>::BYTES, steps, data, bases, hdr, low, g, lane, blk, work, after);
 }
 
-#define NWC_DEQUANT2(NAME, FP8, NB, MINB)                                                                     \
+#define NWC_DEQUANT_STAGED(NAME, FP8, NB, MINB)                                                                     \
     extern "C" __global__ void __launch_bounds__(NWC_THREADS, MINB)                                            \
         NAME(const u8* data, const u32* bases, const u8* hdr, const u32* lut, const u8* low, u16* out, Geo g) { \
-        dequant2<FP8, NB>(data, bases, hdr, lut, low, out, g);                                                 \
+        dequant_staged<FP8, NB>(data, bases, hdr, lut, low, out, g);                                                 \
     }
-NWC_DEQUANT2(nwc_dequant2_bf16_l0, false, 2, 2)
-NWC_DEQUANT2(nwc_dequant2_fp8_l0, true, 2, 2)
-NWC_DEQUANT2(nwc_dequant6_bf16_l0, false, 1, 3)
-NWC_DEQUANT2(nwc_dequant6_fp8_l0, true, 1, 3)
+NWC_DEQUANT_STAGED(nwc_dequant_bf16_l0, false, 1, 3)
+NWC_DEQUANT_STAGED(nwc_dequant_fp8_l0, true, 1, 3)

@@ -5,7 +5,7 @@
 //! (what the bounded class allows), spec 19.3 (the bound B, computed by `bound`) and spec 19.4
 //! (the requirement, decided by `check_f32`/`check_bf16`), checking outputs as spec 19.6 prescribes.
 
-use nwc_cuda::level2::{bound, check_bf16, check_f32};
+use nwc_reference::bounded::{bound, check_bf16, check_f32};
 use nwc_reference::{decode, encode, quantize_fp8, Mode, Shape, Weights};
 
 /// Deterministic xorshift in [0, 1).
@@ -176,7 +176,7 @@ fn outputs_outside_the_domain_get_no_bound() {
 /// the emulated matrix-unit order passes, and one output pushed past its bound is named.
 #[test]
 fn whole_matvec_check_accepts_reorderings_and_names_a_violation() {
-    use nwc_cuda::level2::{check_outputs, expected};
+    use nwc_reference::bounded::{check_outputs, expected};
     let (m, k, batch) = (5usize, 300usize, 3usize);
     let mut rng = Rng(77);
     let words: Vec<u16> = (0..m * k).map(|_| rng.bf16(0.05, 6.0)).collect();

@@ -27,7 +27,7 @@ __device__ __forceinline__ void fp8x4_to_f32(u32 w, float (&f)[4]) {
 }
 
 extern "C" __global__ void __launch_bounds__(NWC_THREADS)
-    fp8_native_matvec(const u8* __restrict__ w, const float* __restrict__ scale, const u16* __restrict__ x,
+    bench_fp8_native_matvec(const u8* __restrict__ w, const float* __restrict__ scale, const u16* __restrict__ x,
                       u16* __restrict__ y, u64 rows, u64 k16) {
     const u32 warps = blockDim.x >> 5, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const u64 chunks = k16 / 16; // 16 weights per chunk
