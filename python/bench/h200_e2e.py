@@ -335,9 +335,12 @@ def main():
     ap.add_argument("--budget-s", type=float, default=380)
     ap.add_argument("--skip", default="")
     args = ap.parse_args()
+    args.say, args.t0 = say, T0
     say("torch", torch.__version__, torch.cuda.get_device_name(0))
     results = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__)
-    for name, part in (("a", part_a), ("b", part_b), ("c", part_c)):
+    from h200_shapes import part_shapes
+
+    for name, part in (("a", part_a), ("b", part_b), ("s", part_shapes), ("c", part_c)):
         if name in args.skip:
             continue
         try:

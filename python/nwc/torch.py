@@ -69,13 +69,14 @@ class CudaWeight:
     """One compressed matrix resident on a GPU: its stored fields (validated, spec 13) and the
     launches the layers use. Shared by every layer that uses the same matrix (tied heads)."""
 
-    def __init__(self, matrix: Matrix, device=None):
+    def __init__(self, matrix: Matrix, device=None, matvec_kernel: str = "exact"):
         self.device = _cuda_device(device)
         self.rows, self.cols = matrix.shape
         self.elem = matrix.elem
         self.layout = matrix.layout
         raw = {n: _le_bytes(a) for n, a in matrix.fields.items()}
-        self._cm = _native.CudaMatrix(self.device.index, matrix.mode_code, self.rows, self.cols, raw)
+        # matvec_kernel "exact": spec 15.4, bit-exact; "bounded": spec 19 (layout 1, tensor cores).
+        self._cm = _native.CudaMatrix(self.device.index, matrix.mode_code, self.rows, self.cols, raw, matvec_kernel)
         self.nbytes = int(self._cm.stored_bytes)
         self.scale = None
         if matrix.scale is not None:
@@ -140,14 +141,16 @@ class NWCLinear(nn.Module):
             self._bias_f32 = None
 
     @classmethod
-    def from_linear(cls, layer: nn.Linear, layout: int = 0, elem: str = "bf16", device=None) -> "NWCLinear":
+    def from_linear(cls, layer: nn.Linear, layout: int = 0, elem: str = "bf16", device=None,
+                    matvec_kernel: str = "exact") -> "NWCLinear":
         """Compresses ``layer.weight`` (BF16; ``elem="fp8"`` quantizes it, spec 11) in
         ``layout`` 0 (spec 7) or 1 (spec 8) and uploads it to ``device`` (default: the layer's
-        device if it is a GPU, else the current one)."""
+        device if it is a GPU, else the current one). ``matvec_kernel="bounded"`` (layout 1):
+        the tensor-core matvec of spec 19, each output within its bound of the exact one."""
         if not isinstance(layer, nn.Linear):
             raise TypeError(f"expected an nn.Linear, got {type(layer).__name__}")
         dev = device if device is not None else (layer.weight.device if layer.weight.is_cuda else None)
-        weight = CudaWeight(encode(_words(layer.weight), elem, layout), dev)
+        weight = CudaWeight(encode(_words(layer.weight), elem, layout), dev, matvec_kernel)
         return cls(weight, layer.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,7 @@ use cudarc::driver::sys::{CUevent_flags, CUevent_wait_flags, CUstream};
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 use numpy::PyReadonlyArray1;
 use nwc_conformance::fields::{parse, RawFields, STORED_FIELDS};
-use nwc_cuda::{DeviceActivations, Gpu, GpuMatrix};
+use nwc_cuda::{DeviceActivations, Gpu, GpuMatrix, MatvecKernel};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::HashMap;
@@ -114,7 +114,9 @@ fn joined<T>(
 #[pymethods]
 impl CudaMatrix {
     /// Validates the stored fields (every rule of spec 13) and uploads them to `device`.
+    /// `matvec_kernel`: "exact" (spec 15.4, the default) or "bounded" (spec 19, layout 1 only).
     #[new]
+    #[pyo3(signature = (device, mode_code, rows, cols, fields, matvec_kernel = "exact"))]
     fn new(
         py: Python<'_>,
         device: usize,
@@ -122,7 +124,9 @@ impl CudaMatrix {
         rows: u64,
         cols: u64,
         fields: &Bound<'_, PyDict>,
+        matvec_kernel: &str,
     ) -> PyResult<CudaMatrix> {
+        let kernel: MatvecKernel = matvec_kernel.parse().map_err(|e: nwc_cuda::GpuError| value_error(e.to_string()))?;
         let mut raw = RawFields::new();
         for name in STORED_FIELDS {
             if let Some(v) = fields.get_item(name)? {
@@ -145,7 +149,9 @@ impl CudaMatrix {
         let m = py
             .allow_threads(|| {
                 let gpu = Gpu::get(device)?;
-                GpuMatrix::upload(&gpu, &em)
+                let mut m = GpuMatrix::upload(&gpu, &em)?;
+                m.set_matvec_kernel(kernel)?;
+                Ok(m)
             })
             .map_err(|e| match e {
                 nwc_cuda::GpuError::Invalid(d) => decode_error(py, &d),
@@ -214,11 +220,10 @@ impl CudaMatrix {
         })
     }
 
-    /// Which kernels the matvec uses (nwc-cuda's kernel version; layout 1 runs the exact version
-    /// unless `bounded`).
+    /// The matvec kernel: "exact" (spec 15.4) or "bounded" (spec 19, layout 1).
     #[getter]
-    fn kernel_version(&self) -> u8 {
-        self.m.kernel_version
+    fn matvec_kernel(&self) -> &'static str {
+        self.m.matvec_kernel().name()
     }
 }
 
