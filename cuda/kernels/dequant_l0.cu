@@ -273,7 +273,7 @@ __device__ __forceinline__ void rows_dequant_staged(StagedReader<STAGED> s, cons
 // offset (the copy of r + 2 needs them) while it decodes block r. `work(r, rb, cb, buf, start)`
 // decodes; `after(r)` runs once per step on every thread (the matvec's barriers).
 // NB = 1 (version 6): one buffer per warp, so three CTAs fit an SM instead of two; block r + 1 is
-// copied after block r is decoded (call 2 measured no gain from the overlap, docs/gpu.md).
+// copied after block r is decoded (call 2 measured no gain from the overlap, docs/gpu-history.md).
 template <bool FP8, int NB, class Blk, class Work, class After>
 __device__ __forceinline__ void block_pipeline(u8* mybuf, u64 steps, const u8* __restrict__ data, const u32* __restrict__ bases,
                                           const u8* __restrict__ hdr, const u8* __restrict__ low, const Geo& g, u32 lane,

@@ -12,7 +12,7 @@
 //    gives the zero bytes a weight's f32 needs. An entry without two complete codes has bit 31 set.
 //  - The rare slow case (a pair longer than 12 bits, an escape) is tested once per four codes per
 //    lane: that lane decodes the four codes one at a time from the saved position. (A warp vote
-//    instead cost more instructions per quad than the divergence it saved, docs/gpu.md.)
+//    instead cost more instructions per quad than the divergence it saved, docs/gpu-history.md.)
 //  - The table is built once per matrix on the host and copied by each CTA (the per-CTA build cost
 //    ~2 us of a ~25 us kernel).
 //  - Raw bytes come straight from global memory one row pair ahead in registers; the block after the
@@ -24,7 +24,7 @@
 //  - Batches: the NX = 2 and 4 entry points decode each weight once and keep one fma chain per
 //    activation column (spec 15.4.7: each column exactly as alone).
 
-// STAGES < STAGE_ALL are timing probes (docs/gpu.md, "Where the time goes"): they leave out the
+// STAGES < STAGE_ALL are timing probes (docs/gpu-history.md, "Where the time goes"): they leave out the
 // later stages of the work and fold what is left into `probe` so the compiler keeps it; their
 // results are meaningless. Production kernels run STAGE_ALL, where `probe` is untouched.
 #define STAGE_DECODE 0  // decode the codes only
@@ -185,7 +185,7 @@ __device__ void exact_matvec_l0(const u8* __restrict__ data, const u32* __restri
         raw_row<FP8>(rowp, raw_in, qa);
         raw_row<FP8>(rowp + stride, raw_in && nrows > 1, qb);
         // The loop is not unrolled: fully unrolled, the kernel outgrew the instruction cache
-        // (ncu: "no instruction" stalls, docs/gpu.md).
+        // (ncu: "no instruction" stalls, docs/gpu-history.md).
 #pragma unroll 1
         for (u32 i = 0; i < 4; i++) {
             rowp += 2 * stride;
@@ -215,7 +215,7 @@ __device__ void exact_matvec_l0(const u8* __restrict__ data, const u32* __restri
         // Lanes 0 and 16 published the block's partials; a fence, then one atomic counts the
         // block, and the warp that counts the row block's last block adds the partials in
         // ascending cb order (spec 15.4.5). (Measured on the H200 against a release-only atomic
-        // with one writer lane, and an acquire-release one: this was the fastest, docs/gpu.md.)
+        // with one writer lane, and an acquire-release one: this was the fastest, docs/gpu-history.md.)
         if ((lane & 15) == 0) __threadfence();
         if (last_of_row(count, rb, cbs, lane)) {
             const u32 n = lane / 8, r = lane % 8; // lane = column * 8 + row

@@ -1,6 +1,6 @@
 //! The version 7 kernels' two-code table (kernels/nwc_v7.cu), built once per matrix on the host
 //! and copied into each CTA's shared memory, instead of every CTA computing it (measured on the
-//! H200: the per-CTA build cost about 2 us of a 25 us matvec, docs/gpu.md).
+//! H200: the per-CTA build cost about 2 us of a 25 us matvec, docs/gpu-history.md).
 //!
 //! Entry for the 12-bit window p (spec 10.1): when two complete codes fit the window,
 //! `len | byte0 << 8 | byte1 << 16 | len << 24` with `len` the length of both codes (the kernel

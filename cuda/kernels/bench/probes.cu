@@ -1,4 +1,4 @@
-// Timing probes of nwc-gpu-bench --ceiling and --profile (cargo feature `bench`; docs/gpu.md,
+// Timing probes of nwc-gpu-bench --ceiling and --profile (cargo feature `bench`; docs/gpu-history.md,
 // "Where the time goes"). Compiled after every production file. Their outputs mean nothing.
 
 // A table-free decoder, for the STAGE_DECODE_CLZ probe: each code from counting zeros in a 64-bit
@@ -67,7 +67,7 @@ extern "C" __global__ void bench_probe_read_write(const uint4* __restrict__ a, u
     }
     if (acc == 0x9E3779B9u) sink[0] = acc;
 }
-// Timing probes (docs/gpu.md, "Where the time goes"): version 7's block loop and staging, then
+// Timing probes (docs/gpu-history.md, "Where the time goes"): version 7's block loop and staging, then
 // only the decode of each lane's 128 codes in one flat loop, with the stream read by quad_pairs (two
 // shared loads per quad; READER false) or by quad_frag (stream words kept in registers; true).
 // (`pair`: the look-up quad_frag uses.)
@@ -109,7 +109,7 @@ NWC_PROBE_DECODE(bench_probe_decode_reg, true)
 // Timing probe "rep": a pair table without bank conflicts. The first 8 bits of the window index
 // a 256-entry table of the pairs that fit in 8 bits, kept 32 times over so that lane L reads
 // its copy from bank L (entry i of lane L at word 32 i + L: 32 KB). About 96% of the pairs of
-// normal-like weights fit (docs/gpu.md); a lane whose pair does not reads version 7's 12-bit table
+// normal-like weights fit (docs/gpu-history.md); a lane whose pair does not reads version 7's 12-bit table
 // instead (a predicated load, no branch), and the rare quad neither can decode takes the slow path.
 // Stream words are kept in registers as in quad_frag.
 #define PROBE_REP_STAGE 1792

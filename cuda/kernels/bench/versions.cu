@@ -29,7 +29,7 @@ __device__ __forceinline__ void row_partial_v6(StagedReader<STAGED>& s, const u8
     if (lane == 0) part[i] = acc;
 }
 
-// The 8 rows of a block. Variants (same results, docs/gpu.md): VAR 2 unrolls the row loop twice
+// The 8 rows of a block. Variants (same results, docs/gpu-history.md): VAR 2 unrolls the row loop twice
 // and double-buffers the copies; VAR 6 (the default) does not unroll and keeps one copy buffer
 // per warp (block_pipeline, NB = 1), so three CTAs fit an SM.
 template <bool FP8, bool STAGED, int VAR>

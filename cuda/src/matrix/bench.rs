@@ -1,6 +1,6 @@
 //! Bench-only launches (feature `bench`, kernels/bench/): the superseded "version 6" matvec and
 //! "version 7" dequant that nwc-gpu-bench times beside the production kernels, and the timing
-//! probes of `nwc-gpu-bench --ceiling` (docs/gpu.md, "Where the time goes").
+//! probes of `nwc-gpu-bench --ceiling` (docs/gpu-history.md, "Where the time goes").
 
 use super::exact::Columns;
 use super::fields::Table;

@@ -1,4 +1,4 @@
-//! `nwc-gpu-bench --ceiling`: where the exact layout 0 matvec's (version 7's) batch-1 time goes (docs/gpu.md, "Where the time
+//! `nwc-gpu-bench --ceiling`: where the exact layout 0 matvec's (version 7's) batch-1 time goes (docs/gpu-history.md, "Where the time
 //! goes"). In one run, per shape: cuBLAS, the memory floor (one coalesced read of every stored
 //! byte), version 7 with its later stages left out (decode only with the pair table, decode only
 //! with the table-free decoder, + weights, + fma chains) and the whole matvec (checked exact);

@@ -493,7 +493,7 @@ fn main() -> Res<()> {
         let got: Vec<u32> = gpu.stream.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
         println!("profile: layout 1 bounded matvec within spec 19.4: {:?}", level2::check_outputs(&p.expect1, &got, true).map(|_| ()));
         g1.dequant_into(&mut deq)?;
-        // The timing probes of the exact layout 0 matvec (docs/gpu.md, "Where the time goes").
+        // The timing probes of the exact layout 0 matvec (docs/gpu-history.md, "Where the time goes").
         for probe in [Probe::Decode, Probe::DecodeFlat, Probe::DecodeReg, Probe::DecodeRep, Probe::DecodeClz, Probe::Weights, Probe::Fma] {
             for _ in 0..2 {
                 g.probe(probe, &xd)?;

@@ -1,0 +1,233 @@
+// Execution layout (spec 20): helpers shared by the exec_*.cu kernels (decode of a lane's 16
+// weights, the transposed halving tree, BF16 rounding, cp.async and mma.sync wrappers).
+//
+// Fields (device pointers, little-endian; spec 20):
+//   sm        M * K16 bytes      sign | mantissa byte per weight, pad columns 0
+//   codes     M * K16 / 2 bytes  4-bit code per weight, even column in bits 0..3
+//   base      M bytes            per-row window start, 1..242 (allocated rounded up to 4 bytes:
+//                                kernels copy whole aligned words)
+//   esc_start M * CB + 1 u32     escape offsets per tile (t = m * CB + cb)
+//   esc       esc_start[T] bytes exponent byte of every code-15 weight, row-major position order
+// Code c of a weight: 0 -> exponent 0, 1..14 -> base + c - 1, 15 -> next escape byte of the tile.
+//
+// One translation unit with the other kernels/*.cu; every name here starts with exec_ / EXEC_.
+// Compiled with --fmad=false: every multiply-add is an explicit __fmaf_rn.
+
+typedef unsigned char exec_u8;
+typedef unsigned short exec_u16;
+typedef unsigned int exec_u32;
+typedef unsigned long long exec_u64;
+
+#define EXEC_FULL 0xffffffffu
+
+// prmt with the sign-replicate selector bit (bit 3 of each nibble); __byte_perm drops that bit.
+__device__ __forceinline__ exec_u32 exec_prmt(exec_u32 a, exec_u32 b, exec_u32 sel) {
+    exec_u32 d;
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+    return d;
+}
+
+// True when all 8 codes of the word are in 1..14 (no zero, no escape): a code is 0 or 15 exactly
+// when its four bits are equal, i.e. when bits 0..2 of c ^ (c >> 1) are zero in its nibble.
+__device__ __forceinline__ exec_u32 exec_plain_bits(exec_u32 c) {
+    exec_u32 t = (c ^ (c >> 1)) & 0x77777777u;
+    return t + 0x77777777u;  // bit 3 of each nibble set iff that code is plain
+}
+__device__ __forceinline__ bool exec_plain16(uint2 c) {
+    return (exec_plain_bits(c.x) & exec_plain_bits(c.y) & 0x88888888u) == 0x88888888u;
+}
+
+// Number of code-15 weights among the 8 codes of a word.
+__device__ __forceinline__ exec_u32 exec_count15(exec_u32 c) {
+    exec_u32 m = c & (c >> 1);
+    m &= m >> 2;
+    return __popc(m & 0x11111111u);
+}
+
+// Matvec only: pad positions (column >= K) get code 1 instead of 0, so that a tile whose only
+// zero codes are pad stays on the fast path. Their sm byte is 0 and their activation is zero-padded,
+// so the weight 2^(base - 127) meets x = 0 and fma leaves the chain unchanged (spec 15.4.3 note).
+__device__ __forceinline__ uint2 exec_mask_pad(uint2 c, exec_u32 k0, exec_u32 K) {
+    if (k0 + 16u > K) {
+        const long long valid = (long long)K - (long long)k0;
+        const exec_u64 hm = valid <= 0 ? ~0ull : (~0ull << (4 * valid));
+        exec_u64 all = (exec_u64)c.x | ((exec_u64)c.y << 32);
+        all = (all & ~hm) | (0x1111111111111111ull & hm);
+        c = make_uint2((exec_u32)all, (exec_u32)(all >> 32));
+    }
+    return c;
+}
+
+// (base - 1) << 7 in both 16-bit halves: the exponent offset of codes 1..14.
+__device__ __forceinline__ exec_u32 exec_b2(exec_u32 base) { return (base - 1u) * 0x00800080u; }
+
+// Fast path: 8 codes (one word) and their 8 sm bytes (two words) -> 4 BF16 pairs (even column in
+// the low half). Valid only when every code is in 1..14 (exec_plain16): then base - 1 + c <= 255
+// fits the 8-bit exponent field without a carry. Per pair: the codes' bytes are spread to the
+// 16-bit halves by one prmt (the sign-replicate of a byte < 0x80 is the zero byte), the sm bytes
+// by a second prmt whose replicated sign lands in bit 15, one LOP3 masks and adds the base, and
+// one IMAD shifts the code into the exponent field and adds.
+__device__ __forceinline__ void exec_pairs8(exec_u32 c, exec_u32 s0, exec_u32 s1, exec_u32 b2,
+                                            exec_u32& w0, exec_u32& w1, exec_u32& w2, exec_u32& w3) {
+    const exec_u32 ev = c & 0x0f0f0f0fu;
+    const exec_u32 od = (c >> 4) & 0x0f0f0f0fu;
+    w0 = exec_prmt(ev, od, 0xC480u) * 128u + ((exec_prmt(s0, 0u, 0x9180u) & 0x807f807fu) | b2);
+    w1 = exec_prmt(ev, od, 0xD591u) * 128u + ((exec_prmt(s0, 0u, 0xB3A2u) & 0x807f807fu) | b2);
+    w2 = exec_prmt(ev, od, 0xE6A2u) * 128u + ((exec_prmt(s1, 0u, 0x9180u) & 0x807f807fu) | b2);
+    w3 = exec_prmt(ev, od, 0xF7B3u) * 128u + ((exec_prmt(s1, 0u, 0xB3A2u) & 0x807f807fu) | b2);
+}
+
+__device__ __forceinline__ void exec_pairs16_fast(uint2 c, uint4 s, exec_u32 b2, exec_u32 (&w)[8]) {
+    exec_pairs8(c.x, s.x, s.y, b2, w[0], w[1], w[2], w[3]);
+    exec_pairs8(c.y, s.z, s.w, b2, w[4], w[5], w[6], w[7]);
+}
+
+// General path: any code; the lane's code-15 weights take esc[off], esc[off + 1], ... in order.
+__device__ __forceinline__ void exec_pairs16_general(uint2 c, uint4 s, exec_u32 base,
+                                                     const exec_u8* __restrict__ esc, exec_u64 off,
+                                                     exec_u32 (&w)[8]) {
+    const exec_u32 cw[2] = {c.x, c.y};
+    const exec_u32 sw[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+        const exec_u32 code = (cw[j >> 3] >> (4 * (j & 7))) & 15u;
+        const exec_u32 sb = (sw[j >> 2] >> (8 * (j & 3))) & 0xffu;
+        exec_u32 e = base - 1u + code;
+        if (code == 0u) e = 0u;
+        if (code == 15u) {
+            e = esc[off];
+            ++off;
+        }
+        const exec_u32 h = ((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu);
+        if (j & 1)
+            w[j >> 1] |= h << 16;
+        else
+            w[j >> 1] = h;
+    }
+}
+
+// Exclusive prefix over the warp's lanes (lane order = position order inside a tile).
+__device__ __forceinline__ exec_u32 exec_warp_excl(exec_u32 n, exec_u32 lane) {
+    exec_u32 incl = n;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, o);
+        if (lane >= (exec_u32)o) incl += v;
+    }
+    return incl - n;
+}
+
+// The 16 BF16 words of a lane (positions 16 L .. 16 L + 15 of tile t of row m), canonical lane
+// mapping; warp-uniform choice of path. Every lane of the warp must call it (votes, shuffles).
+__device__ __forceinline__ void exec_decode_lane(uint2 c, uint4 s, exec_u32 base, exec_u32 lane,
+                                                 const exec_u32* __restrict__ esc_start, exec_u64 t,
+                                                 const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
+    if (__all_sync(EXEC_FULL, exec_plain16(c))) {
+        exec_pairs16_fast(c, s, exec_b2(base), w);
+    } else {
+        const exec_u32 n = exec_count15(c.x) + exec_count15(c.y);
+        const exec_u32 before = exec_warp_excl(n, lane);
+        const exec_u64 off = (exec_u64)esc_start[t] + before;
+        exec_pairs16_general(c, s, base, esc, off, w);
+    }
+}
+
+__device__ __forceinline__ float exec_lo(exec_u32 w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float exec_hi(exec_u32 w) { return __uint_as_float(w & 0xffff0000u); }
+
+// f32 -> BF16, round to nearest even (spec 15.4.6); NaN stays NaN.
+__device__ __forceinline__ exec_u16 exec_bf16_rne(float f) {
+    const exec_u32 u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (exec_u16)((u >> 16) | 0x40u);
+    return (exec_u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Transposed halving tree over R values per lane (R = 1, 2, 4, 8, 16, 32): each step halves the
+// number of values, pairing value 2i with 2i + 1 across the lanes that differ in bit o, then the
+// plain butterfly. Each value's sum is bit-identical to the canonical tree (spec 15.4.4): a lane
+// always adds its own value at its position to the partner's value for the same row, and f32
+// addition is commutative. Returns the sum of value index exec_tree_index<R>(lane).
+template <int R>
+__device__ __forceinline__ float exec_tree(float (&v)[R], exec_u32 lane) {
+    int n = R;
+    int o = 16;
+#pragma unroll
+    for (int step = 0; step < 5; ++step) {
+        if (n > 1) {
+            const bool hi = (lane & (exec_u32)o) != 0;
+#pragma unroll
+            for (int i = 0; i < R / 2; ++i) {
+                if (i < n / 2) {
+                    const float keep = hi ? v[2 * i + 1] : v[2 * i];
+                    const float send = hi ? v[2 * i] : v[2 * i + 1];
+                    v[i] = keep + __shfl_xor_sync(EXEC_FULL, send, o);
+                }
+            }
+            n >>= 1;
+        } else {
+            v[0] = v[0] + __shfl_xor_sync(EXEC_FULL, v[0], o);
+        }
+        o >>= 1;
+    }
+    return v[0];
+}
+
+template <int R>
+__device__ __forceinline__ exec_u32 exec_tree_index(exec_u32 lane) {
+    exec_u32 idx = 0;
+    int bits = 0;
+#pragma unroll
+    for (int s = 0; s < 5; ++s)
+        if ((1 << s) < R) {
+            idx |= ((lane >> (4 - s)) & 1u) << s;
+            ++bits;
+        }
+    return idx;
+}
+
+// Lane that writes value idx: the lowest lane holding it (low 5 - log2(R) bits zero).
+template <int R>
+__device__ __forceinline__ bool exec_tree_writer(exec_u32 lane) {
+    return (lane & (32u / R - 1u)) == 0u;
+}
+
+// ---- cp.async (sm_80+): every lane copies the bytes it later reads; wait_group orders them ----
+__device__ __forceinline__ exec_u32 exec_sa(const void* p) { return (exec_u32)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ void exec_cp16(exec_u32 dst, const void* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void exec_cp8(exec_u32 dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void exec_cp4(exec_u32 dst, const void* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void exec_cp_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void exec_cp_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Decode with the escape offset of the tile already known to lane 0 (esc0, valid in lane 0 only).
+__device__ __forceinline__ void exec_decode_lane_s(uint2 c, uint4 s, exec_u32 base, exec_u32 lane, exec_u32 esc0,
+                                                   const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
+    if (__all_sync(EXEC_FULL, exec_plain16(c))) {
+        exec_pairs16_fast(c, s, exec_b2(base), w);
+    } else {
+        const exec_u32 n = exec_count15(c.x) + exec_count15(c.y);
+        const exec_u32 before = exec_warp_excl(n, lane);
+        const exec_u32 t0 = __shfl_sync(EXEC_FULL, esc0, 0);
+        exec_pairs16_general(c, s, base, esc, (exec_u64)t0 + before, w);
+    }
+}
+
+// ---- tensor cores: one mma.sync.m16n8k16, BF16 x BF16 -> f32 (spec 19 bounded class) ----
+__device__ __forceinline__ void exec_mma16816(float (&d)[4], exec_u32 a0, exec_u32 a1, exec_u32 a2, exec_u32 a3,
+                                              exec_u32 b0, exec_u32 b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+        "{%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+

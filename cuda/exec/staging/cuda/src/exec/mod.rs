@@ -1,0 +1,212 @@
+//! The execution layout (spec 20) on the device: a matrix as five plain fields (sm plane, code
+//! plane, per-row base, per-tile escape offsets, escape bytes) that every lane addresses by
+//! arithmetic, so decoding costs a few integer instructions per weight. By role: upload and the
+//! device fields here, the GPU encode from BF16 and the transcode from format 10 (`encode`), the
+//! matvec, dequant and gather launches (`run`), the kernel choices (`select`).
+//!
+//! Results: the exact matvec, dequant and gather are bit-identical to `nwc_reference::exec`
+//! (spec 20.14, 20.15); the tensor-core matvec ([`ExecMatvecKernel::Bounded`]) is the bounded
+//! class of spec 19. The GPU encode produces the canonical encoding byte for byte (spec 20.12).
+
+mod encode;
+mod run;
+mod select;
+
+pub use select::{ExecDequantKernel, ExecMatvecKernel};
+
+use crate::gpu::Gpu;
+use crate::GpuError;
+use cudarc::driver::{CudaSlice, DevicePtr, SyncOnDrop};
+use nwc_reference::exec::{validate_exec, ExecGeometry, ExecMatrix};
+use nwc_reference::{ParamError, Shape};
+use std::sync::Arc;
+
+/// Activations for the execution layout: `batch` vectors, each zero-padded from K to K16 (spec
+/// 15.4.3 note: a pad weight is +0.0 and meets a zero activation). The exact kernels take f32,
+/// the tensor-core kernels BF16 (the domain of spec 19.2).
+pub enum ExecActivations {
+    F32 { buf: CudaSlice<f32>, batch: usize },
+    Bf16 { buf: CudaSlice<u16>, batch: usize },
+}
+
+impl ExecActivations {
+    pub fn batch(&self) -> usize {
+        match self {
+            ExecActivations::F32 { batch, .. } | ExecActivations::Bf16 { batch, .. } => *batch,
+        }
+    }
+}
+
+/// An execution-layout matrix resident on one GPU (validated before upload, or encoded there).
+pub struct GpuExecMatrix {
+    gpu: Arc<Gpu>,
+    pub shape: Shape,
+    k16: u64,
+    /// Tiles per row (CB).
+    col_tiles: u64,
+    sm: CudaSlice<u8>,
+    codes: CudaSlice<u8>,
+    /// M bytes, allocated rounded up to a multiple of 4: kernels copy whole aligned words.
+    base: CudaSlice<u8>,
+    esc_start: CudaSlice<u32>,
+    /// E bytes, at least one allocated (never read when E = 0).
+    esc: CudaSlice<u8>,
+    escapes: u64,
+    matvec_kernel: ExecMatvecKernel,
+    dequant_kernel: ExecDequantKernel,
+}
+
+/// Device pointers of the five fields, valid while the guards live.
+pub(crate) struct ExecPtrs<'a> {
+    pub sm: u64,
+    pub codes: u64,
+    pub base: u64,
+    pub esc_start: u64,
+    pub esc: u64,
+    _guards: [SyncOnDrop<'a>; 5],
+}
+
+fn base_alloc_len(rows: u64) -> usize {
+    (rows.div_ceil(4) * 4).max(4) as usize
+}
+
+impl GpuExecMatrix {
+    /// Validates `m` with every rule of spec 20.9 (the reference) and uploads it; nothing reaches
+    /// the device unless the matrix is valid.
+    pub fn upload(gpu: &Arc<Gpu>, m: &ExecMatrix) -> Result<GpuExecMatrix, GpuError> {
+        validate_exec(m)?;
+        let g = ExecGeometry::new(m.shape).map_err(|e| GpuError::ExecInvalid(e.into()))?;
+        let s = &gpu.stream;
+        let mut base = m.base.clone();
+        base.resize(base_alloc_len(g.shape.rows), 0);
+        let esc = if m.esc.is_empty() { vec![0u8] } else { m.esc.clone() };
+        Ok(GpuExecMatrix {
+            gpu: gpu.clone(),
+            shape: m.shape,
+            k16: g.k16,
+            col_tiles: g.col_tiles,
+            sm: s.clone_htod(&m.sm)?,
+            codes: s.clone_htod(&m.codes)?,
+            base: s.clone_htod(&base)?,
+            esc_start: s.clone_htod(&m.esc_start)?,
+            esc: s.clone_htod(&esc)?,
+            escapes: m.esc.len() as u64,
+            matvec_kernel: ExecMatvecKernel::Exact,
+            dequant_kernel: ExecDequantKernel::Stream,
+        })
+    }
+
+    /// The fields back on the host, exactly as stored (the transcode checks compare them).
+    pub fn download(&self) -> Result<ExecMatrix, GpuError> {
+        let s = &self.gpu.stream;
+        let mut base = s.clone_dtoh(&self.base)?;
+        base.truncate(self.shape.rows as usize);
+        let mut esc = s.clone_dtoh(&self.esc)?;
+        esc.truncate(self.escapes as usize);
+        Ok(ExecMatrix {
+            shape: self.shape,
+            sm: s.clone_dtoh(&self.sm)?,
+            codes: s.clone_dtoh(&self.codes)?,
+            base,
+            esc_start: s.clone_dtoh(&self.esc_start)?,
+            esc,
+        })
+    }
+
+    /// A second device copy (benchmarks rotate copies past the L2 cache).
+    pub fn try_clone(&self) -> Result<GpuExecMatrix, GpuError> {
+        let s = &self.gpu.stream;
+        Ok(GpuExecMatrix {
+            gpu: self.gpu.clone(),
+            shape: self.shape,
+            k16: self.k16,
+            col_tiles: self.col_tiles,
+            sm: s.clone_dtod(&self.sm)?,
+            codes: s.clone_dtod(&self.codes)?,
+            base: s.clone_dtod(&self.base)?,
+            esc_start: s.clone_dtod(&self.esc_start)?,
+            esc: s.clone_dtod(&self.esc)?,
+            escapes: self.escapes,
+            matvec_kernel: self.matvec_kernel,
+            dequant_kernel: self.dequant_kernel,
+        })
+    }
+
+    pub fn gpu(&self) -> &Arc<Gpu> {
+        &self.gpu
+    }
+
+    /// Row stride of dequant and gather output and of padded activations: K rounded up to 16.
+    pub fn row_stride(&self) -> usize {
+        self.k16 as usize
+    }
+
+    /// Escaped weights (E, spec 20.6).
+    pub fn escapes(&self) -> u64 {
+        self.escapes
+    }
+
+    /// VRAM bytes of the five stored fields (spec 20.6 sizes; base counted at M bytes).
+    pub fn stored_bytes(&self) -> u64 {
+        let (m, t) = (self.shape.rows, self.shape.rows * self.col_tiles);
+        m * self.k16 + m * self.k16 / 2 + m + 4 * (t + 1) + self.escapes
+    }
+
+    pub fn matvec_kernel(&self) -> ExecMatvecKernel {
+        self.matvec_kernel
+    }
+
+    pub fn set_matvec_kernel(&mut self, kernel: ExecMatvecKernel) {
+        self.matvec_kernel = kernel;
+    }
+
+    pub fn dequant_kernel(&self) -> ExecDequantKernel {
+        self.dequant_kernel
+    }
+
+    pub fn set_dequant_kernel(&mut self, kernel: ExecDequantKernel) {
+        self.dequant_kernel = kernel;
+    }
+
+    pub(crate) fn ptrs<'a>(&'a self) -> ExecPtrs<'a> {
+        let s = &self.gpu.stream;
+        let (sm, g0) = self.sm.device_ptr(s);
+        let (codes, g1) = self.codes.device_ptr(s);
+        let (base, g2) = self.base.device_ptr(s);
+        let (esc_start, g3) = self.esc_start.device_ptr(s);
+        let (esc, g4) = self.esc.device_ptr(s);
+        ExecPtrs { sm, codes, base, esc_start, esc, _guards: [g0, g1, g2, g3, g4] }
+    }
+
+    /// Uploads `batch` f32 activation vectors of K values, each zero-padded to K16.
+    pub fn activations_f32(&self, x: &[f32], batch: usize) -> Result<ExecActivations, GpuError> {
+        let padded = self.pad(x, batch)?;
+        Ok(ExecActivations::F32 { buf: self.gpu.stream.clone_htod(&padded)?, batch })
+    }
+
+    /// Uploads `batch` BF16 activation vectors (raw words), each zero-padded to K16.
+    pub fn activations_bf16(&self, x: &[u16], batch: usize) -> Result<ExecActivations, GpuError> {
+        let padded = self.pad(x, batch)?;
+        Ok(ExecActivations::Bf16 { buf: self.gpu.stream.clone_htod(&padded)?, batch })
+    }
+
+    fn pad<T: Copy + Default>(&self, x: &[T], batch: usize) -> Result<Vec<T>, GpuError> {
+        let (k, k16) = (self.shape.cols as usize, self.k16 as usize);
+        if batch == 0 {
+            return Err(ParamError::EmptyBatch.into());
+        }
+        check_len("activations", x.len(), batch * k)?;
+        let mut padded = vec![T::default(); batch * k16];
+        for (dst, src) in padded.chunks_exact_mut(k16).zip(x.chunks_exact(k)) {
+            dst[..k].copy_from_slice(src);
+        }
+        Ok(padded)
+    }
+}
+
+pub(crate) fn check_len(what: &'static str, got: usize, expected: usize) -> Result<(), GpuError> {
+    if got != expected {
+        return Err(ParamError::Length { what, got: got as u64, expected: expected as u64 }.into());
+    }
+    Ok(())
+}

@@ -1,0 +1,327 @@
+//! Matvec, dequant and gather on an execution-layout matrix: launch plans (pipeline depth,
+//! warps per row group, persistent grid) and the host conveniences.
+
+use super::{check_len, ExecActivations, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
+use crate::kernels::{EXEC_STAGE, EXEC_TENSOR_STAGE, EXEC_THREADS};
+use crate::{GpuError, OutputKind};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use nwc_reference::ParamError;
+
+/// Rows per item of the streaming kernels (EXEC3_R in the sources).
+const ITEM_ROWS: u64 = 4;
+
+/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group.
+struct Plan {
+    name: &'static str,
+    grid: u32,
+    threads: u32,
+    smem: u32,
+    groups: u32,
+}
+
+impl GpuExecMatrix {
+    /// Warps per row group: the fewest rounds x tiles per warp over the resident warps
+    /// (G = 1, 2, 4, 8, at most the tiles per row).
+    fn groups(&self, row_groups: u64, slots: u64) -> u32 {
+        let mut best = (u64::MAX, 1u32);
+        for g in [1u32, 2, 4, 8] {
+            if u64::from(g) > self.col_tiles {
+                break;
+            }
+            let cost = row_groups.div_ceil((slots / u64::from(g)).max(1)) * self.col_tiles.div_ceil(u64::from(g));
+            if cost < best.0 {
+                best = (cost, g);
+            }
+        }
+        best.1
+    }
+
+    /// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
+    /// activations do not fit shared memory (the caller then takes fewer columns).
+    fn exact_plan(&self, nb: u64) -> Result<Option<Plan>, GpuError> {
+        let optin = u64::from(self.gpu.smem_optin);
+        let x_bytes = nb * self.k16 * 4;
+        let warps = u64::from(EXEC_THREADS / 32);
+        let pbuf = |g: u64| if g > 1 { (warps / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4 } else { 0 };
+        let candidates: &[(&'static str, u64, bool)] = match nb {
+            1 => &[("exec_matvec_c1_d4", 4, true), ("exec_matvec_c1_d3", 3, true), ("exec_matvec_c1_d2", 2, true), ("exec_matvec_c1_xg", 4, false)],
+            2 => &[("exec_matvec_c2_d2", 2, true)],
+            _ => &[("exec_matvec_c4_d2", 2, true)],
+        };
+        let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
+        for &(name, depth, x_in_smem) in candidates {
+            let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
+            let base = if x_in_smem { x_bytes } else { 0 } + w * depth * u64::from(EXEC_STAGE);
+            if base + pbuf(8) > optin {
+                continue;
+            }
+            let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, (base + pbuf(2)) as u32)?);
+            let slots = u64::from(self.gpu.sm_count) * per_sm * w;
+            let g = u64::from(self.groups(row_groups, slots)).min(w);
+            let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
+            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base + pbuf(g)) as u32, groups: g as u32 }));
+        }
+        Ok(None)
+    }
+
+    /// Spec 20.15 into `y` (batch x M outputs of `kind`): the exact class, or spec 19 with
+    /// [`ExecMatvecKernel::Bounded`] and BF16 activations.
+    pub fn matvec_raw(&self, x: &ExecActivations, bias: Option<&CudaSlice<f32>>, kind: OutputKind, y: u64) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let m = self.shape.rows;
+        if let Some(b) = bias {
+            check_len("bias", b.len(), m as usize)?;
+        }
+        let bias_guard = bias.map(|v| v.device_ptr(s));
+        let bias_ptr = bias_guard.as_ref().map_or(0, |(p, _)| *p);
+        let out_bf16 = i32::from(kind == OutputKind::Bf16);
+        let y_elem: u64 = if kind == OutputKind::Bf16 { 2 } else { 4 };
+        match (x, self.matvec_kernel) {
+            (ExecActivations::Bf16 { buf, batch }, k) if !k.is_exact() => {
+                check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
+                let (xp, _g) = buf.device_ptr(s);
+                let per = if k == ExecMatvecKernel::Bounded { 64 } else { 32 };
+                let mut col = 0usize;
+                while col < *batch {
+                    let n = per.min(batch - col);
+                    self.tensor_launch(k, xp + (col as u64) * self.k16 * 2, n as u32, bias_ptr, out_bf16, y + col as u64 * m * y_elem)?;
+                    col += n;
+                }
+                Ok(())
+            }
+            (ExecActivations::F32 { buf, batch }, k) => {
+                check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
+                let (xp, _g) = buf.device_ptr(s);
+                let mut col = 0usize;
+                while col < *batch {
+                    let left = (batch - col) as u64;
+                    let (plan, n) = self.exact_launch_plan(k, left)?;
+                    self.exact_launch(&plan, xp + col as u64 * self.k16 * 4, n as u32, bias_ptr, out_bf16, y + col as u64 * m * y_elem)?;
+                    col += n as usize;
+                }
+                Ok(())
+            }
+            (ExecActivations::Bf16 { .. }, _) => Err(GpuError::Unsupported("the exact execution-layout matvec takes f32 activations")),
+        }
+    }
+
+    /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).
+    fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
+        #[cfg(feature = "bench")]
+        if k == ExecMatvecKernel::Rows {
+            let threads = 32 * self.col_tiles.div_ceil(2).clamp(1, 8) as u32;
+            let grid = self.shape.rows.div_ceil(2).min(u64::from(u32::MAX / 2)) as u32;
+            let smem = (2 * self.col_tiles * 4) as u32;
+            return Ok((Plan { name: "bench_exec_matvec_rows_r2u2", grid, threads, smem, groups: 1 }, 1));
+        }
+        let _ = k;
+        for nb in [4u64, 2, 1] {
+            if nb > left && nb > 1 {
+                continue;
+            }
+            if let Some(p) = self.exact_plan(nb)? {
+                return Ok((p, nb.min(left)));
+            }
+        }
+        Err(GpuError::Unsupported("no exact execution-layout kernel fits this K"))
+    }
+
+    fn exact_launch(&self, p: &Plan, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let f = self.ptrs();
+        let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
+        let cfg = LaunchConfig { grid_dim: (p.grid, 1, 1), block_dim: (p.threads, 1, 1), shared_mem_bytes: p.smem };
+        let mut b = s.launch_builder(self.gpu.function(p.name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+        if !p.name.starts_with("bench_") {
+            b.arg(&p.groups);
+        }
+        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu) or EXEC_MATVEC
+        // (bench); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
+        // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
+        // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
+        // shared memory fits the device (exact_plan) and G divides the CTA's warps.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let nt = ncols.div_ceil(8).next_power_of_two();
+        #[cfg(feature = "bench")]
+        if k == ExecMatvecKernel::BoundedStep {
+            let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("bench_exec_tensor_step_n4", 4u64) };
+            let warps = self.col_tiles.clamp(1, 8);
+            let smem = (warps * 4 * 1600 + warps * 16 * nt * 8 * 4) as u32;
+            let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem)?);
+            let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+            return self.tensor_args(name, grid, 32 * warps as u32, smem, x, ncols, bias, out_bf16, y);
+        }
+        let _ = k;
+        let (name, nt) = match nt {
+            1 => ("exec_tensor_n1", 1u64),
+            2 => ("exec_tensor_n2", 2),
+            4 => ("exec_tensor_n4", 4),
+            _ => ("exec_tensor_n8", 8),
+        };
+        let optin = u64::from(self.gpu.smem_optin);
+        let mut warps = self.col_tiles.clamp(1, 8);
+        let smem = |w: u64| w * 2 * u64::from(EXEC_TENSOR_STAGE) + w * 16 * nt * 8 * 4;
+        while warps > 1 && smem(warps) > optin {
+            warps /= 2;
+        }
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem(warps) as u32)?);
+        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+        self.tensor_args(name, grid, 32 * warps as u32, smem(warps) as u32, x, ncols, bias, out_bf16, y)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tensor_args(&self, name: &str, grid: u32, threads: u32, smem: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let f = self.ptrs();
+        let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+        // SAFETY: the argument list matches EXEC_MM3 (kernels/exec_tensor.cu) or EXEC_MMAS
+        // (bench); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
+        // values or null; shared memory within the device's opt-in limit.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Spec 20.14 dequant (or gather of `rows`, each < M) into `out`, rows of stride K16.
+    fn expand(&self, rows: Option<&CudaSlice<u32>>, nrows: usize, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        if out.len() < nrows * self.row_stride() {
+            return Err(ParamError::Length { what: "dequant output", got: out.len() as u64, expected: (nrows * self.row_stride()) as u64 }.into());
+        }
+        if nrows == 0 {
+            return Ok(());
+        }
+        let s = &self.gpu.stream;
+        let f = self.ptrs();
+        let rows_guard = rows.map(|r| r.device_ptr(s));
+        let rows_ptr = rows_guard.as_ref().map_or(0, |(p, _)| *p);
+        let (out_ptr, _go) = out.device_ptr(s);
+        let (k32, n32, ldo) = (self.shape.cols as u32, nrows as u32, self.k16);
+        #[cfg(feature = "bench")]
+        if self.dequant_kernel == ExecDequantKernel::Rows && rows.is_none() {
+            let items = nrows as u64 * self.col_tiles;
+            let cfg = LaunchConfig { grid_dim: (items.div_ceil(16).max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let mut b = s.launch_builder(self.gpu.function("bench_exec_dequant_rows")?);
+            b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&k32).arg(&rows_ptr).arg(&n32).arg(&out_ptr).arg(&ldo);
+            // SAFETY: argument list of EXEC_DEQUANT (bench); out holds nrows x K16 words.
+            unsafe { b.launch(cfg) }?;
+            return Ok(());
+        }
+        let _ = ExecDequantKernel::Stream;
+        let name = "exec_dequant_d4";
+        let smem = (EXEC_THREADS / 32) * 4 * EXEC_STAGE;
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, EXEC_THREADS, smem)?);
+        let row_groups = (nrows as u64).div_ceil(ITEM_ROWS);
+        let w = u64::from(EXEC_THREADS / 32);
+        let g = u64::from(self.groups(row_groups, u64::from(self.gpu.sm_count) * per_sm * w)).min(w);
+        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1) as u32;
+        let g32 = g as u32;
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXEC_THREADS, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&k32).arg(&rows_ptr).arg(&n32).arg(&out_ptr).arg(&ldo).arg(&g32);
+        // SAFETY: the argument list matches EXEC_DQ3 (kernels/exec_dequant.cu); rows (if any)
+        // holds nrows indices < M (checked by gather), out nrows x K16 words (checked above).
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// Spec 20.14 into a device buffer of at least M x K16 words (pad columns 0).
+    pub fn dequant_into(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        self.expand(None, self.shape.rows as usize, out)
+    }
+
+    /// Spec 20.14: the whole matrix as BF16 words, M rows of stride K16 (pad columns 0).
+    pub fn dequant(&self) -> Result<Vec<u16>, GpuError> {
+        let s = &self.gpu.stream;
+        let mut out = s.alloc_zeros::<u16>(self.shape.rows as usize * self.row_stride())?;
+        self.dequant_into(&mut out)?;
+        Ok(s.clone_dtoh(&out)?)
+    }
+
+    /// Spec 20.14 gather: the given rows (any order, repeats allowed) as dequant rows.
+    pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, GpuError> {
+        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
+            return Err(ParamError::RowIndex { index, rows: self.shape.rows }.into());
+        }
+        if rows.is_empty() {
+            return Ok(Vec::new());
+        }
+        let s = &self.gpu.stream;
+        let sel = s.clone_htod(&rows.iter().map(|&r| r as u32).collect::<Vec<_>>())?;
+        let mut out = s.alloc_zeros::<u16>(rows.len() * self.row_stride())?;
+        self.expand(Some(&sel), rows.len(), &mut out)?;
+        Ok(s.clone_dtoh(&out)?)
+    }
+
+    /// Spec 20.15 into a caller's BF16 buffer of batch x M words (no allocation: for timing).
+    pub fn matvec_into_bf16(&self, x: &ExecActivations, bias: Option<&CudaSlice<f32>>, y: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        check_len("output", y.len(), x.batch() * self.shape.rows as usize)?;
+        let (yp, _g) = y.device_ptr(&self.gpu.stream);
+        self.matvec_raw(x, bias, OutputKind::Bf16, yp)
+    }
+
+    /// Spec 20.15 into a caller's f32 buffer of batch x M values.
+    pub fn matvec_into_f32(&self, x: &ExecActivations, bias: Option<&CudaSlice<f32>>, y: &mut CudaSlice<f32>) -> Result<(), GpuError> {
+        check_len("output", y.len(), x.batch() * self.shape.rows as usize)?;
+        let (yp, _g) = y.device_ptr(&self.gpu.stream);
+        self.matvec_raw(x, bias, OutputKind::F32, yp)
+    }
+
+    fn upload_bias(&self, bias: Option<&[f32]>) -> Result<Option<CudaSlice<f32>>, GpuError> {
+        match bias {
+            Some(b) => {
+                check_len("bias", b.len(), self.shape.rows as usize)?;
+                Ok(Some(self.gpu.stream.clone_htod(b)?))
+            }
+            None => Ok(None),
+        }
+    }
+
+    fn run_host<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits + Default + Clone>(
+        &self,
+        x: &ExecActivations,
+        bias: Option<&[f32]>,
+        kind: OutputKind,
+    ) -> Result<Vec<T>, GpuError> {
+        let s = &self.gpu.stream;
+        let b = self.upload_bias(bias)?;
+        let y = s.alloc_zeros::<T>(x.batch() * self.shape.rows as usize)?;
+        {
+            let (yp, _g) = y.device_ptr(s);
+            self.matvec_raw(x, b.as_ref(), kind, yp)?;
+        }
+        Ok(s.clone_dtoh(&y)?)
+    }
+
+    /// Host convenience: f32 activations in, f32 outputs out (`ExecDecoded::matvec`). With
+    /// [`ExecMatvecKernel::Bounded`], activations that are all BF16 values run on tensor cores.
+    pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, GpuError> {
+        let xd = self.activations_for(x, batch)?;
+        self.run_host::<f32>(&xd, bias, OutputKind::F32)
+    }
+
+    /// Host convenience: f32 activations in, BF16 outputs out (`ExecDecoded::matvec_bf16`).
+    pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, GpuError> {
+        let xd = self.activations_for(x, batch)?;
+        self.run_host::<u16>(&xd, bias, OutputKind::Bf16)
+    }
+
+    /// f32 activations for the exact kernels; BF16 words for the bounded kernel when every value
+    /// is a BF16 value (spec 19.2 domain), f32 otherwise (the exact class, as format 10 does).
+    fn activations_for(&self, x: &[f32], batch: usize) -> Result<ExecActivations, GpuError> {
+        if !self.matvec_kernel.is_exact() && x.iter().all(|v| v.to_bits() & 0xffff == 0) {
+            let words: Vec<u16> = x.iter().map(|v| (v.to_bits() >> 16) as u16).collect();
+            return self.activations_bf16(&words, batch);
+        }
+        self.activations_f32(x, batch)
+    }
+}
