@@ -9,7 +9,7 @@ BF16 model) at the first difference.
 Part B (Qwen3-8B shapes, transformers' random initialisation, no download): decode tokens/s at
 batch 1 and 8, BF16 vs NWC format 10 (nwc.torch.convert), eager and with CUDA graphs where they
 can be captured, and the VRAM of the weights; then the 0.10.1 library's convert on the same model
-in a subprocess (its package is also named `nwc`).
+in this process under the name nwc_peer (its package is also named `nwc`).
 
 Usage: python3 h200_e2e.py --smollm2 CKPT --out DIR [--peer-site DIR] [--budget-s S]
 """
@@ -17,7 +17,6 @@ Usage: python3 h200_e2e.py --smollm2 CKPT --out DIR [--peer-site DIR] [--budget-
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -244,23 +243,31 @@ def measure(model, label, graphs, table):
         say(json.dumps(row))
 
 
+PEER_MODEL = []
+
+
 def part_b(args, results):
+    import copy
+
     import nwc.torch as nt
 
     table = []
-    free0 = torch.cuda.mem_get_info()[0]
     model = qwen3(args.layers)
     dense, _ = weight_bytes(model)
     say("qwen3 built", f"{dense / 1e9:.2f} GB of BF16 weights")
     measure(model, "BF16", True, table)
+    if args.peer_site:
+        PEER_MODEL.append(copy.deepcopy(model))  # the same weights for the 0.10.1 library (part c)
+    torch.cuda.synchronize()
+    free_a = torch.cuda.mem_get_info()[0]
     t = time.time()
     nt.convert(model)
     torch.cuda.synchronize()
     conv_s = time.time() - t
     torch.cuda.empty_cache()
     dense_left, comp = weight_bytes(model)
-    used = free0 - torch.cuda.mem_get_info()[0]
-    say("nwc convert", f"{conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB; device memory in use {used / 1e9:.2f} GB")
+    freed = torch.cuda.mem_get_info()[0] - free_a
+    say("nwc convert", f"{conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB; device memory freed by convert {freed / 1e9:.2f} GB")
     measure(model, "NWC f10 (batch 1 matvec, batch 8 dequant+cuBLAS)", True, table)
     nt.NWCLinear.matvec_max_batch = 8
     row = dict(model="NWC f10 (batch 8 fused matvec)", batch=8)
@@ -273,57 +280,49 @@ def part_b(args, results):
     say(json.dumps(row))
     nt.NWCLinear.matvec_max_batch = 1
     results["qwen3"] = dict(layers=args.layers or 36, bf16_weight_bytes=dense, nwc_weight_bytes=comp, dense_left_bytes=dense_left,
-                            device_memory_after_convert=used, convert_s=conv_s, table=table)
+                            device_memory_freed_by_convert=freed, convert_s=conv_s, table=table)
     del model
     torch.cuda.empty_cache()
 
 
-PEER = r"""
-import json, sys, time, torch
-sys.path.insert(0, sys.argv[1])
-import nwc.nwc_torch as N
-sys.path.insert(0, sys.argv[2])
-import h200_e2e as E
-model = E.qwen3(int(sys.argv[3]) or None)
-t = time.time()
-N.convert(model, verbose=False)
-torch.cuda.synchronize()
-conv = time.time() - t
-table = []
-for b in (1, 8):
-    row = dict(model="0.10.1 library convert", batch=b)
-    try:
-        rate, us, n = E.linear_step_rate(model, b)
-        row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
-    except Exception as e:
-        row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
-    row["eager_tok_s"] = round(E.decode_rate(model, b), 1)
-    table.append(row)
-    print(json.dumps(row), flush=True)
-print("PEER " + json.dumps(dict(convert_s=conv, table=table)), flush=True)
-"""
-
-
 def part_c(args, results):
-    if not args.peer_site:
+    """The 0.10.1 library's convert on a copy of the same Qwen3 model, loaded in this process
+    under the name nwc_peer (its package is also named nwc)."""
+    if not PEER_MODEL:
         return
     left = args.budget_s - (time.time() - T0)
-    if left < 60:
+    if left < 45:
         say("peer: skipped, only", int(left), "s left")
         results["peer"] = dict(skipped=f"{int(left)} s left")
         return
-    env = dict(os.environ, PYTHONPATH="")
-    try:
-        p = subprocess.run([sys.executable, "-c", PEER, args.peer_site, os.path.dirname(os.path.abspath(__file__)), str(args.layers or 0)],
-                           capture_output=True, text=True, timeout=left - 15, env=env)
-        out = p.stdout + p.stderr
-        say("peer exit", p.returncode, out[-1500:])
-        for line in out.splitlines():
-            if line.startswith("PEER "):
-                results["peer"] = json.loads(line[5:])
-    except subprocess.TimeoutExpired as e:
-        say("peer: timed out after", int(left - 15), "s", (e.stdout or b"")[-800:])
-        results["peer"] = dict(timed_out=int(left - 15))
+    import importlib.util
+
+    root = os.path.join(args.peer_site, "nwc")
+    spec = importlib.util.spec_from_file_location("nwc_peer", os.path.join(root, "__init__.py"), submodule_search_locations=[root])
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["nwc_peer"] = mod
+    spec.loader.exec_module(mod)
+    N = sys.modules["nwc_peer.nwc_torch"]
+    model = PEER_MODEL.pop()
+    t = time.time()
+    N.convert(model, verbose=False)
+    torch.cuda.synchronize()
+    conv = time.time() - t
+    torch.cuda.empty_cache()
+    say("peer convert", f"{conv:.1f}s")
+    table = []
+    for b in (1, 8):
+        row = dict(model="0.10.1 library convert", batch=b)
+        try:
+            rate, us, n = linear_step_rate(model, b)
+            row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
+        except Exception as e:
+            row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+        row["eager_tok_s"] = round(decode_rate(model, b), 1)
+        table.append(row)
+        say(json.dumps(row))
+    nbytes = sum(getattr(getattr(m, "w", None), "bytes", 0) for m in model.modules())
+    results["peer"] = dict(convert_s=conv, nwc_weight_bytes=nbytes, table=table)
 
 
 def main():
@@ -334,13 +333,23 @@ def main():
     ap.add_argument("--layers", type=int, default=0, help="Qwen3 layers (0: 36, the real depth)")
     ap.add_argument("--budget-s", type=float, default=380)
     ap.add_argument("--skip", default="")
+    ap.add_argument("--pytest", help="run this pytest file or folder first, in this process")
     args = ap.parse_args()
     args.say, args.t0 = say, T0
     say("torch", torch.__version__, torch.cuda.get_device_name(0))
-    results = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__)
+    import transformers
+
+    results = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, transformers=transformers.__version__)
     from h200_shapes import part_shapes
 
-    for name, part in (("a", part_a), ("b", part_b), ("s", part_shapes), ("c", part_c)):
+    if args.pytest:
+        import pytest
+
+        t = time.time()
+        code = pytest.main(["-q", "-p", "no:cacheprovider", args.pytest])
+        results["pytest"] = dict(exit_code=int(code), seconds=round(time.time() - t, 1))
+        say("pytest", args.pytest, "exit", int(code))
+    for name, part in (("a", part_a), ("b", part_b), ("c", part_c), ("s", part_shapes)):
         if name in args.skip:
             continue
         try:
