@@ -309,7 +309,8 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
     from safetensors import safe_open
 
     files = sorted(folder.glob("*.safetensors"))
-    handles = [safe_open(str(f), framework="np") for f in files]
+    # framework "pt": the copied tensors are BF16, which numpy cannot hold.
+    handles = [safe_open(str(f), framework="pt") for f in files]
     where = {k: h for h in handles for k in h.keys()}
 
     def tensor(name):
@@ -322,9 +323,9 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
         elem, layout = entry.get("elem", "bf16"), int(entry.get("layout", 0))
         if elem not in ("bf16", "fp8") or layout not in (0, 1) or int(entry.get("block", 4096)) != 4096:
             raise ValueError(f"nwc_config.json: weights entry {i} is unsupported (elem {elem!r}, layout {layout}) (spec 17.4)")
-        fields = {n: tensor(f"nwc/{i}/{n}") for n in ("data", "bases", "hdr", "lut", "low")}
+        fields = {n: tensor(f"nwc/{i}/{n}").numpy() for n in ("data", "bases", "hdr", "lut", "low")}
         if f"nwc/{i}/scale" in where:
-            fields["scale"] = tensor(f"nwc/{i}/scale")
+            fields["scale"] = tensor(f"nwc/{i}/scale").numpy()
         m = Matrix(elem, layout, (int(entry["out"]), int(entry["in"])), fields)
         return CudaWeight(m, dev)
 
@@ -337,7 +338,7 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
         w, path, kind = weights[mod["weight"]], mod["path"], mod["kind"]
         if kind == "linear":
             bias = tensor(mod["bias"]) if mod.get("bias") else None
-            _set(model, path, NWCLinear(w, None if bias is None else torch.as_tensor(bias)))
+            _set(model, path, NWCLinear(w, bias))
             replaced.add(f"{path}.weight")
         elif kind == "embedding":
             _set(model, path, NWCEmbedding(w, mod.get("padding_idx")))
@@ -355,7 +356,7 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
         head = model.get_submodule(head_path)
         _set(model, head_path, NWCLinear(model.get_submodule(emb_path).weight_nwc, head.bias))
         replaced.add(f"{head_path}.weight")
-    state = {k: torch.as_tensor(tensor(k)) for k in where if not k.startswith("nwc/") and k not in replaced}
+    state = {k: tensor(k) for k in where if not k.startswith("nwc/") and k not in replaced}
     result = model.load_state_dict(state, strict=False)
     unexpected = [k for k in result.unexpected_keys]
     if unexpected:
