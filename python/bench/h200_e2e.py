@@ -26,6 +26,16 @@ T0 = time.time()
 LOG = []
 
 
+RESULTS = {}
+OUT = ["."]
+
+
+def save():
+    """results.json as it stands (written after every row, so a run cut short keeps its rows)."""
+    with open(os.path.join(OUT[0], "results.json"), "w") as f:
+        json.dump(RESULTS, f, indent=1)
+
+
 def say(*a):
     line = " ".join(str(x) for x in a)
     print(f"[{time.time() - T0:6.1f}s] {line}", flush=True)
@@ -241,6 +251,7 @@ def measure(model, label, graphs, table):
                 row["graph_error"] = f"{type(e).__name__}: {str(e)[:160]}"
         table.append(row)
         say(json.dumps(row))
+        save()
 
 
 PEER_MODEL = []
@@ -252,6 +263,7 @@ def part_b(args, results):
     import nwc.torch as nt
 
     table = []
+    results["qwen3"] = dict(layers=args.layers or 36, table=table)
     model = qwen3(args.layers)
     dense, _ = weight_bytes(model)
     say("qwen3 built", f"{dense / 1e9:.2f} GB of BF16 weights")
@@ -267,6 +279,8 @@ def part_b(args, results):
     torch.cuda.empty_cache()
     dense_left, comp = weight_bytes(model)
     freed = torch.cuda.mem_get_info()[0] - free_a
+    results["qwen3"]["convert_s"] = conv_s
+    save()
     say("nwc convert", f"{conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB; device memory freed by convert {freed / 1e9:.2f} GB")
     measure(model, "NWC f10 (batch 1 matvec, batch 8 dequant+cuBLAS)", True, table)
     nt.NWCLinear.matvec_max_batch = 8
@@ -279,8 +293,8 @@ def part_b(args, results):
     table.append(row)
     say(json.dumps(row))
     nt.NWCLinear.matvec_max_batch = 1
-    results["qwen3"] = dict(layers=args.layers or 36, bf16_weight_bytes=dense, nwc_weight_bytes=comp, dense_left_bytes=dense_left,
-                            device_memory_freed_by_convert=freed, convert_s=conv_s, table=table)
+    results["qwen3"].update(bf16_weight_bytes=dense, nwc_weight_bytes=comp, dense_left_bytes=dense_left,
+                            device_memory_freed_by_convert=freed, convert_s=conv_s)
     del model
     torch.cuda.empty_cache()
 
@@ -310,6 +324,8 @@ def part_c(args, results):
     conv = time.time() - t
     torch.cuda.empty_cache()
     say("peer convert", f"{conv:.1f}s")
+    results["peer"] = dict(convert_s=conv)
+    save()
     table = []
     for b in (1, 8):
         row = dict(model="0.10.1 library convert", batch=b)
@@ -323,6 +339,7 @@ def part_c(args, results):
         say(json.dumps(row))
     nbytes = sum(getattr(getattr(m, "w", None), "bytes", 0) for m in model.modules())
     results["peer"] = dict(convert_s=conv, nwc_weight_bytes=nbytes, table=table)
+    save()
 
 
 def main():
@@ -339,7 +356,9 @@ def main():
     say("torch", torch.__version__, torch.cuda.get_device_name(0))
     import transformers
 
-    results = dict(device=torch.cuda.get_device_name(0), torch=torch.__version__, transformers=transformers.__version__)
+    results = RESULTS
+    OUT[0] = args.out
+    results.update(device=torch.cuda.get_device_name(0), torch=torch.__version__, transformers=transformers.__version__)
     from h200_shapes import part_shapes
 
     if args.pytest:
@@ -359,8 +378,7 @@ def main():
 
             traceback.print_exc()
             results[f"part_{name}_error"] = f"{type(e).__name__}: {e}"
-        with open(os.path.join(args.out, "results.json"), "w") as f:
-            json.dump(results, f, indent=1)
+        save()
     say("done")
 
 

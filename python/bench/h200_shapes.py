@@ -50,6 +50,7 @@ def part_shapes(args, results):
         say("shapes: skipped for time")
         return
     rows = []
+    results["shapes"] = rows
     for name, M, K, per_layer in SHAPES:
         if args.budget_s - (time.time() - args.t0) < 25:
             say("shapes: stopped for time before", name)
@@ -85,6 +86,5 @@ def part_shapes(args, results):
             say(json.dumps(row))
         del l0, l1, ws
         torch.cuda.empty_cache()
-    results["shapes"] = rows
 
 
