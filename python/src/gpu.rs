@@ -126,7 +126,9 @@ impl CudaMatrix {
         fields: &Bound<'_, PyDict>,
         matvec_kernel: &str,
     ) -> PyResult<CudaMatrix> {
-        let kernel: MatvecKernel = matvec_kernel.parse().map_err(|e: nwc_cuda::GpuError| value_error(e.to_string()))?;
+        let kernel: MatvecKernel = matvec_kernel
+            .parse()
+            .map_err(|e: nwc_cuda::GpuError| value_error(e.to_string()))?;
         let mut raw = RawFields::new();
         for name in STORED_FIELDS {
             if let Some(v) = fields.get_item(name)? {
