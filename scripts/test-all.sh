@@ -43,6 +43,18 @@ conform=target/debug/nwc-conform
 "$conform" --vectors vectors decoder -- target/debug/nwc decode
 "$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
 
+step "Python package: the abi3 wheel built by maturin (from PyPI), its pytest suite on the CPU"
+# A venv under target/ (never committed): maturin, numpy, pytest and ml_dtypes from PyPI. The wheel
+# is a debug build sharing the workspace's target/debug; pytest runs from the repository root so
+# that `import nwc` finds the installed wheel, not python/nwc/ without its extension.
+py_venv=target/py-venv
+[ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
+"$py_venv/bin/python" -m pip install -q "maturin>=1.9,<2" "numpy>=1.21" pytest ml_dtypes
+rm -rf target/py-wheels
+"$py_venv/bin/maturin" build -m python/Cargo.toml --out target/py-wheels
+"$py_venv/bin/python" -m pip install -q --force-reinstall --no-deps target/py-wheels/nwc-*.whl
+"$py_venv/bin/python" -m pytest -q python/tests   # test_torch.py says it was skipped: no torch, no GPU here
+
 step "README main command: the demo on the bundled sample"
 cargo run --release -p nwc-cli -- demo
 

@@ -1,0 +1,143 @@
+//! The conformance suite (spec 14) for encoders written in Python: the corpus reader and judges of
+//! `nwc-conformance`, with the encoder either a command (the protocol of conformance/README.md,
+//! run exactly as `nwc-conform encoder` runs it) or a Python callable judged in-process.
+
+use crate::errors::value_error;
+use nwc_conformance::compare::first_difference;
+use nwc_conformance::corpus::Corpus;
+use nwc_conformance::fields::{to_raw, RawFields, EXP_OF_RANK, STORED_FIELDS};
+use nwc_conformance::manifest::{Kind, Vector};
+use nwc_conformance::report::{Report, Verdict};
+use nwc_conformance::run::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Tool};
+use nwc_reference::{encode_le_bytes, ElemType, Geometry, Mode, Shape};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+fn load(corpus: &Path) -> PyResult<Corpus> {
+    Corpus::load(corpus).map_err(|e| value_error(e.to_string()))
+}
+
+/// `nwc-conform encoder -- PROGRAM ARGS...`: returns the report as JSON text.
+#[pyfunction]
+pub fn run_command(
+    py: Python<'_>,
+    corpus: PathBuf,
+    program: String,
+    args: Vec<String>,
+    timeout_s: f64,
+    work_dir: PathBuf,
+) -> PyResult<String> {
+    let corpus = load(&corpus)?;
+    let tool = Tool {
+        program,
+        args,
+        timeout: Duration::from_secs_f64(timeout_s.max(0.001)),
+        work_dir,
+        keep_work: false,
+        // The protocol's default: FP8 vectors with scales pass them as `--scales FILE` (spec 14.1).
+        scales: nwc_conformance::run::Scales::Passed,
+    };
+    Ok(py.allow_threads(|| nwc_conformance::run::encoder::run(&corpus, &tool).to_json()))
+}
+
+/// Judges `encoder(input: bytes, elem: str, layout: int, rows: int, cols: int) -> dict[str, bytes]`
+/// (the Python side adapts the user's callable to this) on every canonical and valid vector:
+/// CANONICAL, VALID or FAIL exactly as the command runner judges (spec 14.1-14.3).
+#[pyfunction]
+pub fn run_callable(py: Python<'_>, corpus: PathBuf, encoder: Py<PyAny>, name: String) -> PyResult<String> {
+    let corpus = load(&corpus)?;
+    let results = judge_all(&corpus, |_, v| match v.kind {
+        Kind::Invalid | Kind::Malformed => (Verdict::Skipped, None),
+        Kind::Canonical | Kind::Valid => judge(py, &corpus, &encoder, v).unwrap_or_else(fail),
+    });
+    Ok(Report::new("encoder", vec![name], &corpus, results).to_json())
+}
+
+/// The canonical encoding: the vector's own fields (canonical vectors) or the reference
+/// encoder's output (valid vectors, whose stored fields are deliberately not canonical).
+fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, String> {
+    if v.kind == Kind::Canonical {
+        let mut raw = stored_fields(corpus, v)?;
+        let path = v.fields.get(EXP_OF_RANK).ok_or("canonical vector without exp_of_rank")?;
+        raw.insert(EXP_OF_RANK.into(), corpus.read(v, path)?);
+        return Ok(raw);
+    }
+    let mode = Mode::from_code(v.mode_code).map_err(|e| e.to_string())?;
+    let enc = encode_le_bytes(mode, Shape::new(v.rows, v.cols), input).map_err(|e| format!("reference encoder: {e}"))?;
+    let mut raw = to_raw(&enc.matrix);
+    raw.insert(EXP_OF_RANK.into(), enc.exp_of_rank.to_vec());
+    Ok(raw)
+}
+
+fn judge(py: Python<'_>, corpus: &Corpus, encoder: &Py<PyAny>, v: &Vector) -> Result<Judgement, String> {
+    let input = input(corpus, v)?;
+    let mode = Mode::from_code(v.mode_code).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
+    let g = Geometry::new(mode, Shape::new(v.rows, v.cols)).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
+    let expected = canonical(corpus, v, &input)?;
+    let call = encoder.call1(py, (PyBytes::new(py, &input), mode.elem.name(), mode.layout.number(), v.rows, v.cols));
+    let out = match call {
+        Ok(out) => out,
+        Err(e) => return Ok(fail(format!("the encoder raised {e}"))),
+    };
+    let dict = out.downcast_bound::<PyDict>(py).map_err(|_| "the encoder adapter returned no dict".to_owned())?;
+    let mut got = RawFields::new();
+    for name in STORED_FIELDS.iter().chain([&EXP_OF_RANK]) {
+        if let Ok(Some(b)) = dict.get_item(name) {
+            if let Ok(bytes) = b.extract::<Vec<u8>>() {
+                got.insert((*name).to_owned(), bytes);
+            }
+        }
+    }
+    Ok(verdict(&g, v, &expected, &got, &input))
+}
+
+/// The command runner's verdict (conformance/src/run/encoder.rs), on fields from a callable.
+fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
+    if got.contains_key("scale") && !expected.contains_key("scale") {
+        return fail("returned a scale field, but this input has no scales");
+    }
+    let mut compared = vec!["data", "bases", "hdr", "lut", "low"];
+    if got.contains_key("scale") {
+        compared.push("scale");
+    }
+    compared.push(EXP_OF_RANK);
+    let diff = match first_difference(g, expected, got, &compared) {
+        Ok(d) => d,
+        Err(e) => return fail(format!("cannot judge: {e}")),
+    };
+    let decoded = match decode_raw(v.mode_code, v.rows, v.cols, got) {
+        Ok((_, decoded)) => first_byte_difference(input, &decoded.to_le_bytes())
+            .map(|d| format!("decodes to a different matrix: {d}"))
+            .or_else(|| got.get(EXP_OF_RANK).and_then(|ranks| rank_table_problem(ranks, &decoded))),
+        Err(e) => Some(format!("validation: {e}")),
+    };
+    match (diff, decoded) {
+        (None, None) => (Verdict::Canonical, None),
+        (Some(d), None) => (Verdict::Valid, Some(format!("not canonical: first difference {d}"))),
+        (d, Some(problem)) => {
+            let first = d.map(|d| format!("first difference {d}\n")).unwrap_or_default();
+            fail(format!("{first}{problem}"))
+        }
+    }
+}
+
+/// Spec 5.3, 10.6: a returned exp_of_rank must be the ranking the encoding's own lut gives back.
+fn rank_table_problem(ranks: &[u8], decoded: &nwc_reference::DecodedMatrix) -> Option<String> {
+    if ranks.len() != 16 {
+        return Some(format!("exp_of_rank has {} bytes, expected 16", ranks.len()));
+    }
+    if ranks[..15] != decoded.exp_of_rank {
+        return Some(format!(
+            "exp_of_rank {:?} disagrees with the ranks {:?} its own lut gives (spec 10.6)",
+            &ranks[..15],
+            decoded.exp_of_rank
+        ));
+    }
+    let last_ok = match decoded.mode.elem {
+        ElemType::Bf16 => !ranks[..15].contains(&ranks[15]),
+        ElemType::Fp8E4m3 => ranks[15] == 0,
+    };
+    (!last_ok).then(|| format!("exp_of_rank: rank 15 is {}, which cannot follow ranks 0..14 (spec 5.3)", ranks[15]))
+}
