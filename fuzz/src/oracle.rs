@@ -3,8 +3,8 @@
 
 use crate::lut_decoder::lut_dequant;
 use nwc_reference::{
-    decode, decode_with_limits, encode, DecodeError, DecodedMatrix, Elements, EncodedMatrix,
-    FormatError, Limits, Weights,
+    decode, decode_with_limits, DecodeError, DecodedMatrix, Elements, EncodedMatrix, FormatError,
+    Limits, Weights,
 };
 
 /// Decodes under `limits`. A rejection must be a named rule (spec 13.22) or a limit; anything
@@ -47,7 +47,10 @@ pub fn decode_checked(m: &EncodedMatrix, limits: &Limits) -> Option<DecodedMatri
 /// - the decoded matrix has the declared shape and one weight per position;
 /// - every other decoding path gives the same weights ([`check_other_paths`]; `d` must come from
 ///   [`decode_checked`], which compared nwc-fast with the reference already);
-/// - re-encoding the weights gives a valid matrix that decodes to the same weights.
+/// - re-encoding the weights gives a valid matrix that decodes to the same weights. The
+///   re-encode is nwc-fast's (byte-identical with the reference encoder, which the `roundtrip`
+///   target fuzzes; the reference's bit-by-bit writer was a sixth of a `decode_mutated`
+///   execution), so the reference decoder checks the fast encoder's output here.
 pub fn check_accepted(m: &EncodedMatrix, d: &DecodedMatrix) {
     assert_eq!((d.mode, d.shape), (m.mode, m.shape));
     let n = m.shape.weights() as usize;
@@ -60,7 +63,8 @@ pub fn check_accepted(m: &EncodedMatrix, d: &DecodedMatrix) {
         Elements::Bf16(w) => Weights::Bf16(w),
         Elements::Fp8(b) => Weights::Fp8(b),
     };
-    let again = encode(m.mode, m.shape, weights).expect("decoded weights always re-encode");
+    let again =
+        nwc_fast::encode(m.mode, m.shape, weights).expect("decoded weights always re-encode");
     let redecoded =
         decode(&again.matrix).expect("the reference encoder's output is valid (spec 13.23)");
     assert_eq!(
