@@ -80,7 +80,8 @@ pub fn needed_data_len(hdr: &[u8]) -> u64 {
 fn cached_lut(elem: ElemType, ranks: &[u8; 15]) -> Vec<u32> {
     /// Tables kept; the cache is emptied when it holds this many (a few MB at most).
     const KEPT: usize = 256;
-    static CACHE: Mutex<Option<HashMap<(ElemType, [u8; 15]), Vec<u32>>>> = Mutex::new(None);
+    type Tables = HashMap<(ElemType, [u8; 15]), Vec<u32>>;
+    static CACHE: Mutex<Option<Tables>> = Mutex::new(None);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(HashMap::new);
     if let Some(lut) = cache.get(&(elem, *ranks)) {
