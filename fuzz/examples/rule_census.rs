@@ -9,7 +9,9 @@ use std::path::Path;
 
 fn outcome(m: Option<&nwc_reference::EncodedMatrix>, mode_code: u32) -> String {
     match m {
-        None => Mode::from_code(mode_code).err().map_or("?".into(), |e| e.rule().to_string()),
+        None => Mode::from_code(mode_code)
+            .err()
+            .map_or("?".into(), |e| e.rule().to_string()),
         Some(m) => match decode_with_limits(m, &fuzz_limits()) {
             Ok(_) => "accepted".into(),
             Err(DecodeError::Format(e)) => e.rule().into(),
@@ -25,7 +27,9 @@ fn main() {
         let mut counts: BTreeMap<String, u64> = BTreeMap::new();
         let mut inputs = 0;
         for root in &roots {
-            let Ok(dir) = std::fs::read_dir(Path::new(root).join(target)) else { continue };
+            let Ok(dir) = std::fs::read_dir(Path::new(root).join(target)) else {
+                continue;
+            };
             for entry in dir.flatten() {
                 let data = std::fs::read(entry.path()).expect("read corpus file");
                 inputs += 1;
@@ -38,13 +42,26 @@ fn main() {
                 *counts.entry(name).or_default() += 1;
             }
         }
-        let reached = FormatError::RULES.iter().filter(|(r, _)| counts.contains_key(*r)).count();
-        println!("{target}: {inputs} inputs, {reached} of {} rules reached", FormatError::RULES.len());
+        let reached = FormatError::RULES
+            .iter()
+            .filter(|(r, _)| counts.contains_key(*r))
+            .count();
+        println!(
+            "{target}: {inputs} inputs, {reached} of {} rules reached",
+            FormatError::RULES.len()
+        );
         for (rule, clause) in FormatError::RULES {
-            println!("  {clause:>5} {rule:<22} {}", counts.get(rule).copied().unwrap_or(0));
+            println!(
+                "  {clause:>5} {rule:<22} {}",
+                counts.get(rule).copied().unwrap_or(0)
+            );
         }
         for other in ["limit", "accepted"] {
-            println!("  {:>5} {other:<22} {}", "", counts.get(other).copied().unwrap_or(0));
+            println!(
+                "  {:>5} {other:<22} {}",
+                "",
+                counts.get(other).copied().unwrap_or(0)
+            );
         }
     }
 }

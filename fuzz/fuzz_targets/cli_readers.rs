@@ -10,17 +10,36 @@ use libfuzzer_sys::fuzz_target;
 use nwc_cli::{load_and_decode, store};
 use nwc_fuzz::input::{u32s_to_le, Input};
 use nwc_fuzz::{fuzz_limits, matrices, oracle};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
-/// One scratch directory per fuzzing process, emptied before every input.
-fn scratch() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nwc-fuzz-cli-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
+/// One scratch directory per fuzzing process, made once (in memory where /dev/shm exists: an
+/// execution writes up to eight files) and emptied of the files an input can write before every
+/// input.
+fn scratch() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("nwc-fuzz-cli-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        dir
+    });
+    for name in store::ALL_FILES {
+        let _ = std::fs::remove_file(dir.join(name));
+    }
     dir
 }
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
+    if data.len() > nwc_fuzz::MAX_INPUT {
+        return;
+    }
     let mut input = Input::new(data);
     let spec = matrices::read_spec(&mut input);
     let enc = matrices::encode_spec(&spec);
@@ -95,13 +114,13 @@ fuzz_target!(|data: &[u8]| {
     std::fs::write(dir.join(store::SUMMARY), summary_bytes).expect("write");
 
     let limits = fuzz_limits();
-    match load_and_decode(&dir, &limits) {
+    match load_and_decode(dir, &limits) {
         Err(e) => assert!(!e.to_string().is_empty(), "an error without a message"),
         Ok(d) => {
             // Accepted: the reference (and nwc-fast, inside decode_checked) must accept the very
             // fields the reader loaded, and give the same matrix.
-            let s = store::read_summary(&dir, &limits).expect("accepted summary reads again");
-            let loaded = store::load_matrix(&dir, &s, &limits).expect("accepted fields load again");
+            let s = store::read_summary(dir, &limits).expect("accepted summary reads again");
+            let loaded = store::load_matrix(dir, &s, &limits).expect("accepted fields load again");
             let again = oracle::decode_checked(&loaded, &limits).expect("the reference accepts what the CLI accepted");
             assert_eq!(again, d);
             oracle::check_accepted(&loaded, &d);

@@ -8,7 +8,10 @@ use libfuzzer_sys::fuzz_target;
 use nwc_fuzz::{fuzz_limits, oracle, record};
 use nwc_reference::Mode;
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
+    if data.len() > nwc_fuzz::MAX_INPUT {
+        return;
+    }
     let rec = record::read(data);
     let Some(m) = rec.matrix else {
         let err = Mode::from_code(rec.mode_code).expect_err("the record had no valid mode");

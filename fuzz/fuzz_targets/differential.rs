@@ -12,7 +12,10 @@ use nwc_fuzz::mutate::{mutate_once, Effect, Fields};
 use nwc_fuzz::oracle;
 use nwc_reference::{decode, ElemType};
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
+    if data.len() > nwc_fuzz::MAX_INPUT {
+        return;
+    }
     let mut input = Input::new(data);
     let spec_len = usize::from(input.u8());
     let spec = read_spec(&mut Input::new(&input.bytes(spec_len)));

@@ -9,9 +9,12 @@ use nwc_fuzz::matrices::{read_spec, Plain};
 use nwc_fuzz::oracle;
 use nwc_reference::element::{bf16_symbol, fp8_is_nan};
 use nwc_reference::geometry::TAIL_SLACK;
-use nwc_reference::{decode, encode, EncodeError, Elements};
+use nwc_reference::{decode, encode, Elements, EncodeError};
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
+    if data.len() > nwc_fuzz::MAX_INPUT {
+        return;
+    }
     let spec = read_spec(&mut Input::new(data));
     let result = encode(spec.mode, spec.shape, spec.weights.as_weights());
     if let Plain::Fp8(bytes) = &spec.weights {

@@ -11,7 +11,9 @@ pub struct Input<'a> {
 
 impl<'a> Input<'a> {
     pub fn new(data: &'a [u8]) -> Input<'a> {
-        Input { u: Unstructured::new(data) }
+        Input {
+            u: Unstructured::new(data),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -65,5 +67,8 @@ pub fn u32s_to_le(values: &[u32]) -> Vec<u8> {
 
 /// u32 values from little-endian bytes (a trailing partial value is dropped).
 pub fn le_to_u32s(bytes: &[u8]) -> Vec<u32> {
-    bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }

@@ -17,8 +17,31 @@ pub mod record;
 
 use nwc_reference::Limits;
 
+/// Longest input a target reads; longer ones return at once. The inputs describe small matrices
+/// and the cost of an execution grows with the input, so `scripts/fuzz.sh` passes a `-max_len`
+/// of at most this (1024 for the targets whose inputs are a matrix description and mutations).
+pub const MAX_INPUT: usize = 4096;
+
+/// Once per fuzzing process, before the first input (`fuzz_target!(init: nwc_fuzz::init(), ...)`):
+/// rayon's global pool becomes the fuzzing thread alone. nwc-fast and the CLI split work with
+/// rayon; on fuzz-sized matrices handing tasks to other threads (and their spinning while idle)
+/// cost more than the work itself, and on a busy machine every hand-off waits for a time slice.
+/// With the calling thread as the only worker, parallel iterators run inline.
+pub fn init() {
+    // An error means a pool exists already (another init): keep it.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .use_current_thread()
+        .build_global();
+}
+
 /// Limits for fuzzing: small enough that no input can make the decoder allocate more than a few
 /// hundred KiB, so libFuzzer's memory limit only ever catches real leaks or unbounded allocation.
 pub fn fuzz_limits() -> Limits {
-    Limits { max_rows: 1 << 12, max_cols: 1 << 14, max_weights: 1 << 16, max_alloc_bytes: 1 << 17 }
+    Limits {
+        max_rows: 1 << 12,
+        max_cols: 1 << 14,
+        max_weights: 1 << 16,
+        max_alloc_bytes: 1 << 17,
+    }
 }

@@ -88,7 +88,10 @@ pub fn lut_dequant(m: &EncodedMatrix) -> Vec<u16> {
         let mut start = m.bases[block as usize] as usize;
         for lane in 0..LANES {
             let words = usize::from(m.hdr[block as usize * LANES + lane]);
-            let mut bits = Bits { bytes: &m.data[start..start + 4 * words], pos: 0 };
+            let mut bits = Bits {
+                bytes: &m.data[start..start + 4 * words],
+                pos: 0,
+            };
             start += 4 * words;
             let positions: Vec<Position> = lane_positions(&g, block, lane);
             let bytes = lane_bytes(m, &mut bits, positions.len());

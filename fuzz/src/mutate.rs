@@ -32,7 +32,10 @@ impl Fields {
             hdr: m.hdr.clone(),
             lut: u32s_to_le(&m.lut),
             low: m.low.clone(),
-            scale: m.scale.as_ref().map(|s| u32s_to_le(&s.iter().map(|v| v.to_bits()).collect::<Vec<_>>())),
+            scale: m
+                .scale
+                .as_ref()
+                .map(|s| u32s_to_le(&s.iter().map(|v| v.to_bits()).collect::<Vec<_>>())),
         }
     }
 
@@ -46,7 +49,10 @@ impl Fields {
             hdr: self.hdr.clone(),
             lut: le_to_u32s(&self.lut),
             low: self.low.clone(),
-            scale: self.scale.as_ref().map(|s| le_to_u32s(s).into_iter().map(f32::from_bits).collect()),
+            scale: self
+                .scale
+                .as_ref()
+                .map(|s| le_to_u32s(s).into_iter().map(f32::from_bits).collect()),
         }
     }
 
@@ -65,7 +71,10 @@ impl Fields {
     fn block_span(&self, b: usize) -> (usize, usize) {
         let bases = le_to_u32s(&self.bases);
         let start = bases.get(b).map_or(0, |&s| s as usize).min(self.data.len());
-        let len: usize = self.hdr.get(b * LANES..(b + 1) * LANES).map_or(0, |h| h.iter().map(|&w| 4 * usize::from(w)).sum());
+        let len: usize = self
+            .hdr
+            .get(b * LANES..(b + 1) * LANES)
+            .map_or(0, |h| h.iter().map(|&w| 4 * usize::from(w)).sum());
         (start, len.min(self.data.len() - start))
     }
 
@@ -171,10 +180,20 @@ pub fn mutate_once(f: &mut Fields, input: &mut Input) -> Effect {
         9 => {
             // The declared shape may already be a mutated, huge one: bound the new field.
             let rows = f.shape.rows.min(1 << 12) as usize;
-            let scale = f.scale.get_or_insert_with(|| 1.0f32.to_le_bytes().repeat(rows));
+            let scale = f
+                .scale
+                .get_or_insert_with(|| 1.0f32.to_le_bytes().repeat(rows));
             if scale.len() >= 4 {
                 let i = 4 * (input.u32() as usize % (scale.len() / 4));
-                let value = [0x7FC0_0000u32, 0, 0x8000_0000, 0xBF80_0000, 0x7F80_0000, 1, input.u32()][input.below(7)];
+                let value = [
+                    0x7FC0_0000u32,
+                    0,
+                    0x8000_0000,
+                    0xBF80_0000,
+                    0x7F80_0000,
+                    1,
+                    input.u32(),
+                ][input.below(7)];
                 scale[i..i + 4].copy_from_slice(&value.to_le_bytes());
             }
         }
@@ -206,7 +225,9 @@ pub fn mutate_once(f: &mut Fields, input: &mut Input) -> Effect {
 /// Garbage in the bytes spec 9.7 leaves unspecified: alignment gaps between blocks, everything
 /// from the stream end on, and the 512-byte raw-plane slack (added if absent).
 fn fill_unspecified(f: &mut Fields, input: &mut Input) -> Effect {
-    let Ok(g) = Geometry::new(f.mode, f.shape) else { return Effect::Any };
+    let Ok(g) = Geometry::new(f.mode, f.shape) else {
+        return Effect::Any;
+    };
     let garbage = input.u8() | 1;
     let mut covered = 0usize;
     for b in 0..f.blocks() {
@@ -221,7 +242,8 @@ fn fill_unspecified(f: &mut Fields, input: &mut Input) -> Effect {
         *byte ^= garbage;
     }
     if f.low.len() as u64 == g.n_low {
-        f.low.extend(std::iter::repeat_n(garbage, RAW_SLACK as usize));
+        f.low
+            .extend(std::iter::repeat_n(garbage, RAW_SLACK as usize));
     } else if f.low.len() as u64 == g.n_low + RAW_SLACK {
         for byte in &mut f.low[g.n_low as usize..] {
             *byte ^= garbage;

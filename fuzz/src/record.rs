@@ -22,7 +22,11 @@
 use crate::input::{le_to_u32s, u32s_to_le, Input};
 use nwc_reference::geometry::{LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
 use nwc_reference::lut::widen;
-use nwc_reference::{build_lut, recover_exp_of_rank, EncodedMatrix, Geometry, Mode, Shape};
+use nwc_reference::{
+    build_lut, recover_exp_of_rank, ElemType, EncodedMatrix, Geometry, Mode, Shape,
+};
+use std::collections::HashMap;
+use std::sync::Mutex;
 
 pub const FLAG_WIDE_SHAPE: u8 = 1;
 pub const FLAG_EXACT_SIZES: u8 = 2;
@@ -41,10 +45,12 @@ pub struct Record {
 }
 
 /// Most elements read for one field when sizes come from the shape; larger geometries are left
-/// for the limits check, which must refuse them before the fields matter.
-const MAX_EXACT_FIELD: u64 = 1 << 18;
-/// Most bytes FLAG_FILL_DATA zero-extends `data` to.
-const MAX_FILL: u64 = 1 << 20;
+/// for the limits check, which must refuse them before the fields matter. `fuzz_limits` allows
+/// 2^16 weights, so every shape it accepts still gets exact sizes.
+const MAX_EXACT_FIELD: u64 = 1 << 17;
+/// Most bytes FLAG_FILL_DATA zero-extends `data` to (every zero is a byte to allocate and scan
+/// in every execution; 128 KiB holds four blocks of the longest lanes).
+const MAX_FILL: u64 = 1 << 17;
 
 /// Chains block offsets from header bytes: bases[0] = 0, bases[b] = align8(end of block b - 1).
 pub fn chained_bases(hdr: &[u8], blocks: usize) -> Vec<u32> {
@@ -68,6 +74,27 @@ pub fn needed_data_len(hdr: &[u8]) -> u64 {
     end.div_ceil(8) * 8 + TAIL_SLACK
 }
 
+/// `build_lut` for one table, from a per-process cache: the reference builds the 4096 entries
+/// with an allocation each, which was most of the cost of a `decode_arbitrary` execution, and
+/// the fuzzer mutates mostly other bytes than the 15 that choose the table.
+fn cached_lut(elem: ElemType, ranks: &[u8; 15]) -> Vec<u32> {
+    /// Tables kept; the cache is emptied when it holds this many (a few MB at most).
+    const KEPT: usize = 256;
+    type Tables = HashMap<(ElemType, [u8; 15]), Vec<u32>>;
+    static CACHE: Mutex<Option<Tables>> = Mutex::new(None);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    if let Some(lut) = cache.get(&(elem, *ranks)) {
+        return lut.clone();
+    }
+    if cache.len() >= KEPT {
+        cache.clear();
+    }
+    let lut = build_lut(elem, &widen(ranks));
+    cache.insert((elem, *ranks), lut.clone());
+    lut
+}
+
 fn scales_from(bytes: &[u8]) -> Vec<f32> {
     le_to_u32s(bytes).into_iter().map(f32::from_bits).collect()
 }
@@ -83,10 +110,18 @@ pub fn read(data: &[u8]) -> Record {
         Shape::new(u64::from(input.u16()), u64::from(input.u16()))
     };
     let Ok(mode) = Mode::from_code(mode_code) else {
-        return Record { mode_code, shape, matrix: None };
+        return Record {
+            mode_code,
+            shape,
+            matrix: None,
+        };
     };
     let exact = match Geometry::new(mode, shape) {
-        Ok(g) if flags & FLAG_EXACT_SIZES != 0 && g.n_low + RAW_SLACK <= MAX_EXACT_FIELD && g.blocks * 32 <= MAX_EXACT_FIELD => {
+        Ok(g)
+            if flags & FLAG_EXACT_SIZES != 0
+                && g.n_low + RAW_SLACK <= MAX_EXACT_FIELD
+                && g.blocks * 32 <= MAX_EXACT_FIELD =>
+        {
             Some(g)
         }
         _ => None,
@@ -95,22 +130,41 @@ pub fn read(data: &[u8]) -> Record {
         Some(g) => read_exact(&mut input, mode, shape, &g, flags),
         None => read_counted(&mut input, mode, shape),
     };
-    Record { mode_code, shape, matrix: Some(matrix) }
+    Record {
+        mode_code,
+        shape,
+        matrix: Some(matrix),
+    }
 }
 
-fn read_exact(input: &mut Input, mode: Mode, shape: Shape, g: &Geometry, flags: u8) -> EncodedMatrix {
+fn read_exact(
+    input: &mut Input,
+    mode: Mode,
+    shape: Shape,
+    g: &Geometry,
+    flags: u8,
+) -> EncodedMatrix {
     let nb = g.blocks as usize;
     let hdr = input.bytes(LANES * nb);
-    let bases = if flags & FLAG_CHAINED_BASES != 0 { chained_bases(&hdr, nb) } else { le_to_u32s(&input.bytes(4 * nb)) };
+    let bases = if flags & FLAG_CHAINED_BASES != 0 {
+        chained_bases(&hdr, nb)
+    } else {
+        le_to_u32s(&input.bytes(4 * nb))
+    };
     let lut = if flags & FLAG_BUILT_LUT != 0 {
         let ranks: [u8; 15] = input.bytes(15).try_into().expect("15 bytes");
-        build_lut(mode.elem, &widen(&ranks))
+        cached_lut(mode.elem, &ranks)
     } else {
         le_to_u32s(&input.bytes(4 * LUT_ENTRIES))
     };
-    let slack = if flags & FLAG_RAW_SLACK != 0 { RAW_SLACK } else { 0 };
+    let slack = if flags & FLAG_RAW_SLACK != 0 {
+        RAW_SLACK
+    } else {
+        0
+    };
     let low = input.bytes((g.n_low + slack) as usize);
-    let scale = (flags & FLAG_SCALE != 0).then(|| scales_from(&input.bytes(4 * shape.rows as usize)));
+    let scale =
+        (flags & FLAG_SCALE != 0).then(|| scales_from(&input.bytes(4 * shape.rows as usize)));
     let mut data = input.rest();
     if flags & FLAG_FILL_DATA != 0 {
         let needed = needed_data_len(&hdr).min(MAX_FILL) as usize;
@@ -118,7 +172,16 @@ fn read_exact(input: &mut Input, mode: Mode, shape: Shape, g: &Geometry, flags: 
             data.resize(needed, 0);
         }
     }
-    EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale }
+    EncodedMatrix {
+        mode,
+        shape,
+        data,
+        bases,
+        hdr,
+        lut,
+        low,
+        scale,
+    }
 }
 
 fn read_counted(input: &mut Input, mode: Mode, shape: Shape) -> EncodedMatrix {
@@ -132,15 +195,30 @@ fn read_counted(input: &mut Input, mode: Mode, shape: Shape) -> EncodedMatrix {
     let low = field(1).unwrap_or_default();
     let scale = field(4).map(|b| scales_from(&b));
     let data = input.rest();
-    EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale }
+    EncodedMatrix {
+        mode,
+        shape,
+        data,
+        bases,
+        hdr,
+        lut,
+        low,
+        scale,
+    }
 }
 
 /// Writes a valid matrix as a record that [`read`] gives back unchanged (for seed corpora).
 pub fn write(m: &EncodedMatrix) -> Vec<u8> {
     let wide = m.shape.rows > u64::from(u16::MAX) || m.shape.cols > u64::from(u16::MAX);
-    let slack = Geometry::new(m.mode, m.shape).map(|g| m.low.len() as u64 > g.n_low).unwrap_or(false);
+    let slack = Geometry::new(m.mode, m.shape)
+        .map(|g| m.low.len() as u64 > g.n_low)
+        .unwrap_or(false);
     let mut flags = FLAG_EXACT_SIZES | FLAG_CHAINED_BASES | FLAG_BUILT_LUT;
-    for (on, flag) in [(wide, FLAG_WIDE_SHAPE), (slack, FLAG_RAW_SLACK), (m.scale.is_some(), FLAG_SCALE)] {
+    for (on, flag) in [
+        (wide, FLAG_WIDE_SHAPE),
+        (slack, FLAG_RAW_SLACK),
+        (m.scale.is_some(), FLAG_SCALE),
+    ] {
         if on {
             flags |= flag;
         }
@@ -157,7 +235,9 @@ pub fn write(m: &EncodedMatrix) -> Vec<u8> {
     out.extend(recover_exp_of_rank(&m.lut));
     out.extend(&m.low);
     if let Some(s) = &m.scale {
-        out.extend(u32s_to_le(&s.iter().map(|v| v.to_bits()).collect::<Vec<_>>()));
+        out.extend(u32s_to_le(
+            &s.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        ));
     }
     out.extend(&m.data);
     out
