@@ -53,6 +53,7 @@ fn round_trip(orig: &Path, opts: &CompressOptions) {
         let got = out.join(f.file_name().unwrap());
         assert_eq!(sha(&got), sha(f), "{} differs", f.display());
     }
+    // spec 17.13: verifying against the original also compares every file by SHA-256.
     let report = verify(&ck, Some(orig), &no_progress).unwrap();
     assert!(report.mismatches.is_empty(), "{:?}", report.mismatches);
     assert!(!report.files.is_empty() && report.files.iter().all(|c| c.identical()), "{:?}", report.files);
@@ -138,7 +139,7 @@ fn a_changed_recorded_header_is_refused() {
 
 /// Stored tensors start at a multiple of their element size, as in the safetensors library's own
 /// layout (readers may map them without a copy): a copied F32 tensor of 13 values must not
-/// misalign the matrix fields after it.
+/// misalign the matrix fields after it (spec 17.14).
 #[test]
 fn stored_tensors_stay_aligned() {
     let tmp = tempfile::tempdir().unwrap();
