@@ -32,9 +32,11 @@
 mod bits;
 mod decode;
 mod encode;
+mod runs;
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 mod simd;
 pub mod slice;
 
 pub use decode::{decode, decode_with_limits, fast_path_accepts};
 pub use encode::{encode, encode_le_bytes};
+pub use runs::{decode_bf16_runs, RunError};
