@@ -3,9 +3,9 @@
 //! is still in the cache when the caller reads it (issue 15: decompression hashed and wrote a
 //! 64 MB buffer that had gone through memory, and zeroed it first).
 
-use crate::decode::{Bf16, Tables};
 #[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
 use crate::decode::decode_row_block as decode_row_block_best;
+use crate::decode::{Bf16, Tables};
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 use crate::simd::decode_row_block_best;
 use nwc_reference::{check_structure, DecodeError, ElemType, Elements, EncodedMatrix, Geometry, Limits};
@@ -45,18 +45,16 @@ pub fn decode_bf16_runs<E>(
         return Ok(());
     }
     let per_run = (run_bytes / 2 / block).max(1); // row blocks per run
-    // Every position of a row block's rows is written by its decoding, so the buffer is reused
-    // without clearing it between runs.
+                                                  // Every position of a row block's rows is written by its decoding, so the buffer is reused
+                                                  // without clearing it between runs.
     let mut buf = vec![0u16; (per_run * block).min(n)];
     let blocks = n.div_ceil(block);
     let mut rb0 = 0;
     while rb0 < blocks {
         let len = (per_run * block).min(n - rb0 * block);
         let out = &mut buf[..len];
-        let ok = out
-            .par_chunks_mut(block)
-            .enumerate()
-            .all(|(i, rows)| decode_row_block_best::<Bf16>((m, &g, &tables, rb0 + i, rows)).is_ok());
+        let ok =
+            out.par_chunks_mut(block).enumerate().all(|(i, rows)| decode_row_block_best::<Bf16>((m, &g, &tables, rb0 + i, rows)).is_ok());
         if !ok {
             // As in `decode_with_limits`: the reference names the broken rule. Should it accept
             // the matrix, its weights are the answer (debug builds stop on the disagreement).
