@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-CLI speed on a >= 1 GB BF16 model, side by side with `cp` of the same file in the same run.
 #
-#   scripts/bench-model.sh [WORKDIR] [TENSORS] [ROUNDS]
+#   [NWC_BIN=path/to/nwc] scripts/bench-model.sh [WORKDIR] [TENSORS] [ROUNDS]
 #
 # Builds `nwc` (release), writes WORKDIR/model.safetensors (TENSORS tensors of 4096 x 8192, random
 # N(0, 0.02) rounded to BF16; 16 tensors = 1 GiB; reused when present), warms the page cache, then
@@ -20,8 +20,13 @@ WORK=${1:-/tmp/nwc-bench}
 TENSORS=${2:-16}
 ROUNDS=${3:-3}
 mkdir -p "$WORK"
-cargo build --release -q -p nwc-cli --bin nwc
-NWC=$PWD/target/release/nwc
+# NWC_BIN=PATH benchmarks another build of `nwc` (e.g. the one before a change) instead.
+if [ -n "${NWC_BIN:-}" ]; then
+  NWC=$NWC_BIN
+else
+  cargo build --release -q -p nwc-cli --bin nwc
+  NWC=$PWD/target/release/nwc
+fi
 MODEL=$WORK/model.safetensors
 
 if [ ! -f "$MODEL" ] || [ "$(stat -c %s "$MODEL")" -lt $((TENSORS * 4096 * 8192 * 2)) ]; then
