@@ -38,5 +38,5 @@ mod simd;
 pub mod slice;
 
 pub use decode::{decode, decode_with_limits, fast_path_accepts};
-pub use encode::{encode, encode_le_bytes};
+pub use encode::{encode, encode_le_bytes, encode_observed};
 pub use runs::{decode_bf16_runs, RunError};

@@ -1,3 +1,4 @@
+//! Coding in runs of rows. `encode_observed` equals `encode` and observes every row once, in order.
 //! `decode_bf16_runs` against the reference: the runs together are the reference's weights, on
 //! every BF16 mode, edge and random shapes and several run sizes (so that the reused buffer is
 //! refilled many times), and every corruption of the test kit gets the reference's error.
@@ -81,4 +82,34 @@ fn fp8_matrices_and_sink_errors() {
         Err("disk full")
     });
     assert!(matches!(r, Err(RunError::Sink("disk full"))) && calls == 1, "the first sink error stops decoding");
+}
+
+#[test]
+fn encode_observed_equals_encode_and_observes_every_row_in_order() {
+    let mut gen = Generator::new(0x0B5);
+    for mode in Mode::ALL {
+        for i in 0..12 {
+            let shape = if i == 11 { Shape::new(301, 2100) } else { gen.shape(i, 700) };
+            let (w16, w8);
+            let weights = if mode.elem == ElemType::Bf16 {
+                w16 = gen.bf16(Dist::BF16[i % Dist::BF16.len()], shape);
+                Weights::Bf16(&w16)
+            } else {
+                w8 = gen.fp8(Dist::Fp8Quantized, shape);
+                Weights::Fp8(&w8)
+            };
+            let expected = nwc_fast::encode(mode, shape, weights).unwrap();
+            for run_rows in [0, 1, 16, 100, u64::MAX] {
+                let mut seen = Vec::new();
+                let got = nwc_fast::encode_observed(mode, shape, weights, run_rows, |r0, r1| seen.push((r0, r1))).unwrap();
+                assert_eq!(got, expected, "{mode} {shape} runs of {run_rows} rows");
+                let mut next = 0;
+                for &(r0, r1) in &seen {
+                    assert!(r0 == next && r1 > r0, "{mode} {shape} runs of {run_rows} rows: {seen:?}");
+                    next = r1;
+                }
+                assert_eq!(next, shape.rows, "{mode} {shape} runs of {run_rows} rows: {seen:?}");
+            }
+        }
+    }
 }
