@@ -233,7 +233,12 @@ pub fn encode_observed(
         let first = i * per_run;
         let rows = ((first * height) as u64, (((first + run.len()) * height) as u64).min(shape.rows));
         let (coded, ()) = rayon::join(
-            || run.par_iter_mut().enumerate().map(|(j, low_rows)| encode_row_block_best((&g, weights, &book, first + j, low_rows))).collect::<Vec<_>>(),
+            || {
+                run.par_iter_mut()
+                    .enumerate()
+                    .map(|(j, low_rows)| encode_row_block_best((&g, weights, &book, first + j, low_rows)))
+                    .collect::<Vec<_>>()
+            },
             || {
                 if let Some((r0, r1)) = observed {
                     observe(r0, r1);
