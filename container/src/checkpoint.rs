@@ -226,6 +226,32 @@ impl Checkpoint {
         })
     }
 
+    /// [`Checkpoint::decode`] for a BF16 matrix, a run of whole row blocks of about `run_bytes`
+    /// at a time (`nwc_fast::decode_bf16_runs`): `sink` gets the weights run by run, in order. The
+    /// runs before a broken one may have been handed over when it fails.
+    pub fn decode_runs(
+        &self,
+        entry: &WeightEntry,
+        m: &EncodedMatrix,
+        run_bytes: usize,
+        sink: impl FnMut(&[u16]) -> Result<()>,
+    ) -> Result<()> {
+        let matrix_error = |source| ContainerError::Matrix {
+            file: self.dir.join("model.safetensors"),
+            id: entry.id,
+            names: self.names_of(entry.id),
+            source,
+        };
+        match nwc_fast::decode_bf16_runs(m, &nwc_reference::Limits::default(), run_bytes, sink) {
+            Ok(()) => Ok(()),
+            Err(nwc_fast::RunError::Sink(e)) => Err(e),
+            Err(nwc_fast::RunError::Decode(source)) => Err(matrix_error(source)),
+            Err(nwc_fast::RunError::NotBf16) => {
+                Err(ContainerError::Unsupported { file: self.cfg_path(), msg: format!("weights entry {}: not a BF16 matrix", entry.id) })
+            }
+        }
+    }
+
     pub fn matrix(&self, entry: &WeightEntry) -> Result<EncodedMatrix> {
         let id = entry.id;
         let mode = entry_mode(entry).ok_or_else(|| ContainerError::Unsupported {

@@ -154,6 +154,12 @@ fn refuses_to_overwrite_and_reports_corruption() {
     let msg = err.to_string();
     let ContainerError::Matrix { id: 1, names, .. } = &err else { panic!("{msg}") };
     assert!(msg.contains("spec 13.") && msg.contains("model.safetensors") && msg.contains(names.as_str()), "{msg}");
+    // Decompression (which decodes BF16 matrices a run of rows at a time) names it the same way
+    // and leaves no output.
+    let out3 = tmp.path().join("out3");
+    let err = decompress(&ck, &out3, &no_progress).unwrap_err();
+    assert!(matches!(err, ContainerError::Matrix { id: 1, .. }) && err.to_string() == msg, "{err}");
+    assert!(!out3.exists());
 
     // A copied tensor changed in place: verify reports a digest mismatch, decompress refuses.
     let hdr = tensors.iter_mut().find(|t| t.name == "nwc/1/hdr").unwrap();

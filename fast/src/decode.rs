@@ -81,7 +81,7 @@ pub(crate) struct Tables {
 }
 
 impl Tables {
-    fn new(exp_of_rank: &[u8; 15], elem: nwc_reference::ElemType) -> Tables {
+    pub(crate) fn new(exp_of_rank: &[u8; 15], elem: nwc_reference::ElemType) -> Tables {
         let mut byte = [0u8; 32];
         for r in 0..15 {
             byte[2 * r] = exp_of_rank[r];
@@ -320,7 +320,7 @@ fn nibbles16(g: &[u8]) -> [u8; 16] {
     out
 }
 
-struct Bf16;
+pub(crate) struct Bf16;
 struct Fp8;
 
 impl Kind for Bf16 {

@@ -177,6 +177,20 @@ pub(crate) struct RowBlockStreams {
 
 /// Encodes a matrix; the result equals `nwc_reference::encode` byte for byte.
 pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding, EncodeError> {
+    encode_observed(mode, shape, weights, u64::MAX, |_, _| {})
+}
+
+/// [`encode`], coding the row blocks in runs of about `run_rows` rows (at least one row block)
+/// and calling `observe(r0, r1)` once for each run's rows `r0..r1`, in order, while the next run
+/// is being coded: a caller that hashes its input row by row reads each run while it is still in
+/// the cache (issue 15). The result is the same as [`encode`]'s whatever `run_rows`.
+pub fn encode_observed(
+    mode: Mode,
+    shape: Shape,
+    weights: Weights<'_>,
+    run_rows: u64,
+    mut observe: impl FnMut(u64, u64) + Send,
+) -> Result<Encoding, EncodeError> {
     let g = Geometry::new(mode, shape).map_err(|_| EncodeError::Shape { rows: shape.rows, cols: shape.cols })?;
     let n = shape.weights();
     let (elem, len) = match weights {
@@ -211,11 +225,32 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
         / if mode.elem == ElemType::Fp8E4m3 { 2 } else { 1 };
     // vec! of zeros maps fresh zero pages; the row-block tasks touch them first, in parallel.
     let mut low = vec![0u8; g.n_low as usize];
-    let parts: Vec<RowBlockStreams> = low
-        .par_chunks_mut(height * plane_row)
-        .enumerate()
-        .map(|(rb, low_rows)| encode_row_block_best((&g, weights, &book, rb, low_rows)))
-        .collect();
+    let mut blocks: Vec<&mut [u8]> = low.chunks_mut(height * plane_row).collect();
+    let per_run = usize::try_from(run_rows / height as u64).unwrap_or(usize::MAX).max(1);
+    let mut parts: Vec<RowBlockStreams> = Vec::with_capacity(blocks.len());
+    let mut observed: Option<(u64, u64)> = None; // the run coded last, not yet observed
+    for (i, run) in blocks.chunks_mut(per_run).enumerate() {
+        let first = i * per_run;
+        let rows = ((first * height) as u64, (((first + run.len()) * height) as u64).min(shape.rows));
+        let (coded, ()) = rayon::join(
+            || {
+                run.par_iter_mut()
+                    .enumerate()
+                    .map(|(j, low_rows)| encode_row_block_best((&g, weights, &book, first + j, low_rows)))
+                    .collect::<Vec<_>>()
+            },
+            || {
+                if let Some((r0, r1)) = observed {
+                    observe(r0, r1);
+                }
+            },
+        );
+        parts.extend(coded);
+        observed = Some(rows);
+    }
+    if let Some((r0, r1)) = observed {
+        observe(r0, r1);
+    }
 
     // Spec 9.3: prefix sum of the row blocks' lengths, each started at the next multiple of 8.
     let mut starts = Vec::with_capacity(parts.len());

@@ -16,7 +16,10 @@
 //!   decoded in lockstep, and a lane whose positions are all weights is joined with the raw plane
 //!   in one loop over all its positions, which the compiler vectorizes;
 //! - work is split by row block with rayon: each task codes its blocks into its own buffer and
-//!   owns its rows of the raw plane; offsets are fixed afterwards by a prefix sum (spec 9.3).
+//!   owns its rows of the raw plane; offsets are fixed afterwards by a prefix sum (spec 9.3);
+//! - for callers that hash what goes in or comes out (checkpoints, spec 17.6): `encode_observed`
+//!   reports each run of coded rows while it codes the next, and `decode_bf16_runs` decodes a run
+//!   of row blocks at a time into one small reused buffer, so the hash reads from the cache.
 //!
 //! Feature `simd` (off by default, x86_64 only): the row-block encoder and decoder are compiled a
 //! second time for processors with BMI2, LZCNT and AVX2 and chosen at run time. Calling into them
@@ -32,9 +35,11 @@
 mod bits;
 mod decode;
 mod encode;
+mod runs;
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 mod simd;
 pub mod slice;
 
 pub use decode::{decode, decode_with_limits, fast_path_accepts};
-pub use encode::{encode, encode_le_bytes};
+pub use encode::{encode, encode_le_bytes, encode_observed};
+pub use runs::{decode_bf16_runs, RunError};

@@ -8,11 +8,12 @@ use crate::config::{Extras, FileRecord, ModuleEntry, NwcConfig, TensorRecord, We
 use crate::error::{ContainerError, Result};
 use crate::model::{read_model, sha256_hex, Model, StagedDir};
 use crate::policy::{Decision, Policy};
-use crate::sfile::{bytes_as_words, sha256_chunked, MappedFile, TensorInfo};
+use crate::sfile::{bytes_as_words, hex, sha256_chunked, MappedFile, TensorInfo};
 use nwc_reference::{quantize_fp8, ElemType, EncodedMatrix, Layout, Mode, Shape, Weights};
 use rayon::prelude::*;
 use safetensors::Dtype;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::Path;
@@ -164,11 +165,18 @@ fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
     if it.decision == Decision::Copy {
         return Ok(Done { digest: sha256_chunked(bytes, progress), encoded: None, lossy_sha256: None });
     }
-    // Half of the tensor's bytes count when hashed, the other half when encoded.
-    let half = |n: u64| progress(n / 2);
-    let (digest, encoded) = rayon::join(|| sha256_chunked(bytes, &half), || encode_tensor(it.t, bytes, mode));
-    let m = encoded?;
-    progress(bytes.len() as u64 - bytes.chunks(8 << 20).map(|c| c.len() as u64 / 2).sum::<u64>());
+    // Spec 17.6: the tensor's SHA-256, computed run by run of rows while the encoder codes the
+    // next run, so each run is hashed while it is still in the cache (the input is read through
+    // memory once for coding, not a second time for hashing).
+    let row_bytes = bytes.len() / it.t.shape.first().copied().unwrap_or(1).max(1);
+    let run_rows = (RUN_BYTES / row_bytes.max(1)).max(1) as u64;
+    let mut h = Sha256::new();
+    let m = encode_tensor(it.t, bytes, mode, run_rows, |r0, r1| {
+        let run = &bytes[r0 as usize * row_bytes..r1 as usize * row_bytes];
+        h.update(run);
+        progress(run.len() as u64);
+    })?;
+    let digest = hex(&h.finalize());
     let lossy_sha256 = if it.decision == Decision::Bf16 && mode.elem == ElemType::Bf16 {
         None
     } else {
@@ -184,6 +192,9 @@ fn process(it: &Item, mode: Mode, progress: Progress) -> Result<Done> {
     };
     Ok(Done { digest, encoded: Some(m), lossy_sha256 })
 }
+
+/// Input bytes hashed per run of rows (see `process`): cache-sized.
+const RUN_BYTES: usize = 512 << 10;
 
 /// What the commits have gathered: matrices, records, modules.
 #[derive(Default)]
@@ -296,7 +307,9 @@ pub use crate::sfile::dtype_name;
 
 /// Encodes one tensor in `mode` with the fast encoder (spec 17.3: cast to BF16 first where the
 /// policy says so; FP8 quantizes with per-row scales, spec 11). BF16 input is read in place.
-fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode) -> Result<EncodedMatrix> {
+/// `observe(r0, r1)` is called for every run of about `run_rows` rows, in order, as
+/// `nwc_fast::encode_observed` does.
+fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode, run_rows: u64, observe: impl FnMut(u64, u64) + Send) -> Result<EncodedMatrix> {
     let err = |msg: String| ContainerError::Encode { tensor: t.name.clone(), msg };
     let words = match t.dtype {
         Dtype::BF16 => bytes_as_words(bytes),
@@ -304,10 +317,12 @@ fn encode_tensor(t: &TensorInfo, bytes: &[u8], mode: Mode) -> Result<EncodedMatr
     };
     let shape = Shape::new(t.shape[0] as u64, t.shape[1] as u64);
     match mode.elem {
-        ElemType::Bf16 => Ok(nwc_fast::encode(mode, shape, Weights::Bf16(&words)).map_err(|e| err(e.to_string()))?.matrix),
+        ElemType::Bf16 => {
+            Ok(nwc_fast::encode_observed(mode, shape, Weights::Bf16(&words), run_rows, observe).map_err(|e| err(e.to_string()))?.matrix)
+        }
         ElemType::Fp8E4m3 => {
             let (q, scale) = quantize_fp8(&words, shape).map_err(|e| err(e.to_string()))?;
-            let mut m = nwc_fast::encode(mode, shape, Weights::Fp8(&q)).map_err(|e| err(e.to_string()))?.matrix;
+            let mut m = nwc_fast::encode_observed(mode, shape, Weights::Fp8(&q), run_rows, observe).map_err(|e| err(e.to_string()))?.matrix;
             m.scale = Some(scale);
             Ok(m)
         }

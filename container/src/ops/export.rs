@@ -9,11 +9,11 @@ use super::convert::{decoded_bf16, from_bf16_words};
 use super::peer::{decode_all, export_peer};
 use super::Progress;
 use crate::checkpoint::Checkpoint;
-use crate::config::{Extras, FileRecord, TensorRecord, CONFIG_FILE};
+use crate::config::{Extras, FileRecord, TensorRecord, WeightEntry, CONFIG_FILE};
 use crate::error::{ContainerError, Result};
 use crate::model::{write_safetensors, StagedDir, Tensor, INDEX_FILE};
 use crate::sfile::{header_json, hex, parse_dtype, words_as_bytes};
-use nwc_reference::Elements;
+use nwc_reference::{ElemType, Elements};
 use rayon::prelude::*;
 use safetensors::Dtype;
 use std::collections::HashMap;
@@ -60,14 +60,7 @@ pub(super) fn produce<'c>(ck: &'c Checkpoint, r: &TensorRecord) -> Result<Produc
         f.populate(t);
         return Ok(Produced::Stored(f.bytes(t)));
     };
-    if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
-        return Err(cfg_error(ck, &r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
-    }
-    let entry =
-        ck.entries()?.iter().find(|e| e.id == id).ok_or_else(|| cfg_error(ck, &r.name, format!("matrix id {id} has no weights entry")))?;
-    if shape != [entry.out as usize, entry.inp as usize] {
-        return Err(cfg_error(ck, &r.name, format!("shape {shape:?} but matrix {id} is {} x {}", entry.out, entry.inp)));
-    }
+    let entry = matrix_entry(ck, r, dtype, &shape, id)?;
     let d = ck.decoded_matrix(entry)?;
     ck.release_matrix(id);
     let words = match d.elements {
@@ -79,6 +72,48 @@ pub(super) fn produce<'c>(ck: &'c Checkpoint, r: &TensorRecord) -> Result<Produc
         _ => Produced::Bytes(from_bf16_words(&words, dtype)),
     })
 }
+
+/// The weights entry of compressed record `r` (matrix `id`), checked against the record.
+fn matrix_entry<'c>(ck: &'c Checkpoint, r: &TensorRecord, dtype: Dtype, shape: &[usize], id: u64) -> Result<&'c WeightEntry> {
+    if !matches!(dtype, Dtype::BF16 | Dtype::F32 | Dtype::F16) {
+        return Err(cfg_error(ck, &r.name, format!("a compressed tensor cannot have dtype {}", r.dtype)));
+    }
+    let entry =
+        ck.entries()?.iter().find(|e| e.id == id).ok_or_else(|| cfg_error(ck, &r.name, format!("matrix id {id} has no weights entry")))?;
+    if shape != [entry.out as usize, entry.inp as usize] {
+        return Err(cfg_error(ck, &r.name, format!("shape {shape:?} but matrix {id} is {} x {}", entry.out, entry.inp)));
+    }
+    Ok(entry)
+}
+
+/// Spec 17.8 for the common case, a BF16 tensor stored as a BF16 matrix: decoded a run of rows at
+/// a time into one cache-sized buffer, each run hashed and written while it is in the cache (no
+/// tensor-sized buffer to clear, fill and read back through memory). Returns the SHA-256 of the
+/// tensor, or `None` for every other case (left to [`produce`]).
+fn write_decoded_runs(ck: &Checkpoint, r: &TensorRecord, file: &File, path: &Path, at: u64, progress: Progress) -> Result<Option<String>> {
+    use sha2::{Digest, Sha256};
+    let Some(id) = r.matrix.filter(|_| r.dtype == "BF16") else { return Ok(None) };
+    let shape: Vec<usize> = r.shape.iter().map(|&d| d as usize).collect();
+    let entry = matrix_entry(ck, r, Dtype::BF16, &shape, id)?;
+    let m = ck.matrix(entry)?;
+    if m.mode.elem != ElemType::Bf16 {
+        return Ok(None);
+    }
+    ck.release_matrix(id);
+    let (mut h, mut pos) = (Sha256::new(), at);
+    ck.decode_runs(entry, &m, WRITE_CHUNK, |words| {
+        let bytes = words_as_bytes(words);
+        h.update(&bytes);
+        file.write_all_at(&bytes, pos).map_err(ContainerError::write(path))?;
+        pos += bytes.len() as u64;
+        progress(bytes.len() as u64);
+        Ok(())
+    })?;
+    Ok(Some(hex(&h.finalize())))
+}
+
+/// Bytes hashed and written at a time; see [`write_hashed`].
+const WRITE_CHUNK: usize = 256 << 10;
 
 /// One output file's layout: its header and each tensor's (start, end) in the data section.
 pub(super) struct FilePlan {
@@ -155,7 +190,7 @@ fn write_hashed(file: &File, path: &Path, bytes: &[u8], at: u64, progress: Progr
     use sha2::{Digest, Sha256};
     let mut h = Sha256::new();
     let mut pos = at;
-    for chunk in bytes.chunks(256 << 10) {
+    for chunk in bytes.chunks(WRITE_CHUNK) {
         h.update(chunk);
         file.write_all_at(chunk, pos).map_err(ContainerError::write(path))?;
         pos += chunk.len() as u64;
@@ -188,16 +223,22 @@ fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progres
     jobs.sort_by_key(|(_, r)| std::cmp::Reverse(r.shape.iter().product::<u64>()));
     jobs.par_iter().try_for_each(|&(o, r)| {
         let (file, path, base, plan) = &outputs[o];
-        let produced = produce(ck, r)?;
-        let bytes = produced.bytes();
-        let (a, _) = plan.offsets[&r.name];
+        let at = base + plan.offsets[&r.name].0 as u64;
+        let digest = match write_decoded_runs(ck, r, file, path, at, progress)? {
+            Some(digest) => digest,
+            None => {
+                let produced = produce(ck, r)?;
+                let digest = write_hashed(file, path, &produced.bytes(), at, progress)?;
+                if let (Produced::Stored(_), Some((f, t))) = (&produced, ck.get(&r.name)) {
+                    f.release(t);
+                }
+                digest
+            }
+        };
         // Never hand out silently altered data (spec 17.6): a mismatch fails the whole output,
         // which is still under its temporary name.
-        if write_hashed(file, path, &bytes, base + a as u64, progress)? != r.decoded_sha256 {
+        if digest != r.decoded_sha256 {
             return Err(cfg_error(ck, &r.name, "decompressed bytes do not match the recorded SHA-256".into()));
-        }
-        if let (Produced::Stored(_), Some((f, t))) = (&produced, ck.get(&r.name)) {
-            f.release(t);
         }
         Ok(())
     })?;
