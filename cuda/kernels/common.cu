@@ -8,10 +8,10 @@
 // consistent. Reads that run past a lane's last code stay inside the buffers because:
 //  - data: a lane reads at most two 32-bit words past the word
 //    holding its last bit, and the device copy of `data` is at least align8(stream end) + 64
-//    bytes (spec 9.3 tail slack);
+//    bytes (spec 9.5 tail slack);
 //  - low (layout 0): a lane whose 16 columns lie past K16 still loads its 16 (BF16) or 8 (FP8)
 //    bytes at row*stride + column; for row < M the farthest such byte is below n_low + 512, and the
-//    device copy of `low` is n_low + 512 bytes (spec 9.4 raw slack). Rows >= M load nothing.
+//    device copy of `low` is n_low + 512 bytes (spec 9.6 raw slack). Rows >= M load nothing.
 // The values read there are never used: those positions are fillers and count as weight 0.
 
 typedef unsigned char u8;

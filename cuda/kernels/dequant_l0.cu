@@ -219,7 +219,7 @@ __device__ __forceinline__ BlockStart issue_block(u8* buf, const u8* __restrict_
     const u32 start16 = sp.start16, n16 = sp.n16;
     BlockStart st;
     // A lane may read two words past its last one: +16 keeps that inside the buffer. The staged
-    // span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
+    // span ends at most 15 bytes past the stream end, inside the spec 9.5 tail slack.
     st.staged = n16 * 16 + 16 <= STAGED_STREAM;
     if (st.staged) {
         const u32 dst = smem_u32(buf + StagedBuf<FP8>::RAW);

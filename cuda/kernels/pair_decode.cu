@@ -128,7 +128,7 @@ __device__ __forceinline__ LaneStart stage_stream(u8* buf, const u8* __restrict_
     const u32 start16 = sp.start16, n16 = sp.n16;
     LaneStart st;
     // A lane reads at most two words past its last one: +16 keeps that inside the buffer, and the
-    // staged span ends at most 15 bytes past the stream end, inside the spec 9.3 tail slack.
+    // staged span ends at most 15 bytes past the stream end, inside the spec 9.5 tail slack.
     st.staged = n16 * 16 + 16 <= STAGE;
     if (st.staged) {
         const u32 dst = smem_u32(buf);
