@@ -67,7 +67,8 @@ def test_encoding_matches_the_golden_corpus(corpus):
 def test_every_invalid_vector_raises_its_rule(corpus):
     checked = 0
     for v in corpus:
-        if v["kind"] not in ("invalid", "malformed"):
+        # The execution layout (spec 20) is not part of the Python API yet.
+        if v["kind"] not in ("invalid", "malformed") or v.get("representation") == "exec":
             continue
         fields = {n: read_vector_file(p) for n, p in v["fields"].items() if n != "exp_of_rank"}
         fields.update(mode=v["mode_code"], shape=(v["rows"], v["cols"]))
@@ -110,7 +111,7 @@ def test_bad_input_is_a_python_error_never_a_crash():
         nwc.encode(np.zeros((0, 4), np.uint16))
     with pytest.raises(nwc.errors.ModeCodeError):
         nwc.validate({"mode": 5, "shape": (4, 4)})
-    with pytest.raises(nwc.errors.FieldSizeError):
+    with pytest.raises(nwc.errors.FieldMissingError):  # spec 13.3.1: no fields at all
         nwc.validate({"mode": 0, "shape": (4, 4)})
     with pytest.raises(TypeError):
         nwc.validate(42)
