@@ -38,8 +38,7 @@ conform=target/debug/nwc-conform
 "$conform" --vectors vectors reference
 # No GPU in CI: says `skipped: no CUDA device` (without --allow-no-device it would fail).
 "$conform" --vectors vectors gpu --allow-no-device
-# `nwc encode` does not take `--scales FILE` yet: its FP8 vectors are encoded without scales.
-"$conform" --vectors vectors encoder --without-scales -- target/debug/nwc encode
+"$conform" --vectors vectors encoder -- target/debug/nwc encode
 "$conform" --vectors vectors decoder -- target/debug/nwc decode
 "$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
 

@@ -2,7 +2,7 @@
 
 use crate::error::CliError;
 use crate::store::{self, sha256_hex, write_atomic};
-use nwc_reference::{encode, quantize_fp8, ElemType, Encoding, Geometry, Limits, Mode, Shape, Weights};
+use nwc_reference::{encode, quantize_fp8, ElemType, Encoding, Field, FormatError, Geometry, Limits, Mode, Shape, Weights};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fs;
@@ -12,6 +12,8 @@ pub struct EncodeArgs {
     pub mode: Mode,
     pub shape: Shape,
     pub quantize_from_bf16: bool,
+    /// fp8 input with its row scales, stored as given (spec 11.4).
+    pub scales: Option<PathBuf>,
     pub input: PathBuf,
     pub outdir: PathBuf,
 }
@@ -69,14 +71,39 @@ fn read_input(path: &Path, shape: Shape, elem_name: &'static str, bytes_per_weig
     Ok(bytes)
 }
 
-/// The matrix to encode, and the fp8 scales when quantized (spec 11.2).
+/// `--scales FILE`: M row scales, f32 little-endian, in the layout of the stored `scale` field
+/// (spec 12.1; the same file the conformance protocol passes). The size is checked before the
+/// file is read (rule 13.3 field-size) and every value as rule 13.19 (scale-value) would check
+/// the stored field, so that `nwc encode` never writes an encoding that breaks either.
+fn read_scales(path: &Path, shape: Shape) -> Result<Vec<f32>, CliError> {
+    let expected = 4 * shape.rows;
+    let got = store::file_len(path)?.ok_or_else(|| CliError::invalid(path, "scales: no such file or directory"))?;
+    if got != expected {
+        let expected = format!("{expected} (one f32 per row of {} rows)", shape.rows);
+        return Err(CliError::invalid(path, format!("scales: {}", FormatError::FieldSize { field: Field::Scale, got, expected })));
+    }
+    let bytes = fs::read(path).map_err(|e| CliError::read(path, e))?;
+    if bytes.len() as u64 != expected {
+        return Err(CliError::invalid(path, "scales changed size while being read"));
+    }
+    let scales: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+    if let Some(row) = scales.iter().position(|s| !(s.is_finite() && *s > 0.0)) {
+        let e = FormatError::ScaleValue { row: row as u64, value: format!("{}", scales[row]) };
+        return Err(CliError::invalid(path, format!("scales: {e}")));
+    }
+    Ok(scales)
+}
+
+/// The matrix to encode, and the fp8 scales: computed when quantized (spec 11.2), given with
+/// `--scales` (spec 11.4), or none (an unscaled encoding, spec 11.6).
 fn weights_of(args: &EncodeArgs) -> Result<(Encoding, Option<Vec<f32>>), CliError> {
     let (mode, shape, input) = (args.mode, args.shape, &args.input);
     let encode_err = |e: nwc_reference::EncodeError| CliError::invalid(input, e.to_string());
     let bf16_input = mode.elem == ElemType::Bf16 || args.quantize_from_bf16;
     if !bf16_input {
+        let scales = args.scales.as_deref().map(|p| read_scales(p, shape)).transpose()?;
         let bytes = read_input(input, shape, "fp8 e4m3", 1)?;
-        return Ok((encode(mode, shape, Weights::Fp8(&bytes)).map_err(encode_err)?, None));
+        return Ok((encode(mode, shape, Weights::Fp8(&bytes)).map_err(encode_err)?, scales));
     }
     let bytes = read_input(input, shape, "bf16", 2)?;
     let words: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
@@ -135,7 +162,7 @@ pub fn run(args: &EncodeArgs) -> Result<(), CliError> {
         encoder_return_dl: m.data.len() as u64,
         stream_end: enc.stream_end,
         escapes: enc.escapes,
-        quantized_from_bf16: scales.is_some(),
+        quantized_from_bf16: args.quantize_from_bf16,
         bytes_total,
         bytes_input,
         ratio_vs_bf16: bytes_total as f64 / (2 * n) as f64,

@@ -97,6 +97,11 @@ struct EncodeCli {
     /// fp8 only: the input is BF16; quantize it with per-row scales (spec 11.2) and write scale.bin.
     #[arg(long)]
     quantize_from_bf16: bool,
+    /// fp8 only: the row scales of the fp8 input, stored as given in scale.bin (spec 11.4): M
+    /// values, f32 little-endian (4*M bytes), each finite and above 0 (rule 13.19). Without it an
+    /// fp8 input is stored unscaled, with no scale.bin (spec 11.6).
+    #[arg(long, value_name = "FILE", conflicts_with = "quantize_from_bf16")]
+    scales: Option<PathBuf>,
     /// Raw input: 2*M*K bytes of little-endian BF16, or M*K fp8 e4m3 bytes.
     input: PathBuf,
     /// Output directory: new (its parent must exist) or empty; a non-empty one is refused.
@@ -114,10 +119,14 @@ impl EncodeCli {
             Cli::command().error(clap::error::ErrorKind::ArgumentConflict, "--quantize-from-bf16 needs --elem fp8").exit();
             // exit status 2, like every other usage error
         }
+        if self.scales.is_some() && elem != ElemType::Fp8E4m3 {
+            Cli::command().error(clap::error::ErrorKind::ArgumentConflict, "--scales needs --elem fp8").exit();
+        }
         cmd_encode::EncodeArgs {
             mode: Mode { elem, layout },
             shape: Shape::new(self.rows, self.cols),
             quantize_from_bf16: self.quantize_from_bf16,
+            scales: self.scales,
             input: self.input,
             outdir: self.outdir,
         }

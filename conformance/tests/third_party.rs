@@ -41,9 +41,8 @@ fn assert_all(report: &Report, verdict: &str, count: u64) {
 #[test]
 fn nwc_encode_is_canonical() {
     let (tmp, corpus) = common::mini_corpus();
-    // `nwc encode` does not take `--scales FILE` yet (cli/ is its own change): until it does, its
-    // FP8 vectors are encoded without their scales and `scale` is not judged.
-    let tool = Tool { scales: Scales::Withheld, ..tool(nwc_binary(), &["encode"], tmp.path()) };
+    // FP8 vectors with scales are encoded with `--scales FILE`, and `scale.bin` is judged.
+    let tool = tool(nwc_binary(), &["encode"], tmp.path());
     let report = run::encoder::run(&corpus, &tool);
     assert_all(&report, "canonical", 5);
 }
