@@ -119,7 +119,7 @@ pub fn allowed_sizes(field: Field, g: &Geometry) -> Option<Vec<u64>> {
 /// the allocation limit for `data` (whose size the streams decide).
 fn read_field(dir: &Path, field: Field, g: &Geometry, limits: &Limits) -> Result<Vec<u8>, CliError> {
     let path = dir.join(field_file(field));
-    let len = file_len(&path)?.ok_or_else(|| CliError::invalid(&path, "missing (a stored field, spec 12)"))?;
+    let len = file_len(&path)?.ok_or_else(|| missing(&path, field))?;
     match allowed_sizes(field, g) {
         Some(sizes) if !sizes.contains(&len) => {
             let expected = sizes.iter().map(u64::to_string).collect::<Vec<_>>().join(" or ");
@@ -138,9 +138,27 @@ fn u32s(bytes: &[u8]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
-/// Loads the stored fields of the matrix in `dir` (`scale.bin` only if present).
+/// Rule 13.3.1 field-missing: the file of a required field is absent (an empty file is present).
+fn missing(path: &Path, field: Field) -> CliError {
+    CliError::invalid(path, FormatError::FieldMissing { field }.to_string())
+}
+
+/// Loads the stored fields of the matrix in `dir` (`scale.bin` only if present), in the order of
+/// spec 16.2 step 2: the presence of every required field first (rule 13.3.1), then the sizes
+/// (13.3) of `bases`, `hdr`, `lut`, `low` and `scale`; `data`, whose length the streams decide
+/// (13.4), last.
 pub fn load_matrix(dir: &Path, s: &SummaryIn, limits: &Limits) -> Result<EncodedMatrix, CliError> {
     let g = &s.geometry;
+    for field in Field::REQUIRED {
+        let path = dir.join(field_file(field));
+        if file_len(&path)?.is_none() {
+            return Err(missing(&path, field));
+        }
+    }
+    let bases = u32s(&read_field(dir, Field::Bases, g, limits)?);
+    let hdr = read_field(dir, Field::Hdr, g, limits)?;
+    let lut = u32s(&read_field(dir, Field::Lut, g, limits)?);
+    let low = read_field(dir, Field::Low, g, limits)?;
     let scale = match file_len(&dir.join(SCALE))? {
         None => None,
         Some(_) => {
@@ -148,16 +166,8 @@ pub fn load_matrix(dir: &Path, s: &SummaryIn, limits: &Limits) -> Result<Encoded
             Some(u32s(&bytes).into_iter().map(f32::from_bits).collect())
         }
     };
-    Ok(EncodedMatrix {
-        mode: s.mode,
-        shape: s.shape,
-        bases: u32s(&read_field(dir, Field::Bases, g, limits)?),
-        hdr: read_field(dir, Field::Hdr, g, limits)?,
-        lut: u32s(&read_field(dir, Field::Lut, g, limits)?),
-        low: read_field(dir, Field::Low, g, limits)?,
-        data: read_field(dir, Field::Data, g, limits)?,
-        scale,
-    })
+    let data = read_field(dir, Field::Data, g, limits)?;
+    Ok(EncodedMatrix { mode: s.mode, shape: s.shape, bases, hdr, lut, low, data, scale })
 }
 
 /// The canonical path of an existing file, or of a file about to be created in an existing folder.

@@ -259,3 +259,23 @@ fn decode_never_overwrites_an_input() {
     let r = nwc(&[&"decode", &dir, &dir.join("../d/summary.json")]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 }
+
+/// Rule 13.3.1 (field-missing): a required field's file is absent. Presence is checked for every
+/// required field before any size (spec 16.2 step 2), so an absent `low.bin` is named even when
+/// `bases.bin` also has the wrong size; an empty file is present and breaks 13.3 instead.
+#[test]
+fn missing_field_files() {
+    let tmp = tempfile::tempdir().unwrap();
+    for file in ["data.bin", "bases.bin", "hdr.bin", "lut.bin", "low.bin"] {
+        let dir = valid_dir(tmp.path(), &format!("m-{}", file.trim_end_matches(".bin")));
+        fs::remove_file(dir.join(file)).unwrap();
+        decode_fails(&dir, "field-missing (spec 13.3.1)", file);
+    }
+    let dir = valid_dir(tmp.path(), "two");
+    fs::remove_file(dir.join("low.bin")).unwrap();
+    edit(&dir.join("bases.bin"), |b| b.truncate(4));
+    decode_fails(&dir, "field-missing (spec 13.3.1)", "low.bin");
+    let dir = valid_dir(tmp.path(), "empty");
+    fs::write(dir.join("hdr.bin"), b"").unwrap();
+    decode_fails(&dir, "field-size (spec 13.3)", "hdr.bin");
+}

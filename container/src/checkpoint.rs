@@ -7,7 +7,7 @@ use crate::model::{list_dir, Tensor, INDEX_FILE};
 use crate::ops::writer::Piece;
 use crate::sfile::{MappedFile, TensorInfo};
 use nwc_reference::geometry::{RAW_SLACK, TAIL_SLACK};
-use nwc_reference::{ElemType, EncodedMatrix, Geometry, Layout, Mode, Shape};
+use nwc_reference::{ElemType, EncodedMatrix, Field, FormatError, Geometry, Layout, Mode, Shape};
 use safetensors::Dtype;
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -190,10 +190,37 @@ impl Checkpoint {
         names.join(", ")
     }
 
+    /// The file that holds matrix `id`'s stored fields (the one holding `nwc/<id>/data`), or, when
+    /// that tensor is absent, the file that should list it: the shard index, or model.safetensors.
+    pub fn matrix_file(&self, id: u64) -> PathBuf {
+        match self.get(&format!("nwc/{id}/data")) {
+            Some((f, _)) => f.path.clone(),
+            None if self.dir.join(INDEX_FILE).is_file() => self.dir.join(INDEX_FILE),
+            None => self.dir.join("model.safetensors"),
+        }
+    }
+
+    /// A broken rule of chapter 13 in matrix `id`, reported with the file, the matrix and the
+    /// tensors that use it (spec 17.10).
+    fn matrix_error(&self, id: u64, source: nwc_reference::DecodeError) -> ContainerError {
+        ContainerError::Matrix { file: self.matrix_file(id), id, names: self.names_of(id), source }
+    }
+
+    /// Spec 17.7 with rule 13.3.1 (field-missing): every required field tensor of matrix `id`
+    /// exists, checked for all of them (in the order of spec 16.2 step 2) before any is read.
+    fn check_fields_present(&self, id: u64) -> Result<()> {
+        for field in Field::REQUIRED {
+            if !self.contains(&format!("nwc/{id}/{}", field.name())) {
+                return Err(self.matrix_error(id, FormatError::FieldMissing { field }.into()));
+            }
+        }
+        Ok(())
+    }
+
     fn field(&self, id: u64, field: &str, dtypes: &[Dtype], width: usize) -> Result<&[u8]> {
         let name = format!("nwc/{id}/{field}");
         let (file, t) = self.get(&name).ok_or_else(|| ContainerError::Tensor {
-            file: self.dir.join("model.safetensors"),
+            file: self.matrix_file(id),
             tensor: name.clone(),
             msg: "missing".into(),
         })?;
@@ -218,12 +245,7 @@ impl Checkpoint {
 
     /// Decodes matrix `m`, loaded from `entry`, as [`Checkpoint::decoded_matrix`] does.
     pub fn decode(&self, entry: &WeightEntry, m: &EncodedMatrix) -> Result<nwc_reference::DecodedMatrix> {
-        nwc_fast::decode(m).map_err(|source| ContainerError::Matrix {
-            file: self.dir.join("model.safetensors"),
-            id: entry.id,
-            names: self.names_of(entry.id),
-            source,
-        })
+        nwc_fast::decode(m).map_err(|source| self.matrix_error(entry.id, source))
     }
 
     /// [`Checkpoint::decode`] for a BF16 matrix, a run of whole row blocks of about `run_bytes`
@@ -236,12 +258,7 @@ impl Checkpoint {
         run_bytes: usize,
         sink: impl FnMut(&[u16]) -> Result<()>,
     ) -> Result<()> {
-        let matrix_error = |source| ContainerError::Matrix {
-            file: self.dir.join("model.safetensors"),
-            id: entry.id,
-            names: self.names_of(entry.id),
-            source,
-        };
+        let matrix_error = |source| self.matrix_error(entry.id, source);
         match nwc_fast::decode_bf16_runs(m, &nwc_reference::Limits::default(), run_bytes, sink) {
             Ok(()) => Ok(()),
             Err(nwc_fast::RunError::Sink(e)) => Err(e),
@@ -265,16 +282,19 @@ impl Checkpoint {
         let u32s = |t: &[u8]| t.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect::<Vec<u32>>();
         let bytes = [Dtype::U8, Dtype::I8];
         let words = [Dtype::I32, Dtype::U32];
+        self.check_fields_present(id)?;
         let data = self.field(id, "data", &bytes, 1)?.to_vec();
         let bases = u32s(self.field(id, "bases", &words, 4)?);
         let hdr = self.field(id, "hdr", &bytes, 1)?.to_vec();
         let lut = u32s(self.field(id, "lut", &words, 4)?);
         let low = self.field(id, "low", &bytes, 1)?.to_vec();
-        let scale = match mode.elem {
-            ElemType::Fp8E4m3 if self.contains(&format!("nwc/{id}/scale")) => Some(
+        // An absent scale is an unscaled FP8 matrix (spec 11.6); a BF16 matrix with a scale tensor
+        // breaks rule 13.3 (field-size), which the decoder reports: it is never dropped silently.
+        let scale = match self.contains(&format!("nwc/{id}/scale")) {
+            true => Some(
                 self.field(id, "scale", &[Dtype::F32], 4)?.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect(),
             ),
-            _ => None,
+            false => None,
         };
         Ok(EncodedMatrix { mode, shape, data, bases, hdr, lut, low, scale })
     }
