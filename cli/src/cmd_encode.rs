@@ -56,7 +56,7 @@ fn le_u32(values: impl IntoIterator<Item = u32>) -> Vec<u8> {
 }
 
 /// Reads the input after checking its size against the shape (never reads a file of the wrong size).
-fn read_input(path: &Path, shape: Shape, elem_name: &'static str, bytes_per_weight: u64) -> Result<Vec<u8>, CliError> {
+pub(crate) fn read_input(path: &Path, shape: Shape, elem_name: &'static str, bytes_per_weight: u64) -> Result<Vec<u8>, CliError> {
     let expected = shape.weights() * bytes_per_weight;
     let got = store::file_len(path)?.ok_or_else(|| CliError::invalid(path, "input: no such file or directory"))?;
     if got != expected {
@@ -117,7 +117,7 @@ fn weights_of(args: &EncodeArgs) -> Result<(Encoding, Option<Vec<f32>>), CliErro
 
 /// OUTDIR must be new (its parent existing: no folder is created silently) or an empty folder,
 /// like `nwc compress`'s output: an encode never replaces files.
-fn check_outdir(outdir: &Path) -> Result<(), CliError> {
+pub(crate) fn check_outdir(outdir: &Path) -> Result<(), CliError> {
     match fs::read_dir(outdir).map(|mut e| e.next().is_some()) {
         Ok(true) => Err(CliError::usage(format!("{} exists and is not empty; refusing to overwrite it", outdir.display()))),
         Ok(false) => Ok(()),

@@ -1,5 +1,5 @@
-//! `nwc`: NWC format 10 weight matrices (encode, decode, info, demo) and whole model checkpoints
-//! (compress, decompress, verify, inspect, slice).
+//! `nwc`: NWC format 10 weight matrices (encode, decode, info, demo), their execution layout
+//! (transcode, spec 20) and whole model checkpoints (compress, decompress, verify, inspect, slice).
 //!
 //! Exit status: 0 ok, 1 the output could not be written, 2 usage error, 3 invalid input (bad
 //! sizes, truncated or missing files, shapes over the limits, NaN in fp8 input, any validity rule
@@ -14,6 +14,7 @@ mod cmd_doctor;
 mod cmd_encode;
 mod cmd_info;
 mod cmd_slice;
+mod cmd_transcode;
 mod model_cmds;
 
 // The directory reader and the error type live in the library target (src/lib.rs), shared with
@@ -36,7 +37,7 @@ const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (NWC format 10, spec 
 #[command(
     name = "nwc",
     version = VERSION,
-    about = "NWC format 10 (Neural Weight Compression), lossless BF16/fp8 weights: compress, decompress, verify, inspect and slice model checkpoints; encode, decode, info and demo for single matrices; doctor checks the GPU path"
+    about = "NWC format 10 (Neural Weight Compression), lossless BF16/fp8 weights: compress, decompress, verify, inspect and slice model checkpoints; encode, decode, info and demo for single matrices; transcode to the GPU execution layout; doctor checks the GPU path"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -47,6 +48,8 @@ struct Cli {
 enum Command {
     /// Encode a raw little-endian BF16 or fp8 e4m3 matrix into a directory of stored fields.
     Encode(EncodeCli),
+    /// Build the execution layout (spec 20) of a BF16 matrix, from a format-10 matrix directory or raw BF16, into a directory of exec_*.bin fields; FP8 is refused (spec 20.12.3).
+    Transcode(TranscodeCli),
     /// Validate the matrix in DIR (every rule of spec 13) and write its weights, bit-exact, to OUT.
     Decode {
         /// Directory written by `nwc encode` or peer_encode.py.
@@ -108,6 +111,20 @@ struct EncodeCli {
     outdir: PathBuf,
 }
 
+#[derive(Args)]
+struct TranscodeCli {
+    /// Rows M of a raw BF16 input (not with a directory, whose summary.json gives the shape).
+    #[arg(long, requires = "cols")]
+    rows: Option<u64>,
+    /// Columns K of a raw BF16 input.
+    #[arg(long, requires = "rows")]
+    cols: Option<u64>,
+    /// A format-10 matrix directory (as `nwc encode` writes it), validated by every rule of spec 13 first; or, with --rows and --cols, a raw BF16 file (2*M*K bytes, little-endian, row-major).
+    input: PathBuf,
+    /// Output directory: new (its parent must exist) or empty. Gets exec_sm.bin, exec_codes.bin, exec_base.bin, exec_esc_start.bin (u32 LE), exec_esc.bin (spec 20.3, the corpus's file layout) and summary.json.
+    outdir: PathBuf,
+}
+
 impl EncodeCli {
     fn into_args(self) -> cmd_encode::EncodeArgs {
         let elem = match self.elem {
@@ -137,6 +154,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse(); // usage errors exit here with status 2
     let result = match cli.command {
         Command::Encode(e) => cmd_encode::run(&e.into_args()),
+        Command::Transcode(t) => {
+            let shape = t.rows.zip(t.cols).map(|(rows, cols)| Shape::new(rows, cols));
+            cmd_transcode::run(&cmd_transcode::TranscodeArgs { input: t.input, shape, outdir: t.outdir })
+        }
         Command::Decode { dir, out } => cmd_decode::run(&dir, &out),
         Command::Info { dir, json } => cmd_info::run(&dir, json),
         Command::Demo { reps } => cmd_demo::run(reps as usize),

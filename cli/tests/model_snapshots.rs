@@ -31,7 +31,7 @@ fn scrub(text: &str, dir: &Path) -> String {
 
 #[test]
 fn help_texts() {
-    for cmd in ["compress", "decompress", "verify", "inspect", "slice", "doctor", "info", "encode"] {
+    for cmd in ["compress", "decompress", "verify", "inspect", "slice", "doctor", "info", "encode", "transcode"] {
         let r = nwc(&[&cmd, &"--help"]);
         assert_eq!(r.code, 0);
         insta::assert_snapshot!(format!("help_{cmd}"), r.stdout);

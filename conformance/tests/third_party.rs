@@ -54,6 +54,18 @@ fn nwc_decode_passes_and_rejects() {
     assert_all(&report, "pass", 9);
 }
 
+/// `nwc transcode` through the transcoder protocol (the whole committed corpus runs in
+/// scripts/test-all.sh): BF16 vectors give the reference's canonical execution layout, FP8 and
+/// invalid ones are refused.
+#[test]
+fn nwc_transcode_is_canonical() {
+    let (tmp, corpus) = common::mini_corpus();
+    let report = run::transcoder::run(&corpus, &tool(nwc_binary(), &["transcode"], tmp.path()));
+    assert!(report.all_passed(), "{}", report.to_text());
+    assert!(report.summary.by_verdict.get("canonical").copied().unwrap_or(0) >= 1, "{}", report.to_text());
+    assert!(report.summary.by_verdict.get("pass").copied().unwrap_or(0) >= 1, "{}", report.to_text());
+}
+
 #[test]
 fn peer_encoder_is_canonical() {
     let (tmp, corpus) = common::mini_corpus();

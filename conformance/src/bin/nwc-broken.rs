@@ -17,10 +17,16 @@
 //!   decode-ok            the reference decoder (control)
 //!   decode-no-validation writes zeros instead of rejecting an invalid encoding
 //!   decode-partial       rejects invalid encodings but leaves a partial OUT.raw
+//! Transcoder modes (`nwc-broken MODE DIR OUTDIR` or `nwc-broken MODE --rows M --cols K INPUT OUTDIR`):
+//!   transcode-ok            the reference transcoder (control)
+//!   transcode-flip-bit      flips one bit of exec_sm.bin
+//!   transcode-no-validation writes the layout of an all-zero matrix instead of refusing an invalid encoding
+//!   transcode-fp8           transcodes FP8 encodings (their bytes as BF16 words) instead of refusing them
 
 use nwc_conformance::fields::{file_name, parse, read_dir, to_raw, RawFields, SUMMARY};
+use nwc_reference::exec::{encode_exec, transcode, ExecMatrix};
 use nwc_reference::tiling::{lane_positions, write_raw};
-use nwc_reference::{decode, encode_le_bytes, Encoding, Geometry, Mode, Shape};
+use nwc_reference::{decode, encode_le_bytes, Elements, Encoding, Geometry, Mode, Shape};
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -29,6 +35,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some(mode) if mode.starts_with("encode-") => encoder(mode, &args[1..]),
         Some(mode) if mode.starts_with("decode-") => decoder(mode, &args[1..]),
+        Some(mode) if mode.starts_with("transcode-") => transcoder(mode, &args[1..]),
         _ => Err("usage: nwc-broken MODE ARGS... (see the source for the modes)".into()),
     };
     match result {
@@ -153,4 +160,50 @@ fn decoder(mode: &str, args: &[String]) -> Result<(), String> {
         }
         (Err(e), _) => Err(e.to_string()),
     }
+}
+
+fn transcoder(mode: &str, args: &[String]) -> Result<(), String> {
+    let [.., input, out] = args else { return Err("missing INPUT OUTDIR".into()) };
+    let mut exec: ExecMatrix = if args.iter().any(|a| a == "--rows") {
+        let shape = Shape::new(number(args, "--rows")?, number(args, "--cols")?);
+        let bytes = std::fs::read(input).map_err(|e| format!("{input}: {e}"))?;
+        let words: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+        encode_exec(shape, &words).map_err(|e| e.to_string())?
+    } else {
+        let dir = Path::new(input);
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?)
+                .map_err(|e| format!("{SUMMARY}: {e}"))?;
+        let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
+        let (code, rows, cols) = (get("elem")? as u32, get("M")?, get("K")?);
+        let parsed = parse(code, rows, cols, &read_dir(dir)?).map_err(|e| e.to_string());
+        let shape = Shape::new(rows, cols);
+        match (mode, parsed.map(|m| decode(&m).map(|d| (m, d)))) {
+            ("transcode-no-validation", Err(_) | Ok(Err(_))) => {
+                encode_exec(shape, &vec![0u16; (rows * cols) as usize]).map_err(|e| e.to_string())?
+            }
+            ("transcode-fp8", Ok(Ok((_, d)))) if matches!(d.elements, Elements::Fp8(_)) => {
+                let Elements::Fp8(bytes) = &d.elements else { unreachable!() };
+                encode_exec(shape, &bytes.iter().map(|&b| u16::from(b)).collect::<Vec<_>>()).map_err(|e| e.to_string())?
+            }
+            (_, Ok(Ok((m, _)))) => transcode(&m).map_err(|e| e.to_string())?,
+            (_, Ok(Err(e))) => return Err(e.to_string()),
+            (_, Err(e)) => return Err(e),
+        }
+    };
+    match mode {
+        "transcode-ok" | "transcode-no-validation" | "transcode-fp8" => {}
+        "transcode-flip-bit" => {
+            if let Some(b) = exec.sm.first_mut() {
+                *b ^= 0x01;
+            }
+        }
+        _ => return Err(format!("unknown mode {mode}")),
+    }
+    let dir = Path::new(out);
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    for (field, blob) in exec.to_le_fields() {
+        std::fs::write(dir.join(format!("exec_{}.bin", field.name())), blob).map_err(|e| e.to_string())?;
+    }
+    Ok(())
 }

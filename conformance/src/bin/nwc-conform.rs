@@ -38,6 +38,9 @@ enum Command {
     Encoder(ToolArgs),
     /// Judge a decoder: runs `CMD ARGS... DIR OUT.raw`.
     Decoder(ToolArgs),
+    /// Judge an execution-layout transcoder (spec 20.12): runs `CMD ARGS... DIR OUTDIR` (format-10
+    /// source) and `CMD ARGS... --rows M --cols K INPUT OUTDIR` (raw BF16 source).
+    Transcoder(ToolArgs),
     /// Run the corpus on the GPU (crate nwc-cuda, in this process): every canonical and valid
     /// vector with the exact matvec, again with the bounded matvec (spec 19) where the layout has
     /// one, then `--sweep N` random matrices against the reference. Exits 1 when there is no CUDA
@@ -221,7 +224,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     let corpus = Corpus::load(&cli.vectors).map_err(|e| e.to_string())?;
     let tool_args = match &cli.command {
         Command::Reference => return Ok(run::reference::run(&corpus, &ReferenceBackend)),
-        Command::Encoder(t) | Command::Decoder(t) => t,
+        Command::Encoder(t) | Command::Decoder(t) | Command::Transcoder(t) => t,
         Command::Gpu(_) => unreachable!("handled in main before the corpus is loaded"),
     };
     let scratch = match tool_args.work_dir {
@@ -232,6 +235,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     std::fs::create_dir_all(&tool.work_dir).map_err(|e| format!("{}: {e}", tool.work_dir.display()))?;
     Ok(match &cli.command {
         Command::Encoder(_) => run::encoder::run(&corpus, &tool),
+        Command::Transcoder(_) => run::transcoder::run(&corpus, &tool),
         _ => run::decoder::run(&corpus, &tool),
     })
 }

@@ -1,9 +1,10 @@
-//! The three runners (`reference`, `encoder`, `decoder`) and what they share: reading a vector's
+//! The runners (`reference`, `encoder`, `decoder`, `transcoder`) and what they share: reading a vector's
 //! files and turning each judgement into a [`VectorResult`].
 
 pub mod decoder;
 pub mod encoder;
 pub mod reference;
+pub mod transcoder;
 
 use crate::corpus::{Corpus, Entry};
 use crate::fields::{RawFields, EXP_OF_RANK};
