@@ -136,6 +136,20 @@ impl GpuExecMatrix {
         &self.gpu
     }
 
+    /// Runs `work` with every operation of this matrix issued through `gpu`, a view of the same
+    /// device on another stream ([`Gpu::with_borrowed_stream`]: torch's current stream), then
+    /// goes back to the matrix's own stream. Nothing is copied. [`GpuError::Unsupported`] when
+    /// `gpu` is another device.
+    pub fn on_stream<R>(&mut self, gpu: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
+        if !self.gpu.same_device(gpu) {
+            return Err(GpuError::Unsupported("a matrix runs on the device it was uploaded to"));
+        }
+        let own = std::mem::replace(&mut self.gpu, gpu.clone());
+        let out = work(self);
+        self.gpu = own;
+        Ok(out)
+    }
+
     /// Row stride of dequant and gather output and of padded activations: K rounded up to 16.
     pub fn row_stride(&self) -> usize {
         self.k16 as usize
