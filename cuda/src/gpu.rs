@@ -34,6 +34,25 @@ struct Kernels {
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
 }
 
+/// A matrix resident on one device, issuing its launches through the [`Gpu`] handle it holds.
+pub(crate) trait Resident {
+    fn device_slot(&mut self) -> &mut Arc<Gpu>;
+}
+
+/// Runs `work` on `m` with its device handle replaced by `view` (the same device issuing on
+/// another stream, [`Gpu::with_borrowed_stream`]), then puts the matrix's own handle back.
+/// [`GpuError::Unsupported`] when `view` is another device.
+pub(crate) fn on_view<M: Resident, R>(m: &mut M, view: &Arc<Gpu>, work: impl FnOnce(&M) -> R) -> Result<R, GpuError> {
+    let slot = m.device_slot();
+    if !slot.same_device(view) {
+        return Err(GpuError::Unsupported("a matrix runs on the device it was uploaded to"));
+    }
+    let own = std::mem::replace(slot, view.clone());
+    let out = work(m);
+    *m.device_slot() = own;
+    Ok(out)
+}
+
 static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
 
 impl Gpu {

@@ -66,6 +66,12 @@ pub(crate) struct ExecPtrs<'a> {
     _guards: [SyncOnDrop<'a>; 5],
 }
 
+impl crate::gpu::Resident for GpuExecMatrix {
+    fn device_slot(&mut self) -> &mut Arc<Gpu> {
+        &mut self.gpu
+    }
+}
+
 fn base_alloc_len(rows: u64) -> usize {
     (rows.div_ceil(4) * 4).max(4) as usize
 }
@@ -141,13 +147,7 @@ impl GpuExecMatrix {
     /// goes back to the matrix's own stream. Nothing is copied. [`GpuError::Unsupported`] when
     /// `gpu` is another device.
     pub fn on_stream<R>(&mut self, gpu: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
-        if !self.gpu.same_device(gpu) {
-            return Err(GpuError::Unsupported("a matrix runs on the device it was uploaded to"));
-        }
-        let own = std::mem::replace(&mut self.gpu, gpu.clone());
-        let out = work(self);
-        self.gpu = own;
-        Ok(out)
+        crate::gpu::on_view(self, gpu, work)
     }
 
     /// Row stride of dequant and gather output and of padded activations: K rounded up to 16.

@@ -4,11 +4,17 @@
 //! matrix's [`super::MatvecKernel`] (`exact.rs`).
 
 use super::{DeviceActivations, GpuMatrix, OutputKind};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, Resident};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr};
 use nwc_reference::{EncodedMatrix, ParamError};
 use std::sync::Arc;
+
+impl Resident for GpuMatrix {
+    fn device_slot(&mut self) -> &mut Arc<Gpu> {
+        &mut self.gpu
+    }
+}
 
 impl GpuMatrix {
     /// Uploads the output of an NWC encoder without decoding it again: the spec 13 validation
@@ -29,13 +35,7 @@ impl GpuMatrix {
     /// goes back to the matrix's own stream. The device fields stay where they are: nothing is
     /// copied. [`GpuError::Unsupported`] when `gpu` is another device.
     pub fn on_stream<R>(&mut self, gpu: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
-        if !self.gpu.same_device(gpu) {
-            return Err(GpuError::Unsupported("a matrix runs on the device it was uploaded to"));
-        }
-        let own = std::mem::replace(&mut self.gpu, gpu.clone());
-        let out = work(self);
-        self.gpu = own;
-        Ok(out)
+        crate::gpu::on_view(self, gpu, work)
     }
 
     /// Spec 15.3 on the device: the rows `rows` names (any order, repeats allowed) into `out`

@@ -3,23 +3,19 @@
 //! 20.12: the same bytes); the exact matvec (spec 20.15), the tensor-core matvec (spec 19) and
 //! dequant (spec 20.14) on torch's buffers and stream (the contract of `super`).
 
-use super::{lend, lend_opt, view, LastStream, LentExecActivations};
+use super::{lend, lend_exec_activations, lend_opt, view, Resident};
 use crate::errors::{gpu_error, value_error};
 use numpy::IntoPyArray;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
-use nwc_cuda::{Gpu, GpuError};
+use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::{Mutex, MutexGuard};
 
 /// One execution-layout matrix resident on a GPU.
 #[pyclass(frozen, module = "nwc._native")]
 pub struct CudaExecMatrix {
-    m: Mutex<GpuExecMatrix>,
-    last: LastStream,
-    #[pyo3(get)]
-    device: usize,
+    r: Resident<GpuExecMatrix>,
     #[pyo3(get)]
     rows: u64,
     #[pyo3(get)]
@@ -37,45 +33,14 @@ pub struct CudaExecMatrix {
 
 impl CudaExecMatrix {
     pub(super) fn wrap(m: GpuExecMatrix, device: usize) -> PyResult<CudaExecMatrix> {
-        // Made on nwc-cuda's own stream; torch's stream must find the fields complete.
-        m.gpu().stream.synchronize().map_err(|e| gpu_error(e.into()))?;
         Ok(CudaExecMatrix {
             rows: m.shape.rows,
             cols: m.shape.cols,
             k16: m.row_stride() as u64,
             stored_bytes: m.stored_bytes(),
             escapes: m.escapes(),
-            m: Mutex::new(m),
-            last: LastStream::new(),
-            device,
+            r: Resident::new(m, device)?,
         })
-    }
-
-    fn lock(&self) -> MutexGuard<'_, GpuExecMatrix> {
-        self.m.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Runs `work` on this matrix issuing on torch's `stream`, with matvec kernel `kernel`.
-    fn on_stream<T>(
-        &self,
-        stream: usize,
-        kernel: Option<ExecMatvecKernel>,
-        work: impl FnOnce(&GpuExecMatrix, &Gpu) -> Result<T, GpuError>,
-    ) -> PyResult<T> {
-        let v = view(self.device, stream)?;
-        self.last.set(stream);
-        let mut m = self.lock();
-        if let Some(k) = kernel {
-            m.set_matvec_kernel(k);
-        }
-        m.on_stream(&v, |m| work(m, &v)).and_then(|r| r).map_err(gpu_error)
-    }
-}
-
-impl Drop for CudaExecMatrix {
-    fn drop(&mut self) {
-        let m = self.lock();
-        self.last.settle(m.gpu());
     }
 }
 
@@ -115,23 +80,33 @@ impl CudaExecMatrix {
         let (k16, rows) = (self.k16 as usize, self.rows as usize);
         let kernel = if bf16 { ExecMatvecKernel::Bounded } else { ExecMatvecKernel::Exact };
         py.allow_threads(|| {
-            self.on_stream(stream, Some(kernel), |m, g| {
-                let act = LentExecActivations::new(g, x, bf16, batch, k16);
-                let bs = lend_opt::<f32>(g, bias, rows);
-                m.matvec_into_bf16(&act, bs.as_deref(), &mut lend::<u16>(g, y, batch * rows))
-            })
+            self.r.run(
+                stream,
+                |m| m.set_matvec_kernel(kernel),
+                |m, g| {
+                    let act = lend_exec_activations(g, x, bf16, batch, k16);
+                    let bs = lend_opt::<f32>(g, bias, rows);
+                    m.matvec_into_bf16(&act, bs.as_deref(), &mut lend::<u16>(g, y, batch * rows))
+                },
+            )
         })
     }
 
     /// Spec 20.14: the whole matrix as BF16 into `out` (rows x k16 words, row stride k16).
     fn dequant(&self, py: Python<'_>, out: u64, stream: usize) -> PyResult<()> {
         let len = self.rows as usize * self.k16 as usize;
-        py.allow_threads(|| self.on_stream(stream, None, |m, g| m.dequant_into(&mut lend::<u16>(g, out, len))))
+        py.allow_threads(|| self.r.run(stream, |_| {}, |m, g| m.dequant_into(&mut lend::<u16>(g, out, len))))
+    }
+
+    /// The device ordinal the matrix lives on.
+    #[getter]
+    fn device(&self) -> usize {
+        self.r.device
     }
 
     /// The five stored fields as numpy arrays (a copy to the host: tests compare encodings).
     fn download<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let e = py.allow_threads(|| self.lock().download()).map_err(gpu_error)?;
+        let e = py.allow_threads(|| self.r.lock().download()).map_err(gpu_error)?;
         let d = PyDict::new(py);
         d.set_item("sm", e.sm.into_pyarray(py))?;
         d.set_item("codes", e.codes.into_pyarray(py))?;

@@ -2,7 +2,7 @@
 //! encoded and uploaded in one call; the exact or bounded matvec, dequant and gather on torch's
 //! buffers and stream (the contract of `super`).
 
-use super::{gather_rows, lend, lend_opt, upload_own_encoding, view, LastStream, LentActivations};
+use super::{gather_rows, lend, lend_activations, lend_opt, upload_own_encoding, Resident};
 use crate::codec::layout_of;
 use crate::errors::{decode_error, encode_error, gpu_error, quantize_error, value_error};
 use numpy::{IntoPyArray, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
@@ -11,15 +11,11 @@ use nwc_cuda::{Gpu, GpuError, GpuMatrix, MatvecKernel};
 use nwc_reference::{quantize_fp8, ElemType, Geometry, Mode, Shape, Weights};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use std::sync::{Mutex, MutexGuard};
 
 /// One encoded matrix resident on a GPU.
 #[pyclass(frozen, module = "nwc._native")]
 pub struct CudaMatrix {
-    pub(super) m: Mutex<GpuMatrix>,
-    pub(super) last: LastStream,
-    #[pyo3(get)]
-    device: usize,
+    r: Resident<GpuMatrix>,
     #[pyo3(get)]
     rows: u64,
     #[pyo3(get)]
@@ -41,38 +37,15 @@ fn parse_kernel(name: &str) -> PyResult<MatvecKernel> {
 
 impl CudaMatrix {
     fn wrap(m: GpuMatrix, device: usize) -> PyResult<CudaMatrix> {
-        // Uploads ran on nwc-cuda's own stream; torch's stream must find the fields complete.
-        m.gpu().stream.synchronize().map_err(|e| gpu_error(e.into()))?;
         let g = Geometry::new(m.mode, m.shape).map_err(|e| value_error(e.to_string()))?;
         Ok(CudaMatrix {
             stored_bytes: m.stored_bytes,
-            m: Mutex::new(m),
-            last: LastStream::new(),
-            device,
+            r: Resident::new(m, device)?,
             rows: g.shape.rows,
             cols: g.shape.cols,
             k16: g.k16,
             kp: g.kp,
         })
-    }
-
-    pub(super) fn lock(&self) -> MutexGuard<'_, GpuMatrix> {
-        self.m.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Runs `work` on this matrix issuing on torch's `stream`.
-    fn on_stream<T>(&self, stream: usize, work: impl FnOnce(&GpuMatrix, &Gpu) -> Result<T, GpuError>) -> PyResult<T> {
-        let v = view(self.device, stream)?;
-        self.last.set(stream);
-        let mut m = self.lock();
-        m.on_stream(&v, |m| work(m, &v)).and_then(|r| r).map_err(gpu_error)
-    }
-}
-
-impl Drop for CudaMatrix {
-    fn drop(&mut self) {
-        let m = self.lock();
-        self.last.settle(m.gpu());
     }
 }
 
@@ -176,18 +149,22 @@ impl CudaMatrix {
         }
         let (kp, rows) = (self.kp as usize, self.rows as usize);
         py.allow_threads(|| {
-            self.on_stream(stream, |m, g| {
-                let act = LentActivations::bf16(g, x, batch, kp);
-                let bs = lend_opt::<f32>(g, bias, rows);
-                m.matvec_into_bf16(&act, bs.as_deref(), &mut lend::<u16>(g, y, batch * rows))
-            })
+            self.r.run(
+                stream,
+                |_| {},
+                |m, g| {
+                    let act = lend_activations(g, x, batch, kp);
+                    let bs = lend_opt::<f32>(g, bias, rows);
+                    m.matvec_into_bf16(&act, bs.as_deref(), &mut lend::<u16>(g, y, batch * rows))
+                },
+            )
         })
     }
 
     /// Spec 15.2: the whole matrix as BF16 into `out` (rows x k16 words, row stride k16).
     fn dequant(&self, py: Python<'_>, out: u64, stream: usize) -> PyResult<()> {
         let len = self.rows as usize * self.k16 as usize;
-        py.allow_threads(|| self.on_stream(stream, |m, g| m.dequant_into(&mut lend::<u16>(g, out, len))))
+        py.allow_threads(|| self.r.run(stream, |_| {}, |m, g| m.dequant_into(&mut lend::<u16>(g, out, len))))
     }
 
     /// Spec 15.3: the rows named by `n` int64 ids at `ids` (each checked to be in 0..rows on the
@@ -197,18 +174,24 @@ impl CudaMatrix {
             return Ok(());
         }
         let k16 = self.k16 as usize;
-        py.allow_threads(|| self.on_stream(stream, |m, g| gather_rows(m, &lend::<u64>(g, ids, n), &mut lend::<u16>(g, out, n * k16))))
+        py.allow_threads(|| self.r.run(stream, |_| {}, |m, g| gather_rows(m, &lend::<u64>(g, ids, n), &mut lend::<u16>(g, out, n * k16))))
     }
 
     /// Spec 20.12: the execution layout of this matrix, transcoded on the GPU (BF16 only).
     fn transcode(&self, py: Python<'_>) -> PyResult<super::exec::CudaExecMatrix> {
-        let e = py.allow_threads(|| nwc_cuda::exec::GpuExecMatrix::transcode(&self.lock())).map_err(gpu_error)?;
-        super::exec::CudaExecMatrix::wrap(e, self.device)
+        let e = py.allow_threads(|| nwc_cuda::exec::GpuExecMatrix::transcode(&self.r.lock())).map_err(gpu_error)?;
+        super::exec::CudaExecMatrix::wrap(e, self.r.device)
+    }
+
+    /// The device ordinal the matrix lives on.
+    #[getter]
+    fn device(&self) -> usize {
+        self.r.device
     }
 
     /// The matvec kernel: "exact" (spec 15.4) or "bounded" (spec 19, layout 1).
     #[getter]
     fn matvec_kernel(&self) -> &'static str {
-        self.lock().matvec_kernel().name()
+        self.r.lock().matvec_kernel().name()
     }
 }

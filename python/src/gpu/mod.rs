@@ -23,14 +23,14 @@ mod f10;
 use crate::errors::gpu_error;
 use cudarc::driver::sys::{CUstream, CUstreamCaptureStatus};
 use cudarc::driver::{CudaSlice, DeviceRepr};
-use nwc_cuda::exec::ExecActivations;
+use nwc_cuda::exec::{ExecActivations, GpuExecMatrix};
 use nwc_cuda::{DeviceActivations, Gpu, GpuError, GpuMatrix};
 use nwc_reference::EncodedMatrix;
 use pyo3::prelude::*;
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// Views of each device on each stream a caller has named, by (device, stream handle), created once.
 type Views = HashMap<(usize, usize), Arc<Gpu>>;
@@ -52,39 +52,70 @@ fn view(device: usize, stream: usize) -> PyResult<Arc<Gpu>> {
     Ok(v)
 }
 
-/// A torch buffer lent to nwc-cuda as a `CudaSlice` for one call; taken back (never freed) on drop.
-struct Lent<T>(Option<CudaSlice<T>>);
+/// What a lent torch buffer is held as during a call, and how it is given back: leaked, never
+/// freed (the memory stays torch's).
+trait TakeBack {
+    fn take_back(self);
+}
 
-impl<T> Deref for Lent<T> {
-    type Target = CudaSlice<T>;
-    fn deref(&self) -> &CudaSlice<T> {
-        self.0.as_ref().expect("lent until dropped")
+impl<T> TakeBack for CudaSlice<T> {
+    fn take_back(self) {
+        let _ = self.leak();
     }
 }
 
-impl<T> DerefMut for Lent<T> {
-    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
-        self.0.as_mut().expect("lent until dropped")
+impl TakeBack for DeviceActivations {
+    fn take_back(self) {
+        match self {
+            DeviceActivations::Bf16 { buf, .. } => buf.take_back(),
+            DeviceActivations::F32 { buf, .. } => buf.take_back(),
+        }
     }
 }
 
-impl<T> Lent<T> {
-    /// The slice itself, for a caller that keeps it in a structure and takes it back there.
-    fn take(mut self) -> CudaSlice<T> {
+impl TakeBack for ExecActivations {
+    fn take_back(self) {
+        match self {
+            ExecActivations::Bf16 { buf, .. } => buf.take_back(),
+            ExecActivations::F32 { buf, .. } => buf.take_back(),
+        }
+    }
+}
+
+/// Torch memory lent to nwc-cuda for one call (a slice, or activations built on one); given back
+/// on drop.
+struct Lent<A: TakeBack>(Option<A>);
+
+impl<A: TakeBack> Lent<A> {
+    /// The value itself, for a caller that builds another lent value on it.
+    fn take(mut self) -> A {
         self.0.take().expect("lent until dropped")
     }
 }
 
-impl<T> Drop for Lent<T> {
+impl<A: TakeBack> Deref for Lent<A> {
+    type Target = A;
+    fn deref(&self) -> &A {
+        self.0.as_ref().expect("lent until dropped")
+    }
+}
+
+impl<A: TakeBack> DerefMut for Lent<A> {
+    fn deref_mut(&mut self) -> &mut A {
+        self.0.as_mut().expect("lent until dropped")
+    }
+}
+
+impl<A: TakeBack> Drop for Lent<A> {
     fn drop(&mut self) {
-        if let Some(s) = self.0.take() {
-            s.leak();
+        if let Some(a) = self.0.take() {
+            a.take_back();
         }
     }
 }
 
 /// `len` elements of `T` at the torch pointer `ptr` (the module contract), lent on `gpu`'s stream.
-fn lend<T: DeviceRepr>(gpu: &Gpu, ptr: u64, len: usize) -> Lent<T> {
+fn lend<T: DeviceRepr>(gpu: &Gpu, ptr: u64, len: usize) -> Lent<CudaSlice<T>> {
     // SAFETY: `ptr` is the data_ptr() of a live CUDA tensor of at least `len` elements of T on
     // this device (the module contract); the slice is leaked on drop, so it never frees torch's
     // memory, and with event tracking off (Gpu::get) cudarc records nothing on it.
@@ -92,76 +123,23 @@ fn lend<T: DeviceRepr>(gpu: &Gpu, ptr: u64, len: usize) -> Lent<T> {
 }
 
 /// Like [`lend`]; None for the null pointer (an absent bias).
-fn lend_opt<T: DeviceRepr>(gpu: &Gpu, ptr: u64, len: usize) -> Option<Lent<T>> {
+fn lend_opt<T: DeviceRepr>(gpu: &Gpu, ptr: u64, len: usize) -> Option<Lent<CudaSlice<T>>> {
     (ptr != 0).then(|| lend(gpu, ptr, len))
 }
 
-/// Torch activations lent as a format-10 `DeviceActivations` (BF16, batch x kp words) for one
-/// call; taken back on drop.
-struct LentActivations(Option<DeviceActivations>);
-
-impl LentActivations {
-    fn bf16(gpu: &Gpu, ptr: u64, batch: usize, kp: usize) -> LentActivations {
-        let buf = lend::<u16>(gpu, ptr, batch * kp).take();
-        LentActivations(Some(DeviceActivations::Bf16 { buf, batch, kp }))
-    }
+/// Format-10 activations: `batch` BF16 vectors of `kp` words at `ptr`.
+fn lend_activations(gpu: &Gpu, ptr: u64, batch: usize, kp: usize) -> Lent<DeviceActivations> {
+    Lent(Some(DeviceActivations::Bf16 { buf: lend::<u16>(gpu, ptr, batch * kp).take(), batch, kp }))
 }
 
-impl Deref for LentActivations {
-    type Target = DeviceActivations;
-    fn deref(&self) -> &DeviceActivations {
-        self.0.as_ref().expect("lent until dropped")
-    }
-}
-
-impl Drop for LentActivations {
-    fn drop(&mut self) {
-        match self.0.take() {
-            Some(DeviceActivations::Bf16 { buf, .. }) => {
-                let _ = buf.leak();
-            }
-            Some(DeviceActivations::F32 { buf, .. }) => {
-                let _ = buf.leak();
-            }
-            None => {}
-        }
-    }
-}
-
-/// Torch activations lent as `ExecActivations` (batch x K16 values, f32 for the exact kernels,
-/// BF16 for the tensor-core ones) for one call; taken back on drop.
-struct LentExecActivations(Option<ExecActivations>);
-
-impl LentExecActivations {
-    fn new(gpu: &Gpu, ptr: u64, bf16: bool, batch: usize, k16: usize) -> LentExecActivations {
-        let a = if bf16 {
-            ExecActivations::Bf16 { buf: lend::<u16>(gpu, ptr, batch * k16).take(), batch }
-        } else {
-            ExecActivations::F32 { buf: lend::<f32>(gpu, ptr, batch * k16).take(), batch }
-        };
-        LentExecActivations(Some(a))
-    }
-}
-
-impl Deref for LentExecActivations {
-    type Target = ExecActivations;
-    fn deref(&self) -> &ExecActivations {
-        self.0.as_ref().expect("lent until dropped")
-    }
-}
-
-impl Drop for LentExecActivations {
-    fn drop(&mut self) {
-        match self.0.take() {
-            Some(ExecActivations::Bf16 { buf, .. }) => {
-                let _ = buf.leak();
-            }
-            Some(ExecActivations::F32 { buf, .. }) => {
-                let _ = buf.leak();
-            }
-            None => {}
-        }
-    }
+/// Execution-layout activations: `batch` vectors of `k16` values at `ptr`, f32 for the exact
+/// kernels or BF16 for the tensor-core ones.
+fn lend_exec_activations(gpu: &Gpu, ptr: u64, bf16: bool, batch: usize, k16: usize) -> Lent<ExecActivations> {
+    Lent(Some(if bf16 {
+        ExecActivations::Bf16 { buf: lend::<u16>(gpu, ptr, batch * k16).take(), batch }
+    } else {
+        ExecActivations::F32 { buf: lend::<f32>(gpu, ptr, batch * k16).take(), batch }
+    }))
 }
 
 /// Uploads a matrix our own encoder (nwc-fast, byte-identical to the reference's canonical
@@ -175,37 +153,81 @@ fn upload_own_encoding(gpu: &Arc<Gpu>, m: &EncodedMatrix) -> Result<GpuMatrix, G
 }
 
 /// Spec 15.3 on the device: rows `ids` (int64 token ids lent from torch) into `out`.
-fn gather_rows(m: &GpuMatrix, ids: &Lent<u64>, out: &mut Lent<u16>) -> Result<(), GpuError> {
+fn gather_rows(m: &GpuMatrix, ids: &CudaSlice<u64>, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
     // SAFETY: nwc.torch checks on the device that every id is in 0..M before it launches this
     // (torch._assert_async on the same stream, ahead of this kernel; a failed assert stops the
     // context before the gather runs), as F.embedding does for its table.
     unsafe { m.gather_into(ids, out) }
 }
 
-/// The stream a matrix was last used on (u64::MAX: none yet), so that its memory goes back to
-/// the driver only after the work torch queued on it.
-struct LastStream(AtomicU64);
+/// What the two matrix kinds share for [`Resident`].
+trait Matrix: Send {
+    fn gpu(&self) -> &Arc<Gpu>;
+    fn on_stream<R>(&mut self, view: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError>;
+}
 
-impl LastStream {
-    fn new() -> LastStream {
-        LastStream(AtomicU64::new(u64::MAX))
+impl Matrix for GpuMatrix {
+    fn gpu(&self) -> &Arc<Gpu> {
+        GpuMatrix::gpu(self)
+    }
+    fn on_stream<R>(&mut self, view: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
+        GpuMatrix::on_stream(self, view, work)
+    }
+}
+
+impl Matrix for GpuExecMatrix {
+    fn gpu(&self) -> &Arc<Gpu> {
+        GpuExecMatrix::gpu(self)
+    }
+    fn on_stream<R>(&mut self, view: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
+        GpuExecMatrix::on_stream(self, view, work)
+    }
+}
+
+/// A matrix as a pyclass holds it: locked for each call, whose launches go to torch's stream;
+/// its memory goes back to the driver only after the work torch queued on it.
+struct Resident<M: Matrix> {
+    m: Mutex<M>,
+    device: usize,
+    /// The stream of the last call (u64::MAX: none yet).
+    last: AtomicU64,
+}
+
+impl<M: Matrix> Resident<M> {
+    /// `m` was uploaded or made on nwc-cuda's own stream: wait for it, so torch's stream finds the
+    /// fields complete.
+    fn new(m: M, device: usize) -> PyResult<Resident<M>> {
+        m.gpu().stream.synchronize().map_err(|e| gpu_error(e.into()))?;
+        Ok(Resident { m: Mutex::new(m), device, last: AtomicU64::new(u64::MAX) })
     }
 
-    fn set(&self, stream: usize) {
-        self.0.store(stream as u64, Ordering::Relaxed);
+    fn lock(&self) -> MutexGuard<'_, M> {
+        self.m.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Called when a matrix is dropped: its fields are freed on nwc-cuda's own stream, which is
-    /// not ordered after torch's, so wait for the device (unless the last stream is capturing a
-    /// graph, where waiting is not allowed; a graph must not outlive the layers it captured).
-    fn settle(&self, gpu: &Gpu) {
-        let last = self.0.load(Ordering::Relaxed);
+    /// `prepare` (a kernel choice), then `work` with every launch on torch's `stream`.
+    fn run<T>(&self, stream: usize, prepare: impl FnOnce(&mut M), work: impl FnOnce(&M, &Gpu) -> Result<T, GpuError>) -> PyResult<T> {
+        let v = view(self.device, stream)?;
+        self.last.store(stream as u64, Ordering::Relaxed);
+        let mut m = self.lock();
+        prepare(&mut m);
+        m.on_stream(&v, |m| work(m, &v)).and_then(|r| r).map_err(gpu_error)
+    }
+}
+
+impl<M: Matrix> Drop for Resident<M> {
+    /// The fields are freed on nwc-cuda's own stream, which is not ordered after torch's: wait
+    /// for the device first (unless the last stream is capturing a graph, where waiting is not
+    /// allowed; a graph must not outlive the layers it captured).
+    fn drop(&mut self) {
+        let last = *self.last.get_mut();
         if last == u64::MAX {
             return;
         }
         // SAFETY: `last` was torch's current stream in an earlier call (alive, see `view`).
         let status = unsafe { cudarc::driver::result::stream::is_capturing(last as usize as CUstream) };
         if matches!(status, Ok(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)) {
+            let gpu = self.lock().gpu().clone();
             let _ = gpu.ctx.bind_to_thread().and_then(|_| gpu.ctx.synchronize());
         }
     }
