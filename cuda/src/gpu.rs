@@ -1,10 +1,12 @@
 //! One CUDA device: its context, the stream all our work runs on, and the compiled kernels.
 //! Compiled modules are cached per process and device ([`Gpu::get`]); a production build loads
-//! only the production kernels (`kernels::all_kernels`).
+//! only the production kernels (`kernels::all_kernels`). [`Gpu::with_borrowed_stream`] gives a
+//! view of the same device and kernels that issues on a stream another library owns (torch's
+//! current stream), so our launches join that library's stream order and its CUDA graphs.
 
 use crate::kernels;
 use crate::GpuError;
-use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute};
+use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUstream};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -19,11 +21,36 @@ pub struct Gpu {
     /// The most dynamic shared memory one CTA may opt in to (the execution-layout kernels size
     /// their pipelines to it).
     pub smem_optin: u32,
+    /// The compiled kernels, shared by every view of this device ([`Gpu::with_borrowed_stream`]).
+    kernels: Arc<Kernels>,
+}
+
+/// One device's loaded module and what is cached about its entry points.
+struct Kernels {
     _module: Arc<CudaModule>,
     functions: HashMap<&'static str, CudaFunction>,
     /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
     /// per key instead of at every launch (`ctas_per_sm`).
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+}
+
+/// A matrix resident on one device, issuing its launches through the [`Gpu`] handle it holds.
+pub(crate) trait Resident {
+    fn device_slot(&mut self) -> &mut Arc<Gpu>;
+}
+
+/// Runs `work` on `m` with its device handle replaced by `view` (the same device issuing on
+/// another stream, [`Gpu::with_borrowed_stream`]), then puts the matrix's own handle back.
+/// [`GpuError::Unsupported`] when `view` is another device.
+pub(crate) fn on_view<M: Resident, R>(m: &mut M, view: &Arc<Gpu>, work: impl FnOnce(&M) -> R) -> Result<R, GpuError> {
+    let slot = m.device_slot();
+    if !slot.same_device(view) {
+        return Err(GpuError::Unsupported("a matrix runs on the device it was uploaded to"));
+    }
+    let own = std::mem::replace(slot, view.clone());
+    let out = work(m);
+    *m.device_slot() = own;
+    Ok(out)
 }
 
 static CACHE: OnceLock<Mutex<HashMap<usize, Arc<Gpu>>>> = OnceLock::new();
@@ -92,22 +119,49 @@ impl Gpu {
             arch,
             sm_count,
             smem_optin,
-            _module: module,
-            functions,
-            occupancy: Mutex::new(HashMap::new()),
+            kernels: Arc::new(Kernels { _module: module, functions, occupancy: Mutex::new(HashMap::new()) }),
         })
+    }
+
+    /// This device and its compiled kernels, issuing every operation on `stream`, a stream
+    /// another library created in this device's primary context (torch's
+    /// `torch.cuda.current_stream().cuda_stream`). Work issued through the view is ordered with
+    /// that library's work on the stream, and is captured when that stream is capturing a CUDA
+    /// graph. The view does not own the stream: dropping it destroys nothing.
+    ///
+    /// # Safety
+    /// `stream` must be a live stream of this device's primary context (the context
+    /// [`Gpu::get`] retains), and stay alive while the view, or a matrix issuing through it,
+    /// may still issue work. The caller orders memory shared with this device's own stream
+    /// (uploads, frees) against `stream`.
+    pub unsafe fn with_borrowed_stream(&self, stream: CUstream) -> Gpu {
+        Gpu {
+            // SAFETY: forwarded from this function's contract.
+            stream: unsafe { self.ctx.wrap_borrowed_stream(stream) },
+            ctx: self.ctx.clone(),
+            name: self.name.clone(),
+            arch: self.arch,
+            sm_count: self.sm_count,
+            smem_optin: self.smem_optin,
+            kernels: self.kernels.clone(),
+        }
+    }
+
+    /// True when `other` is this device (the same context), whatever stream each issues on.
+    pub fn same_device(&self, other: &Gpu) -> bool {
+        Arc::ptr_eq(&self.kernels, &other.kernels)
     }
 
     /// The loaded entry point `name`; an error (not a panic) for a name this build did not load.
     pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction, GpuError> {
-        self.functions.get(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))
+        self.kernels.functions.get(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))
     }
 
     /// How many CTAs of kernel `name` with `threads` threads and `smem` bytes of dynamic shared
     /// memory fit one SM at once (at least 1), from the driver on first use, then cached.
     pub(crate) fn ctas_per_sm(&self, name: &str, threads: u32, smem: u32) -> Result<u32, GpuError> {
-        let (&key, f) = self.functions.get_key_value(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))?;
-        let mut cache = self.occupancy.lock().unwrap_or_else(|p| p.into_inner());
+        let (&key, f) = self.kernels.functions.get_key_value(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))?;
+        let mut cache = self.kernels.occupancy.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&n) = cache.get(&(key, threads, smem)) {
             return Ok(n);
         }

@@ -1,17 +1,16 @@
 """End-to-end proof on a GPU: the nwc wheel inside real transformers models.
 
-Part A (SmolLM2, real weights): the carried NWC checkpoint is decompressed with nwc.decompress
-(the BF16 reference model), compressed again with nwc.compress, loaded with
-nwc.torch.load_checkpoint, and both models greedy-generate 64 tokens for 8 prompts; reports the
-tokens that match and, where a prompt's tokens differ, the logit margin (top-1 minus top-2 of the
-BF16 model) at the first difference.
+Part A (h200_smollm2.py): the real SmolLM2-135M, compressed with nwc.compress, loaded with
+nwc.torch (format 10 and the execution layout), greedy generation beside BF16.
 
 Part B (Qwen3-8B shapes, transformers' random initialisation, no download): decode tokens/s at
-batch 1 and 8, BF16 vs NWC format 10 (nwc.torch.convert), eager and with CUDA graphs where they
-can be captured, and the VRAM of the weights; then the 0.10.1 library's convert on the same model
-in this process under the name nwc_peer (its package is also named `nwc`).
+batch 1 and 8, BF16 vs NWC format 10 vs the execution layout (nwc.torch.convert), with CUDA
+graphs and without (eager), and the VRAM of the weights. Part C: the 0.10.1 library's convert on
+the same model (same seed), loaded in this process under the name nwc_peer (its package is also
+named `nwc`). Part S (h200_shapes.py): per-shape timings.
 
-Usage: python3 h200_e2e.py --smollm2 CKPT --out DIR [--peer-site DIR] [--budget-s S]
+Usage: python3 h200_e2e.py --out DIR [--pytest FILE] [--smollm2-folder DIR --gguf FILE]
+       [--peer-site DIR] [--skip PARTS] [--budget-s S]
 """
 
 import argparse
@@ -40,73 +39,6 @@ def say(*a):
     line = " ".join(str(x) for x in a)
     print(f"[{time.time() - T0:6.1f}s] {line}", flush=True)
     LOG.append(line)
-
-
-def greedy(model, ids, steps):
-    """Greedy decoding with the KV cache; returns (tokens, per-step logits as f32 on the CPU)."""
-    out = model(input_ids=ids, use_cache=True)
-    past, logits, toks = out.past_key_values, [], []
-    for _ in range(steps):
-        last = out.logits[:, -1].float()
-        logits.append(last[0].cpu())
-        tok = last.argmax(-1, keepdim=True)
-        toks.append(int(tok))
-        out = model(input_ids=tok, past_key_values=past, use_cache=True)
-        past = out.past_key_values
-    return toks, logits
-
-
-def part_a(args, results):
-    import nwc
-    import nwc.torch as nt
-    import transformers
-
-    src = args.smollm2
-    bf16_dir, nwc_dir = "/tmp/smol-bf16", "/tmp/smol-nwc"
-    t = time.time()
-    nwc.decompress(src, bf16_dir)
-    rep = nwc.verify(src, against=bf16_dir)
-    say("decompress + verify", f"{time.time() - t:.1f}s", rep["matrices"], "matrices,", len(rep["mismatches"]), "mismatches")
-    seen = []
-    t = time.time()
-    s = nwc.compress(bf16_dir, nwc_dir, progress=seen.append)
-    say("nwc.compress", s, f"{time.time() - t:.1f}s", "progress calls", len(seen))
-    rows = nwc.inspect(nwc_dir)
-    say("inspect:", len(rows), "matrices, ratio", round(sum(r["bytes"] for r in rows) / sum(2 * r["rows"] * r["cols"] for r in rows), 4))
-    cfg = json.load(open(os.path.join(bf16_dir, "config.json")))
-    dev = torch.device("cuda")
-    ref = transformers.AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16).to(dev).eval()
-    t = time.time()
-    model = nt.load_checkpoint(nwc_dir).eval()
-    say("load_checkpoint", f"{time.time() - t:.1f}s", type(model.lm_head).__name__, type(model.model.embed_tokens).__name__,
-        "shared head:", model.lm_head.weight_nwc is model.model.embed_tokens.weight_nwc)
-    g = torch.Generator().manual_seed(1)
-    vocab = cfg["vocab_size"]
-    prompts = [torch.randint(3, vocab, (1, 6 + 3 * i), generator=g) for i in range(8)]
-    table = []
-    with torch.no_grad():
-        for i, p in enumerate(prompts):
-            ids = p.to(dev)
-            a, la = greedy(ref, ids, 64)
-            b, lb = greedy(model, ids, 64)
-            same = sum(x == y for x, y in zip(a, b))
-            first = next((j for j, (x, y) in enumerate(zip(a, b)) if x != y), None)
-            row = dict(prompt=i, prompt_len=p.shape[1], matching=same, of=64, first_difference=first)
-            if first is not None:
-                top = la[first].topk(2)
-                row["bf16_margin"] = float(top.values[0] - top.values[1])
-                tb = lb[first].topk(2)
-                row["nwc_margin"] = float(tb.values[0] - tb.values[1])
-                row["bf16_top2"] = [int(x) for x in top.indices]
-                row["nwc_top2"] = [int(x) for x in tb.indices]
-            # logits of the first step side by side (same input for both: the prompt)
-            row["step0_max_abs_logit_diff"] = float((la[0] - lb[0]).abs().max())
-            table.append(row)
-            say("prompt", json.dumps(row))
-    results["smollm2"] = dict(config=dict(layers=cfg["num_hidden_layers"], vocab=vocab), compress=s, prompts=table,
-                              matching=sum(r["matching"] for r in table), total=64 * len(table))
-    del ref, model
-    torch.cuda.empty_cache()
 
 
 QWEN3_8B = dict(
@@ -243,7 +175,7 @@ def measure(model, label, graphs, table):
             row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
         except Exception as e:
             row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
-        row["eager_tok_s"] = round(decode_rate(model, b), 1)
+        row["eager_tok_s"] = round(decode_rate(model, b, steps=16), 1)
         if graphs:
             try:
                 row["graph_tok_s"] = round(graph_rate(model, b), 1)
@@ -254,7 +186,23 @@ def measure(model, label, graphs, table):
         save()
 
 
-PEER_MODEL = []
+def convert_timed(model, label, results, **kw):
+    import nwc.torch as nt
+
+    torch.cuda.synchronize()
+    free_a = torch.cuda.mem_get_info()[0]
+    t = time.time()
+    nt.convert(model, **kw)
+    torch.cuda.synchronize()
+    conv_s = time.time() - t
+    torch.cuda.empty_cache()
+    dense_left, comp = weight_bytes(model)
+    freed = torch.cuda.mem_get_info()[0] - free_a
+    results[label] = dict(convert_s=round(conv_s, 2), nwc_weight_bytes=comp, dense_left_bytes=dense_left,
+                          device_memory_freed_by_convert=freed)
+    save()
+    say(label, f"convert {conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB;",
+        f"device memory freed {freed / 1e9:.2f} GB")
 
 
 def part_b(args, results):
@@ -266,46 +214,47 @@ def part_b(args, results):
     results["qwen3"] = dict(layers=args.layers or 36, table=table)
     model = qwen3(args.layers)
     dense, _ = weight_bytes(model)
+    results["qwen3"]["bf16_weight_bytes"] = dense
     say("qwen3 built", f"{dense / 1e9:.2f} GB of BF16 weights")
     measure(model, "BF16", True, table)
-    if args.peer_site:
-        PEER_MODEL.append(copy.deepcopy(model))  # the same weights for the 0.10.1 library (part c)
-    torch.cuda.synchronize()
-    free_a = torch.cuda.mem_get_info()[0]
-    t = time.time()
-    nt.convert(model)
-    torch.cuda.synchronize()
-    conv_s = time.time() - t
-    torch.cuda.empty_cache()
-    dense_left, comp = weight_bytes(model)
-    freed = torch.cuda.mem_get_info()[0] - free_a
-    results["qwen3"]["convert_s"] = conv_s
-    save()
-    say("nwc convert", f"{conv_s:.1f}s", f"compressed {comp / 1e9:.2f} GB + dense {dense_left / 1e9:.2f} GB; device memory freed by convert {freed / 1e9:.2f} GB")
-    measure(model, "NWC f10 (batch 1 matvec, batch 8 dequant+cuBLAS)", True, table)
+    exec_model = copy.deepcopy(model)
+    convert_timed(model, "f10", results["qwen3"])
+    measure(model, "NWC f10 (batch 1 exact matvec, batch 8 dequant + cuBLAS)", True, table)
     nt.NWCLinear.matvec_max_batch = 8
-    row = dict(model="NWC f10 (batch 8 fused matvec)", batch=8)
+    linears_row(model, "NWC f10, batch 8 fused exact matvec", 8, table)
+    nt.NWCLinear.matvec_max_batch = 1
+    del model
+    torch.cuda.empty_cache()
+    convert_timed(exec_model, "exec", results["qwen3"], layout="exec")
+    measure(exec_model, "NWC exec (batch 1 exact matvec, batch 8 tensor cores)", True, table)
+    nt.NWCLinear.tensor_max_batch = 1
+    linears_row(exec_model, "NWC exec, batch 8 dequant + cuBLAS", 8, table)
+    nt.NWCLinear.matvec_max_batch = 8
+    linears_row(exec_model, "NWC exec, batch 8 exact matvec", 8, table)
+    nt.NWCLinear.matvec_max_batch, nt.NWCLinear.tensor_max_batch = 1, 32
+    del exec_model
+    torch.cuda.empty_cache()
+
+
+def linears_row(model, label, b, table):
+    row = dict(model=label, batch=b)
     try:
-        rate, us, n = linear_step_rate(model, 8)
+        rate, us, n = linear_step_rate(model, b)
         row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
     except Exception as e:
         row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
     table.append(row)
     say(json.dumps(row))
-    nt.NWCLinear.matvec_max_batch = 1
-    results["qwen3"].update(bf16_weight_bytes=dense, nwc_weight_bytes=comp, dense_left_bytes=dense_left,
-                            device_memory_freed_by_convert=freed, convert_s=conv_s)
-    del model
-    torch.cuda.empty_cache()
+    save()
 
 
 def part_c(args, results):
     """The 0.10.1 library's convert on a copy of the same Qwen3 model, loaded in this process
     under the name nwc_peer (its package is also named nwc)."""
-    if not PEER_MODEL:
+    if not args.peer_site:
         return
     left = args.budget_s - (time.time() - T0)
-    if left < 45:
+    if left < 130:  # its convert alone took 93 s on the H200 (2026-12-01)
         say("peer: skipped, only", int(left), "s left")
         results["peer"] = dict(skipped=f"{int(left)} s left")
         return
@@ -317,7 +266,7 @@ def part_c(args, results):
     sys.modules["nwc_peer"] = mod
     spec.loader.exec_module(mod)
     N = sys.modules["nwc_peer.nwc_torch"]
-    model = PEER_MODEL.pop()
+    model = qwen3(args.layers)  # part B's seed: the same weights
     t = time.time()
     N.convert(model, verbose=False)
     torch.cuda.synchronize()
@@ -334,7 +283,8 @@ def part_c(args, results):
             row.update(linears_graph_us=round(us, 1), linears_graph_tok_s=round(rate, 1), linears=n)
         except Exception as e:
             row["linears_error"] = f"{type(e).__name__}: {str(e)[:160]}"
-        row["eager_tok_s"] = round(decode_rate(model, b), 1)
+        if b == 1:
+            row["eager_tok_s"] = round(decode_rate(model, b, steps=16), 1)
         table.append(row)
         say(json.dumps(row))
     nbytes = sum(getattr(getattr(m, "w", None), "bytes", 0) for m in model.modules())
@@ -344,7 +294,8 @@ def part_c(args, results):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--smollm2")
+    ap.add_argument("--smollm2-folder", help="the BF16 Llama folder of nwc-model-folder smollm2 DIR 30 49152")
+    ap.add_argument("--gguf", help="the SmolLM2 GGUF (its vocabulary makes the tokenizer)")
     ap.add_argument("--out", default=".")
     ap.add_argument("--peer-site")
     ap.add_argument("--layers", type=int, default=0, help="Qwen3 layers (0: 36, the real depth)")
@@ -360,12 +311,13 @@ def main():
     OUT[0] = args.out
     results.update(device=torch.cuda.get_device_name(0), torch=torch.__version__, transformers=transformers.__version__)
     from h200_shapes import part_shapes
+    from h200_smollm2 import part_a
 
     if args.pytest:
         import pytest
 
         t = time.time()
-        code = pytest.main(["-q", "-p", "no:cacheprovider", args.pytest])
+        code = pytest.main(["-q", "--tb=short", "-p", "no:cacheprovider", args.pytest])
         results["pytest"] = dict(exit_code=int(code), seconds=round(time.time() - t, 1))
         say("pytest", args.pytest, "exit", int(code))
     for name, part in (("a", part_a), ("b", part_b), ("c", part_c), ("s", part_shapes)):

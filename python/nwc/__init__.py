@@ -9,7 +9,8 @@ repository; docstrings cite its clauses as "spec N.M".
 - whole checkpoints (spec 17), the engine of ``nwc compress``: :func:`compress`,
   :func:`decompress`, :func:`verify`, :func:`inspect`;
 - :mod:`nwc.conform`: judge an encoder written in Python against the golden corpus (spec 14);
-- :mod:`nwc.torch`: ``NWCLinear``, ``convert``, ``load_checkpoint`` running our CUDA kernels.
+- :mod:`nwc.torch`: ``NWCLinear``, ``NWCEmbedding``, ``convert``, ``load_checkpoint`` running our CUDA
+  kernels on torch's current stream (format 10, or the execution layout of spec 20).
 """
 
 from __future__ import annotations

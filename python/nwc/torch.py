@@ -1,18 +1,29 @@
 """PyTorch layers that keep NWC-compressed weights on the GPU and run the nwc-cuda kernels on them.
 
-- :class:`NWCLinear` (``from_linear``): ``y = x W^T + b`` with W stored compressed. One token
-  (batch 1): the fused matvec, bit-exact with the reference's canonical order (spec 15.4); more
-  tokens: dequant (spec 15.2) into a per-device workspace, then ``torch.nn.functional.linear``
-  (cuBLAS), the faster of the two at batch > 1 on the H200 (docs/results.md).
-  ``NWCLinear.matvec_max_batch`` moves the switch.
-- :class:`NWCEmbedding`: an embedding over a compressed matrix (a tied input embedding shares the
-  output head's matrix: one compressed copy).
+- :class:`NWCLinear` (``from_linear``): ``y = x W^T + b`` with W stored compressed, in format 10
+  (``layout=0`` or ``1``) or in the execution layout (``layout="exec"``, spec 20: made on the GPU,
+  faster matvec, 0.754 of BF16 against format 10's 0.68). Which kernel serves a call depends on
+  the number of tokens ``n`` it carries (measured on the H200, docs/results.md):
+
+  ============  ======================================  ===========================================
+  tokens        format 10                               execution layout
+  ============  ======================================  ===========================================
+  1             fused exact matvec (spec 15.4)          exact matvec (spec 20.15)
+  2 .. 32       dequant (15.2) + cuBLAS                 tensor-core matvec (spec 19, bounded)
+  more          dequant (15.2) + cuBLAS                 dequant (20.14) + cuBLAS
+  ============  ======================================  ===========================================
+
+  ``NWCLinear.matvec_max_batch`` (1) and ``NWCLinear.tensor_max_batch`` (32; 1 makes every batch
+  of the execution layout exact: dequant + cuBLAS) move the switches.
+- :class:`NWCEmbedding`: an embedding over a format-10 matrix; looks rows up with the gather
+  kernel (spec 15.3), never expanding the table. A tied input embedding shares the output head's
+  matrix.
 - :func:`convert` (replace every ``nn.Linear``, sharing tied heads), :func:`load_checkpoint`
   (an NWC checkpoint folder in the 0.10.1 layout, ours or the 0.10.1 library's, spec 17).
 
-Kernels run on torch's tensors in torch's primary context, ordered on torch's current stream
-(nwc-cuda's own stream is joined to it with events, no copies of weights or outputs), so they
-can be captured in CUDA graphs. Activations must be ``torch.bfloat16`` on the layer's device.
+Kernels run on ``torch.cuda.current_stream()`` in torch's primary context, on torch's tensors (no
+copies of weights or outputs, no synchronisation), so a forward pass can be captured in a CUDA
+graph. Activations must be ``torch.bfloat16`` on the layer's device.
 """
 
 from __future__ import annotations
@@ -21,115 +32,46 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Dict, Iterable, Optional, Tuple, Union
+from typing import Iterable, Optional, Tuple, Union
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import _native
-from ._matrix import Matrix, _le_bytes, encode
+from ._matrix import Matrix
+from ._weights import CudaWeight, ExecWeight, _cuda_device, _words  # noqa: F401 (_words: tests, benches)
 
-__all__ = ["NWCLinear", "NWCEmbedding", "convert", "load_checkpoint", "CudaWeight"]
+__all__ = ["NWCLinear", "NWCEmbedding", "convert", "load_checkpoint", "CudaWeight", "ExecWeight"]
 
-_WORKSPACES: Dict[int, torch.Tensor] = {}
-
-
-def _workspace(device: torch.device, words: int) -> torch.Tensor:
-    """A per-device BF16 scratch of at least ``words`` elements for dequant (grows, never shrinks;
-    run one forward pass before capturing a CUDA graph so it has its final size)."""
-    ws = _WORKSPACES.get(device.index)
-    if ws is None or ws.numel() < words:
-        ws = torch.empty(words, dtype=torch.bfloat16, device=device)
-        _WORKSPACES[device.index] = ws
-    return ws
+Layout = Union[int, str]
 
 
-def _cuda_device(device) -> torch.device:
-    d = torch.device(device if device is not None else "cuda")
-    if d.type != "cuda":
-        raise ValueError(f"NWC layers run on CUDA devices; got device {d}")
-    if d.index is None:
-        d = torch.device("cuda", torch.cuda.current_device())
-    return d
+def _check_layout(layout: Layout, elem: str) -> None:
+    if layout not in (0, 1, "exec"):
+        raise ValueError(f'layout must be 0 or 1 (format 10, spec 7 and 8) or "exec" (the execution layout, spec 20), '
+                         f"not {layout!r}")
+    if layout == "exec" and elem != "bf16":
+        raise ValueError(f'the execution layout codes BF16 weights (spec 20); elem={elem!r} needs layout 0 or 1')
 
 
-def _words(w: torch.Tensor) -> np.ndarray:
-    """A BF16 weight as a uint16 numpy matrix (one copy to the host)."""
-    if w.dtype != torch.bfloat16:
-        raise TypeError(f"expected a torch.bfloat16 weight (NWC format 10 codes BF16 losslessly), got {w.dtype}; "
-                        "cast the model with .to(torch.bfloat16) first")
-    if w.dim() != 2:
-        raise ValueError(f"expected a 2-D weight, got shape {tuple(w.shape)}")
-    return w.detach().to("cpu").contiguous().view(torch.int16).numpy().view(np.uint16)
-
-
-class CudaWeight:
-    """One compressed matrix resident on a GPU: its stored fields (validated, spec 13) and the
-    launches the layers use. Shared by every layer that uses the same matrix (tied heads)."""
-
-    def __init__(self, matrix: Matrix, device=None, matvec_kernel: str = "exact"):
-        self.device = _cuda_device(device)
-        self.rows, self.cols = matrix.shape
-        self.elem = matrix.elem
-        self.layout = matrix.layout
-        raw = {n: _le_bytes(a) for n, a in matrix.fields.items()}
-        # matvec_kernel "exact": spec 15.4, bit-exact; "bounded": spec 19 (layout 1, tensor cores).
-        self._cm = _native.CudaMatrix(self.device.index, matrix.mode_code, self.rows, self.cols, raw, matvec_kernel)
-        self.nbytes = int(self._cm.stored_bytes)
-        self.scale = None
-        if matrix.scale is not None:
-            self.scale = torch.as_tensor(np.asarray(matrix.scale, np.float32)).to(self.device)
-
-    def _stream(self) -> int:
-        return torch.cuda.current_stream(self.device).cuda_stream
-
-    def _check(self, x: torch.Tensor) -> None:
-        if not isinstance(x, torch.Tensor):
-            raise TypeError(f"expected a torch.Tensor, got {type(x).__name__}")
-        if x.device != self.device:
-            raise ValueError(f"activations are on {x.device}, the compressed weight is on {self.device}")
-        if x.dtype != torch.bfloat16:
-            raise TypeError(f"expected torch.bfloat16 activations, got {x.dtype}")
-
-    def matvec(self, x2: torch.Tensor, bias_f32: Optional[torch.Tensor]) -> torch.Tensor:
-        """Spec 15.4: ``n`` x cols BF16 rows -> n x rows BF16 (scale and bias applied in f32)."""
-        n = x2.shape[0]
-        kp = self._cm.kp
-        xp = F.pad(x2, (0, kp - self.cols)) if kp != self.cols else x2.contiguous()
-        y = torch.empty((n, self.rows), dtype=torch.bfloat16, device=self.device)
-        bias_ptr = 0 if bias_f32 is None else bias_f32.data_ptr()
-        self._cm.matvec_bf16(xp.data_ptr(), n, y.data_ptr(), bias_ptr, self._stream())
-        return y
-
-    def dequant(self) -> torch.Tensor:
-        """Spec 15.2: the rows x cols BF16 weights (unscaled for fp8) as a view of the workspace,
-        valid until the next dequant on this device."""
-        k16 = self._cm.k16
-        ws = _workspace(self.device, self.rows * k16)
-        w = ws[: self.rows * k16].view(self.rows, k16)
-        self._cm.dequant(w.data_ptr(), self._stream())
-        return w[:, : self.cols]
-
-    def dense(self) -> torch.Tensor:
-        """The weights as a new BF16 tensor (scaled for fp8, spec 11.4)."""
-        w = self.dequant().clone()
-        return w if self.scale is None else (w.float() * self.scale[:, None]).to(torch.bfloat16)
+def _compress(weight: torch.Tensor, layout: Layout, elem: str, device, matvec_kernel: str = "exact"):
+    _check_layout(layout, elem)
+    if layout == "exec":
+        return ExecWeight.encode(weight, device)
+    return CudaWeight.encode(weight, layout, elem, device, matvec_kernel)
 
 
 class NWCLinear(nn.Module):
-    """``nn.Linear`` with its weight stored in NWC format 10 on the GPU.
-
-    Batch 1 (one token) runs the fused matvec (spec 15.4: exact, canonical accumulation order);
-    more tokens dequantize (spec 15.2) and call cuBLAS. ``matvec_max_batch`` (class default from
-    ``NWC_MATVEC_MAX_BATCH``, else 1) sets the largest token count that uses the matvec.
-    """
+    """``nn.Linear`` with its weight stored compressed on the GPU (format 10 or the execution
+    layout); the module docstring's table says which kernel serves how many tokens."""
 
     matvec_max_batch: int = int(os.environ.get("NWC_MATVEC_MAX_BATCH", "1"))
+    tensor_max_batch: int = int(os.environ.get("NWC_TENSOR_MAX_BATCH", "32"))
 
-    def __init__(self, weight: CudaWeight, bias: Optional[torch.Tensor] = None):
+    def __init__(self, weight: Union[CudaWeight, ExecWeight], bias: Optional[torch.Tensor] = None):
         super().__init__()
+        if not isinstance(weight, (CudaWeight, ExecWeight)):
+            raise TypeError(f"expected a CudaWeight or ExecWeight, got {type(weight).__name__}")
         self.weight_nwc = weight
         self.in_features, self.out_features = weight.cols, weight.rows
         if bias is not None:
@@ -141,17 +83,17 @@ class NWCLinear(nn.Module):
             self._bias_f32 = None
 
     @classmethod
-    def from_linear(cls, layer: nn.Linear, layout: int = 0, elem: str = "bf16", device=None,
+    def from_linear(cls, layer: nn.Linear, layout: Layout = 0, elem: str = "bf16", device=None,
                     matvec_kernel: str = "exact") -> "NWCLinear":
-        """Compresses ``layer.weight`` (BF16; ``elem="fp8"`` quantizes it, spec 11) in
-        ``layout`` 0 (spec 7) or 1 (spec 8) and uploads it to ``device`` (default: the layer's
-        device if it is a GPU, else the current one). ``matvec_kernel="bounded"`` (layout 1):
-        the tensor-core matvec of spec 19, each output within its bound of the exact one."""
+        """Compresses ``layer.weight`` (BF16) onto ``device`` (default: the layer's device if it is
+        a GPU, else the current one): ``layout`` 0 (spec 7) or 1 (spec 8) in format 10 (``elem="fp8"``
+        quantizes it first, spec 11; ``matvec_kernel="bounded"``, layout 1: the tensor-core
+        matvec of spec 19 at every batch), or ``"exec"``: the execution layout (spec 20), encoded
+        on the GPU."""
         if not isinstance(layer, nn.Linear):
             raise TypeError(f"expected an nn.Linear, got {type(layer).__name__}")
         dev = device if device is not None else (layer.weight.device if layer.weight.is_cuda else None)
-        weight = CudaWeight(encode(_words(layer.weight), elem, layout), dev, matvec_kernel)
-        return cls(weight, layer.bias)
+        return cls(_compress(layer.weight, layout, elem, dev, matvec_kernel), layer.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w = self.weight_nwc
@@ -163,7 +105,14 @@ class NWCLinear(nn.Module):
         n = x2.shape[0]
         if n == 0:
             return x.new_empty(*lead, self.out_features)
-        if n <= self.matvec_max_batch and w.scale is None:
+        if isinstance(w, ExecWeight):
+            if n <= self.matvec_max_batch:
+                y = w.matvec(x2, self._bias_f32)
+            elif n <= self.tensor_max_batch:
+                y = w.matvec(x2, self._bias_f32, tensor_cores=True)
+            else:
+                y = F.linear(x2, w.dequant(), self.bias)
+        elif n <= self.matvec_max_batch and w.scale is None:
             y = w.matvec(x2, self._bias_f32)
         elif n <= self.matvec_max_batch:
             y = w.matvec(x2, None)  # the kernel applies the fp8 row scales (spec 15.4)
@@ -180,15 +129,17 @@ class NWCLinear(nn.Module):
     def extra_repr(self) -> str:
         w = self.weight_nwc
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"{w.elem} layout {w.layout}, {w.nbytes} bytes ({w.nbytes / (2 * w.rows * w.cols):.3f} of BF16)")
+                f"{w.elem} {w.kind} layout {w.layout}, {w.nbytes} bytes ({w.nbytes / (2 * w.rows * w.cols):.3f} of BF16)")
 
 
 class NWCEmbedding(nn.Module):
-    """``nn.Embedding`` over a compressed matrix (rows = vocabulary). Looks rows up in the
-    dequantized matrix (spec 15.2/15.3); shares the matrix with a tied output head."""
+    """``nn.Embedding`` over a format-10 matrix (rows = vocabulary): each call decodes only the
+    rows it looks up (the gather kernel, spec 15.3). Shares the matrix with a tied output head."""
 
     def __init__(self, weight: CudaWeight, padding_idx: Optional[int] = None):
         super().__init__()
+        if not isinstance(weight, CudaWeight):
+            raise TypeError(f"NWCEmbedding looks rows up in a format-10 CudaWeight, got {type(weight).__name__}")
         self.weight_nwc = weight
         self.num_embeddings, self.embedding_dim = weight.rows, weight.cols
         self.padding_idx = padding_idx
@@ -196,18 +147,15 @@ class NWCEmbedding(nn.Module):
     @classmethod
     def from_embedding(cls, emb: nn.Embedding, layout: int = 0, device=None) -> "NWCEmbedding":
         dev = device if device is not None else (emb.weight.device if emb.weight.is_cuda else None)
-        return cls(CudaWeight(encode(_words(emb.weight), "bf16", layout), dev), emb.padding_idx)
+        return cls(CudaWeight.encode(emb.weight, layout, "bf16", dev), emb.padding_idx)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        if ids.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"expected integer token ids, got {ids.dtype}")
+        if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"expected a torch.int64 or torch.int32 tensor of token ids, got {getattr(ids, 'dtype', type(ids))}")
         if ids.device != self.weight_nwc.device:
-            raise ValueError(f"token ids are on {ids.device}, the compressed embedding is on {self.weight_nwc.device}")
-        w = self.weight_nwc.dequant()
-        out = F.embedding(ids, w)
-        if self.weight_nwc.scale is not None:
-            out = (out.float() * self.weight_nwc.scale[ids][..., None]).to(torch.bfloat16)
-        return out
+            raise ValueError(f"token ids are on {ids.device}; expected them on {self.weight_nwc.device}, "
+                             "where the compressed embedding is")
+        return self.weight_nwc.gather(ids)
 
     def extra_repr(self) -> str:
         return f"{self.num_embeddings}, {self.embedding_dim}, compressed ({self.weight_nwc.nbytes} bytes)"
@@ -231,13 +179,19 @@ def _tied(model: nn.Module) -> Tuple[Optional[str], Optional[str]]:
     return names.get(id(emb)), names.get(id(head))
 
 
-def convert(model: nn.Module, layout: int = 0, elem: str = "bf16", device=None,
+def convert(model: nn.Module, layout: Layout = 0, elem: str = "bf16", device=None,
             skip: Iterable[str] = (), threads: Optional[int] = None) -> nn.Module:
     """Replaces every ``nn.Linear`` of a BF16 model by an :class:`NWCLinear` (in place; returns
-    the model). A tied output head and input embedding share one compressed matrix (an
-    :class:`NWCEmbedding` and an :class:`NWCLinear`). Modules whose path starts with an entry of
-    ``skip`` stay as they are. Matrices are encoded and uploaded ``threads`` at a time (the codec
-    releases the GIL)."""
+    the model), in format 10 (``layout`` 0 or 1) or the execution layout (``"exec"``). A tied
+    output head and input embedding share one format-10 matrix (an :class:`NWCEmbedding` and an
+    :class:`NWCLinear`; with ``"exec"`` the head gets its own execution-layout copy, and the
+    embedding keeps the format-10 one for its gather). Modules whose path starts with an entry
+    of ``skip`` stay as they are.
+
+    Format 10 is encoded on the CPU, ``threads`` matrices at a time (the codec releases the GIL
+    and uses every core), and uploaded without decoding it again (valid by construction); the
+    execution layout is encoded on the GPU from the weights there."""
+    _check_layout(layout, elem)
     skip = tuple(skip)
     emb_path, head_path = _tied(model)
     linears = [(n, m) for n, m in model.named_modules()
@@ -247,15 +201,19 @@ def convert(model: nn.Module, layout: int = 0, elem: str = "bf16", device=None,
         name, layer = item
         return name, NWCLinear.from_linear(layer, layout, elem, device)
 
-    with ThreadPoolExecutor(max_workers=threads or min(16, os.cpu_count() or 1)) as pool:
-        for name, new in pool.map(one, linears):
-            _set(model, name, new)
+    if layout == "exec":  # on the GPU, one matrix at a time (each launch fills the device)
+        for item in linears:
+            _set(model, *one(item))
+    else:
+        with ThreadPoolExecutor(max_workers=threads or min(16, os.cpu_count() or 1)) as pool:
+            for name, new in pool.map(one, linears):
+                _set(model, name, new)
     if head_path is not None and not (skip and head_path.startswith(skip)):
         head = model.get_submodule(head_path)
         emb = model.get_submodule(emb_path)
         dev = device if device is not None else (head.weight.device if head.weight.is_cuda else None)
-        shared = CudaWeight(encode(_words(head.weight), "bf16", layout), dev)
-        _set(model, head_path, NWCLinear(shared, head.bias))
+        shared = CudaWeight.encode(head.weight, 0 if layout == "exec" else layout, elem, dev)
+        _set(model, head_path, NWCLinear(shared.to_exec() if layout == "exec" else shared, head.bias))
         _set(model, emb_path, NWCEmbedding(shared, emb.padding_idx))
     return model
 
@@ -277,7 +235,7 @@ class _FusedPart(nn.Module):
 
 
 def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder: Optional[Union[str, os.PathLike]] = None,
-                    device=None, threads: Optional[int] = None) -> nn.Module:
+                    device=None, threads: Optional[int] = None, layout: Optional[str] = None) -> nn.Module:
     """Loads an NWC checkpoint folder (spec 17, written by ``nwc.compress`` or the 0.10.1
     library) into a model: every compressed matrix becomes an :class:`NWCLinear` /
     :class:`NWCEmbedding` on the GPU (validated first, spec 13; a broken one raises its
@@ -286,7 +244,11 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
     ``load_checkpoint(folder)`` builds the model from the folder's ``config.json`` with
     transformers (BF16, on ``device``; the dense weights it allocates are dropped as the
     compressed ones replace them); ``load_checkpoint(model, folder)`` fills a model you built.
+    ``layout="exec"``: every BF16 linear layer runs the execution layout (spec 20), transcoded
+    on the GPU from the validated format-10 matrix at load time (embeddings keep format 10).
     """
+    if layout not in (None, "exec"):
+        raise ValueError(f'layout must be None (run the stored format-10 matrices) or "exec", not {layout!r}')
     dev = _cuda_device(device)
     if isinstance(model_or_folder, (str, os.PathLike)):
         folder = Path(model_or_folder)
@@ -320,14 +282,24 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
 
     def weight(entry) -> CudaWeight:
         i = entry["id"]
-        elem, layout = entry.get("elem", "bf16"), int(entry.get("layout", 0))
-        if elem not in ("bf16", "fp8") or layout not in (0, 1) or int(entry.get("block", 4096)) != 4096:
-            raise ValueError(f"nwc_config.json: weights entry {i} is unsupported (elem {elem!r}, layout {layout}) (spec 17.4)")
+        elem, stored = entry.get("elem", "bf16"), int(entry.get("layout", 0))
+        if elem not in ("bf16", "fp8") or stored not in (0, 1) or int(entry.get("block", 4096)) != 4096:
+            raise ValueError(f"nwc_config.json: weights entry {i} is unsupported (elem {elem!r}, layout {stored}) (spec 17.4)")
         fields = {n: tensor(f"nwc/{i}/{n}").numpy() for n in ("data", "bases", "hdr", "lut", "low")}
         if f"nwc/{i}/scale" in where:
             fields["scale"] = tensor(f"nwc/{i}/scale").numpy()
-        m = Matrix(elem, layout, (int(entry["out"]), int(entry["in"])), fields)
+        m = Matrix(elem, stored, (int(entry["out"]), int(entry["in"])), fields)
         return CudaWeight(m, dev)
+
+    exec_of = {}
+
+    def run_form(w: CudaWeight):
+        """The weight a linear layer runs: the stored one, or its execution layout (one per matrix)."""
+        if layout != "exec" or w.elem != "bf16":
+            return w
+        if id(w) not in exec_of:
+            exec_of[id(w)] = w.to_exec()
+        return exec_of[id(w)]
 
     emb_path, head_path = _tied(model)  # before any module is replaced
     entries = {e["id"]: e for e in config["weights"]}
@@ -338,13 +310,13 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
         w, path, kind = weights[mod["weight"]], mod["path"], mod["kind"]
         if kind == "linear":
             bias = tensor(mod["bias"]) if mod.get("bias") else None
-            _set(model, path, NWCLinear(w, bias))
+            _set(model, path, NWCLinear(run_form(w), bias))
             replaced.add(f"{path}.weight")
         elif kind == "embedding":
             _set(model, path, NWCEmbedding(w, mod.get("padding_idx")))
             replaced.add(f"{path}.weight")
         elif kind == "fused":
-            whole, cache, start = NWCLinear(w), {}, 0
+            whole, cache, start = NWCLinear(run_form(w)), {}, 0
             for child, size in zip(mod["names"], mod["sizes"]):
                 _set(model, f"{path}.{child}", _FusedPart(whole, start, start + int(size), cache))
                 replaced.add(f"{path}.{child}.weight")
@@ -354,7 +326,7 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
     if emb_path and head_path and f"{head_path}.weight" not in replaced and f"{emb_path}.weight" in replaced:
         # A tied head saved without its own tensor (spec 17.8): it is the embedding's matrix.
         head = model.get_submodule(head_path)
-        _set(model, head_path, NWCLinear(model.get_submodule(emb_path).weight_nwc, head.bias))
+        _set(model, head_path, NWCLinear(run_form(model.get_submodule(emb_path).weight_nwc), head.bias))
         replaced.add(f"{head_path}.weight")
     state = {k: tensor(k) for k in where if not k.startswith("nwc/") and k not in replaced}
     result = model.load_state_dict(state, strict=False)

@@ -3,13 +3,13 @@
 //! run exactly as `nwc-conform encoder` runs it) or a Python callable judged in-process.
 
 use crate::errors::value_error;
-use nwc_conformance::compare::first_difference;
 use nwc_conformance::corpus::Corpus;
 use nwc_conformance::fields::{to_raw, RawFields, EXP_OF_RANK, STORED_FIELDS};
 use nwc_conformance::manifest::{Kind, Vector};
 use nwc_conformance::report::{Report, Verdict};
-use nwc_conformance::run::{decode_raw, fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Tool};
-use nwc_reference::{encode_le_bytes, ElemType, Geometry, Mode, Shape};
+use nwc_conformance::run::encoder::verdict;
+use nwc_conformance::run::{fail, input, judge_all, stored_fields, Judgement, Tool};
+use nwc_reference::{encode_le_bytes, Geometry, Mode, Shape};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::{Path, PathBuf};
@@ -91,53 +91,4 @@ fn judge(py: Python<'_>, corpus: &Corpus, encoder: &Py<PyAny>, v: &Vector) -> Re
         }
     }
     Ok(verdict(&g, v, &expected, &got, &input))
-}
-
-/// The command runner's verdict (conformance/src/run/encoder.rs), on fields from a callable.
-fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
-    if got.contains_key("scale") && !expected.contains_key("scale") {
-        return fail("returned a scale field, but this input has no scales");
-    }
-    let mut compared = vec!["data", "bases", "hdr", "lut", "low"];
-    if got.contains_key("scale") {
-        compared.push("scale");
-    }
-    compared.push(EXP_OF_RANK);
-    let diff = match first_difference(g, expected, got, &compared) {
-        Ok(d) => d,
-        Err(e) => return fail(format!("cannot judge: {e}")),
-    };
-    let decoded = match decode_raw(v.mode_code, v.rows, v.cols, got) {
-        Ok((_, decoded)) => first_byte_difference(input, &decoded.to_le_bytes())
-            .map(|d| format!("decodes to a different matrix: {d}"))
-            .or_else(|| got.get(EXP_OF_RANK).and_then(|ranks| rank_table_problem(ranks, &decoded))),
-        Err(e) => Some(format!("validation: {e}")),
-    };
-    match (diff, decoded) {
-        (None, None) => (Verdict::Canonical, None),
-        (Some(d), None) => (Verdict::Valid, Some(format!("not canonical: first difference {d}"))),
-        (d, Some(problem)) => {
-            let first = d.map(|d| format!("first difference {d}\n")).unwrap_or_default();
-            fail(format!("{first}{problem}"))
-        }
-    }
-}
-
-/// Spec 5.3, 10.6: a returned exp_of_rank must be the ranking the encoding's own lut gives back.
-fn rank_table_problem(ranks: &[u8], decoded: &nwc_reference::DecodedMatrix) -> Option<String> {
-    if ranks.len() != 16 {
-        return Some(format!("exp_of_rank has {} bytes, expected 16", ranks.len()));
-    }
-    if ranks[..15] != decoded.exp_of_rank {
-        return Some(format!(
-            "exp_of_rank {:?} disagrees with the ranks {:?} its own lut gives (spec 10.6)",
-            &ranks[..15],
-            decoded.exp_of_rank
-        ));
-    }
-    let last_ok = match decoded.mode.elem {
-        ElemType::Bf16 => !ranks[..15].contains(&ranks[15]),
-        ElemType::Fp8E4m3 => ranks[15] == 0,
-    };
-    (!last_ok).then(|| format!("exp_of_rank: rank 15 is {}, which cannot follow ranks 0..14 (spec 5.3)", ranks[15]))
 }

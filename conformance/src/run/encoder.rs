@@ -92,8 +92,9 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
     Ok(verdict(&g, v, &expected, &got, &input))
 }
 
-/// Compares and validates one encoder output.
-fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
+/// Compares and validates one encoder output (the fields a command wrote, or a Python callable
+/// returned: python/src/conform.rs judges those with this too).
+pub fn verdict(g: &Geometry, v: &Vector, expected: &RawFields, got: &RawFields, input: &[u8]) -> Judgement {
     if got.contains_key("scale") && !expected.contains_key("scale") {
         return fail("wrote scale.bin, but this input has no scales");
     }

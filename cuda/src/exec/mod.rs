@@ -66,6 +66,12 @@ pub(crate) struct ExecPtrs<'a> {
     _guards: [SyncOnDrop<'a>; 5],
 }
 
+impl crate::gpu::Resident for GpuExecMatrix {
+    fn device_slot(&mut self) -> &mut Arc<Gpu> {
+        &mut self.gpu
+    }
+}
+
 fn base_alloc_len(rows: u64) -> usize {
     (rows.div_ceil(4) * 4).max(4) as usize
 }
@@ -134,6 +140,14 @@ impl GpuExecMatrix {
 
     pub fn gpu(&self) -> &Arc<Gpu> {
         &self.gpu
+    }
+
+    /// Runs `work` with every operation of this matrix issued through `gpu`, a view of the same
+    /// device on another stream ([`Gpu::with_borrowed_stream`]: torch's current stream), then
+    /// goes back to the matrix's own stream. Nothing is copied. [`GpuError::Unsupported`] when
+    /// `gpu` is another device.
+    pub fn on_stream<R>(&mut self, gpu: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
+        crate::gpu::on_view(self, gpu, work)
     }
 
     /// Row stride of dequant and gather output and of padded activations: K rounded up to 16.

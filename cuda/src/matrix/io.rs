@@ -1,12 +1,58 @@
 //! Activations in, outputs out: the public matvec entry points (device buffers and host
-//! conveniences). The kernel that runs is the matrix's [`super::MatvecKernel`] (`exact.rs`).
+//! conveniences), and the entry points for a caller that owns the stream and the buffers (a
+//! framework: [`GpuMatrix::on_stream`], [`GpuMatrix::gather_into`]). The kernel that runs is the
+//! matrix's [`super::MatvecKernel`] (`exact.rs`).
 
 use super::{DeviceActivations, GpuMatrix, OutputKind};
+use crate::gpu::{Gpu, Resident};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr};
-use nwc_reference::ParamError;
+use nwc_reference::{EncodedMatrix, ParamError};
+use std::sync::Arc;
+
+impl Resident for GpuMatrix {
+    fn device_slot(&mut self) -> &mut Arc<Gpu> {
+        &mut self.gpu
+    }
+}
 
 impl GpuMatrix {
+    /// Uploads the output of an NWC encoder without decoding it again: the spec 13 validation
+    /// of [`GpuMatrix::upload`] is skipped, so loading a model just encoded in this process costs
+    /// one encode and one copy instead of an encode, a full decode and a copy.
+    ///
+    /// # Safety
+    /// `m` must satisfy every rule of spec 13, because the kernels rely on them to stay within
+    /// the fields: true of what `nwc_reference::encode` or `nwc_fast::encode` returned (the
+    /// canonical encoding, spec 4-12), passed on unchanged. Anything read from a file or another
+    /// process goes through [`GpuMatrix::upload`].
+    pub unsafe fn upload_unvalidated(gpu: &Arc<Gpu>, m: &EncodedMatrix) -> Result<GpuMatrix, GpuError> {
+        Self::upload_validated(gpu, m)
+    }
+
+    /// Runs `work` with every operation of this matrix issued through `gpu`, a view of the same
+    /// device on another stream ([`Gpu::with_borrowed_stream`]: torch's current stream), then
+    /// goes back to the matrix's own stream. The device fields stay where they are: nothing is
+    /// copied. [`GpuError::Unsupported`] when `gpu` is another device.
+    pub fn on_stream<R>(&mut self, gpu: &Arc<Gpu>, work: impl FnOnce(&Self) -> R) -> Result<R, GpuError> {
+        crate::gpu::on_view(self, gpu, work)
+    }
+
+    /// Spec 15.3 on the device: the rows `rows` names (any order, repeats allowed) into `out`
+    /// (at least `rows.len()` x K16 words, row stride K16), with no host round trip, so a
+    /// framework can capture it in a CUDA graph.
+    ///
+    /// # Safety
+    /// Every index in `rows` must be below M: the kernel reads the blocks of the rows it is
+    /// given, and an index is not checked on the device. ([`GpuMatrix::gather`] checks indices
+    /// given on the host.)
+    pub unsafe fn gather_into(&self, rows: &CudaSlice<u64>, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        self.gather_kernel(Some(rows), rows.len(), out)
+    }
+
     /// Uploads `batch` f32 activation vectors of K values each, zero-padded to Kp.
     pub fn activations_f32(&self, x: &[f32], batch: usize) -> Result<DeviceActivations, GpuError> {
         let padded = self.pad(x, batch)?;
