@@ -2,7 +2,7 @@
 //! warps per row group, persistent grid) and the host conveniences.
 
 use super::{check_len, ExecActivations, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
-use crate::kernels::{EXEC_STAGE, EXEC_TENSOR_STAGE, EXEC_THREADS};
+use crate::kernels::{EXEC_STAGE, EXEC_STAGE_BULK, EXEC_STAGE_PF, EXEC_TENSOR_STAGE, EXEC_THREADS};
 use crate::{GpuError, OutputKind};
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::ParamError;
@@ -17,7 +17,18 @@ const ITEM_ROWS: u64 = 4;
 /// warp to fill, while the rows kernel's short CTAs start all loads at once.
 const STREAM_MIN_ITEMS: u64 = 10;
 
-/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group.
+/// The one-column streaming kernel: bulk copies (exec_matvec_bulk.cu, K16 % 32 == 0), the
+/// cp.async pipeline with the escape look-ahead (PF), or without it (bench only).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OneColumn {
+    Bulk,
+    Prefetch,
+    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
+    Plain,
+}
+
+/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group (0 for the rows
+/// kernel, which takes no such argument).
 struct Plan {
     name: &'static str,
     grid: u32,
@@ -44,10 +55,24 @@ impl GpuExecMatrix {
     }
 
     /// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
-    /// activations do not fit shared memory (the caller then takes fewer columns).
-    fn exact_plan(&self, nb: u64) -> Result<Option<Plan>, GpuError> {
+    /// activations do not fit shared memory (the caller then takes fewer columns). `one`: which
+    /// one-column kernel (ignored for nb > 1).
+    fn exact_plan(&self, nb: u64, one: OneColumn) -> Result<Option<Plan>, GpuError> {
         let optin = u64::from(self.gpu.smem_optin);
-        let x_bytes = nb * self.k16 * 4;
+        // Bulk copies need 16-byte aligned code rows (K16 % 32 == 0), else the cp.async kernel.
+        let one = match one {
+            OneColumn::Bulk if self.k16 % 32 != 0 => OneColumn::Prefetch,
+            o => o,
+        };
+        let one = if nb == 1 { one } else { OneColumn::Plain };
+        // PF and bulk store x per tile transposed: a column takes whole tiles.
+        let x_bytes = nb * if one == OneColumn::Plain { self.k16 } else { self.col_tiles * 512 } * 4;
+        // Per warp: stage bytes, then what a warp has besides its stages (escape area, mbarriers).
+        let (stage, extra): (u64, fn(u64) -> u64) = match one {
+            OneColumn::Bulk => (u64::from(EXEC_STAGE_BULK), |d| 32 + 8 * d),
+            OneColumn::Prefetch => (u64::from(EXEC_STAGE_PF), |_| 32),
+            OneColumn::Plain => (u64::from(EXEC_STAGE), |_| 0),
+        };
         let warps = u64::from(EXEC_THREADS / 32);
         let pbuf = |g: u64| {
             if g > 1 {
@@ -56,20 +81,38 @@ impl GpuExecMatrix {
                 0
             }
         };
-        let candidates: &[(&'static str, u64, bool)] = match nb {
-            1 => &[
+        let candidates: &[(&'static str, u64, bool)] = match (nb, one) {
+            (1, OneColumn::Bulk) => &[
+                ("exec_matvec_bulk_d4", 4, true),
+                ("exec_matvec_bulk_d3", 3, true),
+                ("exec_matvec_c1_pf_d2", 2, true),
+                ("exec_matvec_c1_pf_xg", 4, false),
+            ],
+            (1, OneColumn::Prefetch) => &[
+                ("exec_matvec_c1_pf_d4", 4, true),
+                ("exec_matvec_c1_pf_d3", 3, true),
+                ("exec_matvec_c1_pf_d2", 2, true),
+                ("exec_matvec_c1_pf_xg", 4, false),
+            ],
+            (1, OneColumn::Plain) => &[
                 ("exec_matvec_c1_d4", 4, true),
                 ("exec_matvec_c1_d3", 3, true),
                 ("exec_matvec_c1_d2", 2, true),
                 ("exec_matvec_c1_xg", 4, false),
             ],
-            2 => &[("exec_matvec_c2_d2", 2, true)],
+            (2, _) => &[("exec_matvec_c2_d2", 2, true)],
             _ => &[("exec_matvec_c4_d2", 2, true)],
         };
         let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
         for &(name, depth, x_in_smem) in candidates {
             let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
-            let base = if x_in_smem { x_bytes } else { 0 } + w * depth * u64::from(EXEC_STAGE);
+            // The bulk kernel's fallbacks are PF kernels: their own stage size.
+            let (stage, extra_w) = if one == OneColumn::Bulk && !name.starts_with("exec_matvec_bulk") {
+                (u64::from(EXEC_STAGE_PF), 32)
+            } else {
+                (stage, extra(depth))
+            };
+            let base = if x_in_smem { x_bytes } else { 0 } + w * (depth * stage + extra_w);
             if base + pbuf(8) > optin {
                 continue;
             }
@@ -127,6 +170,8 @@ impl GpuExecMatrix {
     fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
         let rows = match k {
             ExecMatvecKernel::Rows => true,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::RowsNoPrefetch => true,
             ExecMatvecKernel::Exact if left == 1 => {
                 let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
                 self.shape.rows.div_ceil(ITEM_ROWS) * self.col_tiles < STREAM_MIN_ITEMS * slots
@@ -137,13 +182,25 @@ impl GpuExecMatrix {
             let threads = 32 * self.col_tiles.div_ceil(2).clamp(1, 8) as u32;
             let grid = self.shape.rows.div_ceil(2).min(u64::from(u32::MAX / 2)) as u32;
             let smem = (2 * self.col_tiles * 4) as u32;
-            return Ok((Plan { name: "exec_matvec_rows", grid, threads, smem, groups: 1 }, 1));
+            #[cfg(feature = "bench")]
+            let name = if k == ExecMatvecKernel::RowsNoPrefetch { "exec_matvec_rows_noprefetch" } else { "exec_matvec_rows" };
+            #[cfg(not(feature = "bench"))]
+            let name = "exec_matvec_rows";
+            return Ok((Plan { name, grid, threads, smem, groups: 0 }, 1));
         }
+        #[cfg(feature = "bench")]
+        let one = match k {
+            ExecMatvecKernel::StreamNoPrefetch => OneColumn::Plain,
+            ExecMatvecKernel::StreamCpAsync => OneColumn::Prefetch,
+            _ => OneColumn::Bulk,
+        };
+        #[cfg(not(feature = "bench"))]
+        let one = OneColumn::Bulk;
         for nb in [4u64, 2, 1] {
             if nb > left && nb > 1 {
                 continue;
             }
-            if let Some(p) = self.exact_plan(nb)? {
+            if let Some(p) = self.exact_plan(nb, one)? {
                 return Ok((p, nb.min(left)));
             }
         }
@@ -158,10 +215,11 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        if p.name != "exec_matvec_rows" {
+        if p.groups > 0 {
             b.arg(&p.groups);
         }
-        // SAFETY: the argument list matches EXEC_MV3 or EXEC_MATVEC (kernels/exec_matvec.cu); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
+        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1) or
+        // EXEC_MATVEC (exec_matvec_rows.cu, groups 0: no such argument); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
         // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
         // shared memory fits the device (exact_plan) and G divides the CTA's warps.

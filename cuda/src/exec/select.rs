@@ -14,8 +14,19 @@ pub enum ExecMatvecKernel {
     Exact,
     /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
-    /// columns per decode.
+    /// columns per decode; one column: bulk copies (exec_matvec_bulk.cu) where K16 % 32 == 0,
+    /// otherwise cp.async stages that carry the next item's escape offsets (PF).
     Stream,
+    /// Bench: [`ExecMatvecKernel::Stream`] with the cp.async one-column kernel (PF) at every K.
+    #[cfg(feature = "bench")]
+    StreamCpAsync,
+    /// Bench: [`ExecMatvecKernel::Stream`] without the escape prefetch for one column (the
+    /// consumer loads escape bytes from global memory; x not transposed; one vote per row).
+    #[cfg(feature = "bench")]
+    StreamNoPrefetch,
+    /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
+    #[cfg(feature = "bench")]
+    RowsNoPrefetch,
     /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
     /// the tile kernel (64 columns per decode) above.
@@ -47,6 +58,12 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::Bounded,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::StreamNoPrefetch,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::RowsNoPrefetch,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::StreamCpAsync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +74,12 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamNoPrefetch => "stream-noprefetch",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamCpAsync => "stream-cpasync",
         }
     }
 
@@ -68,6 +91,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => false,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamNoPrefetch | ExecMatvecKernel::RowsNoPrefetch | ExecMatvecKernel::StreamCpAsync => true,
         }
     }
 }

@@ -16,8 +16,14 @@ use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// Exact execution-layout matvec kernels timed side by side (production first).
-pub const MATVECS: [(&str, ExecMatvecKernel); 3] =
-    [("exact", ExecMatvecKernel::Exact), ("stream", ExecMatvecKernel::Stream), ("rows", ExecMatvecKernel::Rows)];
+pub const MATVECS: [(&str, ExecMatvecKernel); 6] = [
+    ("exact", ExecMatvecKernel::Exact),
+    ("stream", ExecMatvecKernel::Stream),
+    ("stream-cpasync", ExecMatvecKernel::StreamCpAsync),
+    ("rows", ExecMatvecKernel::Rows),
+    ("stream-nopf", ExecMatvecKernel::StreamNoPrefetch),
+    ("rows-nopf", ExecMatvecKernel::RowsNoPrefetch),
+];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =
     [("stream", nwc_cuda::exec::ExecDequantKernel::Stream), ("rows v1", nwc_cuda::exec::ExecDequantKernel::Rows)];
@@ -307,12 +313,12 @@ pub fn run_rows(gpu: &Arc<Gpu>, blas: &CudaBlas, jobs: Vec<(String, u64, u64, Ve
         let f10_stored = mats[0].stored_bytes;
         let e = measure(gpu, &mats[0], &words, &x, &expected)?;
         drop(mats);
+        let per: Vec<String> = MATVECS.iter().zip(&e.us).skip(1).map(|((v, _), t)| format!("{v} {t:8.2}")).collect();
         println!(
-            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) stream {:8.2} rows {:8.2}",
+            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) {}",
             e.us[0],
             cublas_us / e.us[0],
-            e.us[1],
-            e.us[2]
+            per.join(" ")
         );
         rows.push((label, m, k, cublas_us, f10_us, f10_stored, e));
     }
