@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -25,6 +25,7 @@
 #   exec-ncu  the sweep of `exec`, then Nsight Compute on one launch of each exact one-column and
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
+#   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
@@ -46,7 +47,7 @@ exec_sweep() {
   step "exec sweep: every exact one-column kernel and the dequant kernels against the reference"
   timeout 90 $B/nwc-gpu-bench --exec-sweep "$sweep"
   step "memcheck (exec sweep, shapes up to 1M weights)"
-  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 8:1000000 | tail -3
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -3
 }
 sanitize() {
   for tool in "$@"; do
@@ -99,7 +100,7 @@ exec-ncu)
   step "copy roof"; timeout 60 python3 "$(dirname "$0")/copy_roof.py"
   step "ncu (exec kernels)"
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  timeout 200 $ncu --clock-control none -k regex:"^exec_(matvec_(bulk|c1_pf|c1_d|rows$)|dequant)" \
+  timeout 200 $ncu --clock-control none -k regex:"^exec_(matvec_(lean|c1_d|rows$)|dequant)" \
     --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
     --metrics smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,dram__bytes_read.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
     $B/nwc-gpu-bench --exec-profile > "$OUT/ncu.log" 2>&1
@@ -107,7 +108,11 @@ exec-ncu)
   python3 "$(dirname "$0")/ncu_summary.py" "$OUT/ncu.log"
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec or exec-ncu)"; exit 2 ;;
+exec-quick)
+  exec_sweep
+  step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
+  timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu or exec-quick)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

@@ -9,51 +9,13 @@
 // ascending tile order, G > 1 through a double-buffered shared array after a named barrier (spec
 // 15.4.5 order either way). The lane partials of the 4 rows are combined by the transposed halving
 // tree (exec_tree, bit-identical to the per-row tree of spec 15.4.4).
-// Shared memory: [x: NB * XC f32 if XS][esc: W * 32 if PF][stages: W * D * STAGE][pbuf: (W / G) * 2 * 4 NB * CB f32].
+// Shared memory: [x: NB * K16 f32 if XS][stages: W * D * EXEC3_STAGE][pbuf: (W / G) * 2 * 4 NB * CB f32].
 // x from global (XS = false) serves K too large for shared memory.
-//
-// PF ("prefetch", the production choice for one column): (1) the escape bytes of an item reach the
-// consumer without a dependent global load: each stage also carries the escape offsets (start and
-// end) of the NEXT item's 4 rows, so while item j is decoded the warp loads the first 8 escape
-// bytes of each row of item j + 1 into one register per lane (lane 8 r + i: escape i of row r)
-// and stores them into the warp's 32-byte escape area before item j + 1 is decoded (a tile with
-// more than 8 escapes in a row reads the rest from global memory); (2) x is stored per tile
-// transposed (float4 qq of lane L at (qq * 32 + L) * 16 bytes; column stride XC = CB * 512), so
-// each 16-byte shared load of a warp is 512 contiguous bytes (4 wavefronts, not 16); (3) the
-// fast-path test is one warp reduction per item (a 4-bit mask of the rows whose codes are all in
-// 1..14), and an item whose 4 rows all pass decodes them in one straight-line block.
 
 #define EXEC3_R 4
 #define EXEC3_STAGE (EXEC3_R * 768 + 32)
-// PF stage: + escape offsets of the next item (16 bytes start, 16 bytes end), then the base word.
-#define EXEC3_STAGE_PF (EXEC3_R * 768 + 48)
 
-// General path of PF: escape i of the lane's tile row is escs[i] (the prefetched first 8) or
-// esc[t0 + i] beyond.
-__device__ __forceinline__ void exec_pairs16_general_pf(uint2 c, uint4 s, exec_u32 base, const exec_u8* escs,
-                                                        const exec_u8* __restrict__ esc, exec_u32 t0, exec_u32 idx,
-                                                        exec_u32 (&w)[8]) {
-    const exec_u32 cw[2] = {c.x, c.y};
-    const exec_u32 sw[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-        const exec_u32 code = (cw[j >> 3] >> (4 * (j & 7))) & 15u;
-        const exec_u32 sb = (sw[j >> 2] >> (8 * (j & 3))) & 0xffu;
-        exec_u32 e = base - 1u + code;
-        if (code == 0u) e = 0u;
-        if (code == 15u) {
-            e = idx < 8u ? (exec_u32)escs[idx] : (exec_u32)esc[(exec_u64)t0 + idx];
-            ++idx;
-        }
-        const exec_u32 h = ((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu);
-        if (j & 1)
-            w[j >> 1] |= h << 16;
-        else
-            w[j >> 1] = h;
-    }
-}
-
-template <int NB, int D, bool XS, bool PF>
+template <int NB, int D, bool XS>
 __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                               const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                               const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
@@ -61,24 +23,18 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                                               const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
                                               int out_bf16, exec_u32 G) {
     constexpr int R = EXEC3_R, RN = R * NB;
-    constexpr exec_u32 STAGE = PF ? EXEC3_STAGE_PF : EXEC3_STAGE;
-    constexpr exec_u32 META = R * 768;                // escape offsets, then the base word
-    constexpr exec_u32 BASE_OFF = META + (PF ? 32 : 16);
-    constexpr bool XT = PF && XS;                     // x transposed per tile
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     float* xs = reinterpret_cast<float*>(exec_stage);
-    const exec_u32 XC = XT ? CB * 512u : K16;  // floats per column of xs
-    const exec_u64 xbytes = XS ? (exec_u64)NB * XC * 4u : 0u;
+    const exec_u64 xbytes = XS ? (exec_u64)NB * K16 * 4u : 0u;
     if (XS) {  // activations into shared memory once per CTA (zero for columns >= ncols)
         for (exec_u32 n = 0; n < (exec_u32)NB; ++n)
             for (exec_u32 k = threadIdx.x * 4u; k < K16; k += blockDim.x * 4u) {
                 float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
                 if (n < ncols) v = __ldg(reinterpret_cast<const float4*>(x + (exec_u64)n * ldx + k));
-                const exec_u32 o = XT ? (k & ~511u) + ((k >> 2) & 3u) * 128u + ((k >> 4) & 31u) * 4u : k;
-                *reinterpret_cast<float4*>(xs + (exec_u64)n * XC + o) = v;
+                *reinterpret_cast<float4*>(xs + (exec_u64)n * K16 + k) = v;
             }
         __syncthreads();
     }
@@ -88,10 +44,8 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
     if (gi >= nrg) return;  // the whole group (after the only CTA barrier)
     const exec_u32 lo = (exec_u32)((exec_u64)q * CB / G), hi = (exec_u32)((exec_u64)(q + 1) * CB / G);
     const exec_u64 nitems = ((nrg - gi + GG - 1) / GG) * (hi - lo);
-    const exec_u64 escbytes = PF ? (exec_u64)nwarps * 32u : 0u;
-    exec_u8* escs = exec_stage + xbytes + (exec_u64)warp * 32u;  // PF: this warp's escape area
-    const exec_u32 st = exec_sa(exec_stage + xbytes + escbytes) + warp * (D * STAGE);
-    float* pbuf = reinterpret_cast<float*>(exec_stage + xbytes + escbytes + (exec_u64)nwarps * D * STAGE) +
+    const exec_u32 st = exec_sa(exec_stage + xbytes) + warp * (D * EXEC3_STAGE);
+    float* pbuf = reinterpret_cast<float*>(exec_stage + xbytes + (exec_u64)nwarps * D * EXEC3_STAGE) +
                   (exec_u64)grp * 2 * RN * CB;
 
     // issue side: running pointers to this lane's bytes of row irg * R, tile icb
@@ -111,7 +65,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
     rowgroup();
     auto issue = [&]() {
         if (issued < nitems) {
-            const exec_u32 sd = st + istage * STAGE;
+            const exec_u32 sd = st + istage * EXEC3_STAGE;
             if (icb * 512u + lane * 16u < K16) {
 #pragma unroll
                 for (int r = 0; r < R; ++r)
@@ -120,16 +74,8 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                         exec_cp8(sd + R * 512 + r * 256 + lane * 8, pcd + (exec_u64)r * (K16 >> 1));
                     }
             }
-            if (PF) {  // escape offsets (start: lanes 0..3, end: lanes 4..7) of the next item's rows
-                if (lane < 8u && issued + 1 < nitems) {
-                    const bool same = icb + 1u < hi;
-                    const exec_u64 rown = (same ? irg : irg + GG) * R + (lane & 3u);
-                    if (rown < M) exec_cp4(sd + META + lane * 4, esc_start + rown * CB + (same ? icb + 1u : lo) + (lane >> 2));
-                }
-            } else if (lane < ivalid) {
-                exec_cp4(sd + META + lane * 4, pes);
-            }
-            if (lane == 31u && icb == lo) exec_cp4(sd + BASE_OFF, base + irg * R);  // R = 4: aligned word
+            if (lane < ivalid) exec_cp4(sd + R * 768 + lane * 4, pes);
+            if (lane == 31u && icb == lo) exec_cp4(sd + R * 768 + 16, base + irg * R);  // R = 4: aligned word
             psm += 512;
             pcd += 256;
             pes += 1;
@@ -150,18 +96,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
     exec_u32 cb = lo, par = 0;
     exec_u32 b4 = 0;
     float S = 0.0f;
-    // PF: escape offsets of the item being consumed (lane L: start of row L & 3) and this lane's
-    // prefetched escape byte (lane 8 r + i: escape i of row r); the first item's come directly.
-    exec_u32 es_cur = 0u, eb_cur = 0u;
-    if (PF) {
-        const exec_u64 r8 = gi * R + (lane >> 3), r4 = gi * R + (lane & 3u);
-        if (r4 < M) es_cur = esc_start[r4 * CB + lo];
-        if (r8 < M) {
-            const exec_u32 a = esc_start[r8 * CB + lo], b = esc_start[r8 * CB + lo + 1];
-            if (a + (lane & 7u) < b) eb_cur = esc[(exec_u64)a + (lane & 7u)];
-        }
-    }
-    const float* xk = XS ? xs + lo * 512u + lane * (XT ? 4u : 16u) : x + lo * 512u + lane * 16u;
+    const float* xk = XS ? xs + lo * 512u + lane * 16u : x + lo * 512u + lane * 16u;
     for (exec_u64 j = 0; j < nitems; ++j) {
         issue();
         const exec_u32 k0 = cb * 512u + lane * 16u;
@@ -171,11 +106,10 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
 #pragma unroll
         for (int n = 0; n < NB; ++n) {
             if (active && (XS || (exec_u32)n < ncols)) {
-                const float* xn = xk + (exec_u64)n * (XS ? XC : ldx);
+                const float4* xp = reinterpret_cast<const float4*>(xk + (exec_u64)n * (XS ? K16 : ldx));
 #pragma unroll
                 for (int qq = 0; qq < 4; ++qq) {
-                    const float4 v = XS ? *reinterpret_cast<const float4*>(xn + (XT ? qq * 128 : qq * 4))
-                                        : __ldg(reinterpret_cast<const float4*>(xn) + qq);
+                    const float4 v = XS ? xp[qq] : __ldg(xp + qq);
                     xv[n][4 * qq] = v.x;
                     xv[n][4 * qq + 1] = v.y;
                     xv[n][4 * qq + 2] = v.z;
@@ -187,43 +121,29 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
             }
         }
         exec_cp_wait<D - 1>();
-        const exec_u8* sd = exec_stage + xbytes + escbytes + (exec_u64)warp * (D * STAGE) + cstage * STAGE;
+        const exec_u8* sd = exec_stage + xbytes + (exec_u64)warp * (D * EXEC3_STAGE) + cstage * EXEC3_STAGE;
         cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
-        if (cb == lo) b4 = __shfl_sync(EXEC_FULL, lane == 31u ? *reinterpret_cast<const exec_u32*>(sd + BASE_OFF) : 0u, 31);
-        exec_u32 e0 = 0u, es_next = 0u, eb_next = 0u;
-        if (PF) {
-            escs[lane] = (exec_u8)eb_cur;
-            __syncwarp();
-            e0 = es_cur;
-            if (j + 1 < nitems) {  // the next item's escape offsets (this stage) and first escape bytes
-                const exec_u64 rgn = cb + 1u < hi ? rg : rg + GG;
-                const exec_u64 r8 = rgn * R + (lane >> 3);
-                es_next = *reinterpret_cast<const exec_u32*>(sd + META + (lane & 3u) * 4);
-                if (r8 < M) {
-                    const exec_u32 a = *reinterpret_cast<const exec_u32*>(sd + META + (lane >> 3) * 4);
-                    const exec_u32 b = *reinterpret_cast<const exec_u32*>(sd + META + 16 + (lane >> 3) * 4);
-                    if (a + (lane & 7u) < b) eb_next = __ldg(esc + (exec_u64)a + (lane & 7u));
-                }
-            }
-        } else {
-            e0 = lane < valid ? *reinterpret_cast<const exec_u32*>(sd + META + lane * 4) : 0u;
-        }
-        uint4 s[R];
-        uint2 c[R];
-        exec_u32 plain = 0u;
+        if (cb == lo) b4 = __shfl_sync(EXEC_FULL, lane == 31u ? *reinterpret_cast<const exec_u32*>(sd + R * 768 + 16) : 0u, 31);
+        const exec_u32 e0 = lane < valid ? *reinterpret_cast<const exec_u32*>(sd + R * 768 + lane * 4) : 0u;
+        float acc[RN];
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            s[r] = make_uint4(0u, 0u, 0u, 0u);
-            c[r] = make_uint2(0x11111111u, 0x11111111u);
+            uint4 s = make_uint4(0u, 0u, 0u, 0u);
+            uint2 c = make_uint2(0x11111111u, 0x11111111u);
             if (active && (exec_u32)r < valid) {
-                s[r] = *reinterpret_cast<const uint4*>(sd + r * 512 + lane * 16);
-                c[r] = exec_mask_pad(*reinterpret_cast<const uint2*>(sd + R * 512 + r * 256 + lane * 8), k0, K);
+                s = *reinterpret_cast<const uint4*>(sd + r * 512 + lane * 16);
+                c = exec_mask_pad(*reinterpret_cast<const uint2*>(sd + R * 512 + r * 256 + lane * 8), k0, K);
             }
-            if (PF) plain |= (exec_u32)exec_plain16(c[r]) << r;
-        }
-        if (PF) plain = __reduce_and_sync(EXEC_FULL, plain);
-        float acc[RN];
-        auto fma_row = [&](int r, const exec_u32(&w)[8]) {
+            const exec_u32 rb = (b4 >> (8 * r)) & 0xffu;
+            exec_u32 w[8];
+            if (__all_sync(EXEC_FULL, exec_plain16(c))) {
+                exec_pairs16_fast(c, s, exec_b2(rb), w);
+            } else {
+                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                const exec_u32 before = exec_warp_excl(n15, lane);
+                const exec_u32 t0 = __shfl_sync(EXEC_FULL, e0, r);
+                exec_pairs16_general(c, s, rb, esc, (exec_u64)t0 + before, w);
+            }
 #pragma unroll
             for (int n = 0; n < NB; ++n) {
                 float a = 0.0f;
@@ -234,37 +154,6 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                 }
                 acc[r * NB + n] = a;
             }
-        };
-        if (PF && plain == (1u << R) - 1u) {  // every row on the fast path: one straight-line block
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                exec_u32 w[8];
-                exec_pairs16_fast(c[r], s[r], exec_b2((b4 >> (8 * r)) & 0xffu), w);
-                fma_row(r, w);
-            }
-        } else {
-#pragma unroll
-            for (int r = 0; r < R; ++r) {
-                const exec_u32 rb = (b4 >> (8 * r)) & 0xffu;
-                exec_u32 w[8];
-                if (PF ? ((plain >> r) & 1u) != 0u : __all_sync(EXEC_FULL, exec_plain16(c[r]))) {
-                    exec_pairs16_fast(c[r], s[r], exec_b2(rb), w);
-                } else {
-                    const exec_u32 n15 = exec_count15(c[r].x) + exec_count15(c[r].y);
-                    const exec_u32 before = exec_warp_excl(n15, lane);
-                    const exec_u32 t0 = __shfl_sync(EXEC_FULL, e0, r);
-                    if (PF)
-                        exec_pairs16_general_pf(c[r], s[r], rb, escs + r * 8, esc, t0, before, w);
-                    else
-                        exec_pairs16_general(c[r], s[r], rb, esc, (exec_u64)t0 + before, w);
-                }
-                fma_row(r, w);
-            }
-        }
-        if (PF) {
-            __syncwarp();  // every lane has read the escape area before the next item's store
-            es_cur = es_next;
-            eb_cur = eb_next;
         }
         const float P = exec_tree<RN>(acc, lane);
         const exec_u32 idx = exec_tree_index<RN>(lane);
@@ -313,18 +202,18 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
     exec_cp_wait<0>();
 }
 
-#define EXEC_MV3(NAME, NB, D, XS, PF, THREADS)                                                                   \
+#define EXEC_MV3(NAME, NB, D, XS, THREADS)                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                \
         NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
              const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
              const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
              void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G) {                                     \
-        exec_mv3_body<NB, D, XS, PF>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, G); \
+        exec_mv3_body<NB, D, XS>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, G); \
     }
 
-EXEC_MV3(exec_matvec_c2_d2, 2, 2, true, false, 512)
-EXEC_MV3(exec_matvec_c4_d2, 4, 2, true, false, 512)
-EXEC_MV3(exec_matvec_c1_pf_d4, 1, 4, true, true, 512)
-EXEC_MV3(exec_matvec_c1_pf_d3, 1, 3, true, true, 512)
-EXEC_MV3(exec_matvec_c1_pf_d2, 1, 2, true, true, 512)
-EXEC_MV3(exec_matvec_c1_pf_xg, 1, 4, false, true, 256)
+EXEC_MV3(exec_matvec_c1_d4, 1, 4, true, 512)
+EXEC_MV3(exec_matvec_c1_d3, 1, 3, true, 512)
+EXEC_MV3(exec_matvec_c1_d2, 1, 2, true, 512)
+EXEC_MV3(exec_matvec_c1_xg, 1, 4, false, 256)
+EXEC_MV3(exec_matvec_c2_d2, 2, 2, true, 512)
+EXEC_MV3(exec_matvec_c4_d2, 4, 2, true, 512)

@@ -27,7 +27,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_encode.cu"),
     include_str!("../kernels/exec_matvec.cu"),
     include_str!("../kernels/exec_matvec_rows.cu"),
-    include_str!("../kernels/exec_matvec_bulk.cu"),
+    include_str!("../kernels/exec_matvec_lean.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
@@ -82,18 +82,14 @@ pub const fn staged_warp_smem(fp8: bool) -> u32 {
 /// base word; the tensor-core kernel's item is a 16-row tile (exec_tensor.cu).
 pub const EXEC_THREADS: u32 = 512;
 pub const EXEC_STAGE: u32 = 4 * 768 + 32;
-/// The prefetching one-column matvec's stage (`EXEC3_STAGE_PF`): + the next item's escape offsets.
-pub const EXEC_STAGE_PF: u32 = 4 * 768 + 48;
-/// The bulk-copy matvec's stage (`EXEC_BULK_STAGE`: 4 rows of sm and codes) and its per-warp
-/// extras besides the stages: a 32-byte escape area and one 8-byte mbarrier per stage.
-pub const EXEC_STAGE_BULK: u32 = 4 * 768;
+
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
 /// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
 /// layout kernels size their pipelines and activation copies to it at launch.
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 50] = [
+pub const PRODUCTION: [(&str, u32); 51] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -133,15 +129,15 @@ pub const PRODUCTION: [(&str, u32); 50] = [
     ("exec_enc_scan_b", 0),
     ("exec_enc_scan_c", 0),
     ("exec_enc_emit", 0),
-    // Exact matvec, 1, 2 or 4 columns per decode, pipeline depth 4/3/2 or x from global (exec_matvec.cu);
-    // one column: escapes prefetched with the previous item (PF).
-    ("exec_matvec_c1_pf_d4", SMEM_OPTIN),
-    ("exec_matvec_c1_pf_d3", SMEM_OPTIN),
-    ("exec_matvec_c1_pf_d2", SMEM_OPTIN),
-    ("exec_matvec_c1_pf_xg", SMEM_OPTIN),
-    // One column with bulk copies (K16 % 32 == 0), pipeline depth 4 or 3 (exec_matvec_bulk.cu).
-    ("exec_matvec_bulk_d4", SMEM_OPTIN),
-    ("exec_matvec_bulk_d3", SMEM_OPTIN),
+    // Exact matvec, 1, 2 or 4 columns per decode, pipeline depth 4/3/2 or x from global (exec_matvec.cu).
+    ("exec_matvec_c1_d4", SMEM_OPTIN),
+    ("exec_matvec_c1_d3", SMEM_OPTIN),
+    ("exec_matvec_c1_d2", SMEM_OPTIN),
+    ("exec_matvec_c1_xg", SMEM_OPTIN),
+    // One column, fewer instructions per item (K16 % 32 == 0), depth 4/3/2 (exec_matvec_lean.cu).
+    ("exec_matvec_lean_d4", SMEM_OPTIN),
+    ("exec_matvec_lean_d3", SMEM_OPTIN),
+    ("exec_matvec_lean_d2", SMEM_OPTIN),
     ("exec_matvec_c2_d2", SMEM_OPTIN),
     ("exec_matvec_c4_d2", SMEM_OPTIN),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
@@ -165,15 +161,9 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 25] = [
+pub const BENCH: [(&str, u32); 21] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
-    // The execution layout's one-column streaming matvec without escape prefetch (exec_matvec.cu's
-    // template, instantiated in bench/versions.cu).
-    ("exec_matvec_c1_d4", SMEM_OPTIN),
-    ("exec_matvec_c1_d3", SMEM_OPTIN),
-    ("exec_matvec_c1_d2", SMEM_OPTIN),
-    ("exec_matvec_c1_xg", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
     ("bench_matvec_v1_bf16_l0_xf32", 0),
     ("bench_matvec_v1_bf16_l0_xbf16", 0),

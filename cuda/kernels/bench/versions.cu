@@ -160,11 +160,5 @@ __device__ void dequant_v7(const u8* __restrict__ data, const u32* __restrict__ 
 NWC_DEQUANT_ENTRY(bench_dequant_v7_bf16_l0, dequant_v7, EXACT_THREADS, 2, false)
 NWC_DEQUANT_ENTRY(bench_dequant_v7_fp8_l0, dequant_v7, EXACT_THREADS, 2, true)
 
-// ---- Execution layout: the one-column streaming matvec without escape prefetch (PF = false:
-// escape offsets of the item itself in its stage, escape bytes loaded by the consumer, x not
-// transposed, one vote per row); docs/gpu.md, "Execution layout", call 3. ----
-EXEC_MV3(exec_matvec_c1_d4, 1, 4, true, false, 512)
-EXEC_MV3(exec_matvec_c1_d3, 1, 3, true, false, 512)
-EXEC_MV3(exec_matvec_c1_d2, 1, 2, true, false, 512)
-EXEC_MV3(exec_matvec_c1_xg, 1, 4, false, false, 256)
+// ---- Execution layout: the rows kernel without the escape offsets in its load batch (ES = false). ----
 EXEC_MATVEC(exec_matvec_rows_noprefetch, 1, 2, 2, false, 256, 4)

@@ -2,7 +2,7 @@
 //! warps per row group, persistent grid) and the host conveniences.
 
 use super::{check_len, ExecActivations, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
-use crate::kernels::{EXEC_STAGE, EXEC_STAGE_BULK, EXEC_STAGE_PF, EXEC_TENSOR_STAGE, EXEC_THREADS};
+use crate::kernels::{EXEC_STAGE, EXEC_TENSOR_STAGE, EXEC_THREADS};
 use crate::{GpuError, OutputKind};
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::ParamError;
@@ -16,16 +16,6 @@ const ITEM_ROWS: u64 = 4;
 /// (6144x4096, 4096x4096, 2560x9728, 1000x3000): its pipeline of 4 items needs several items per
 /// warp to fill, while the rows kernel's short CTAs start all loads at once.
 const STREAM_MIN_ITEMS: u64 = 10;
-
-/// The one-column streaming kernel: bulk copies (exec_matvec_bulk.cu, K16 % 32 == 0), the
-/// cp.async pipeline with the escape look-ahead (PF), or without it (bench only).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum OneColumn {
-    Bulk,
-    Prefetch,
-    #[cfg_attr(not(feature = "bench"), allow(dead_code))]
-    Plain,
-}
 
 /// One launch: kernel, grid, threads, dynamic shared memory, warps per row group (0 for the rows
 /// kernel, which takes no such argument).
@@ -55,24 +45,11 @@ impl GpuExecMatrix {
     }
 
     /// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
-    /// activations do not fit shared memory (the caller then takes fewer columns). `one`: which
-    /// one-column kernel (ignored for nb > 1).
-    fn exact_plan(&self, nb: u64, one: OneColumn) -> Result<Option<Plan>, GpuError> {
+    /// activations do not fit shared memory (the caller then takes fewer columns). `lean`: one
+    /// column on the lean kernel where it applies (K16 % 32 == 0, x in shared memory).
+    fn exact_plan(&self, nb: u64, lean: bool) -> Result<Option<Plan>, GpuError> {
         let optin = u64::from(self.gpu.smem_optin);
-        // Bulk copies need 16-byte aligned code rows (K16 % 32 == 0), else the cp.async kernel.
-        let one = match one {
-            OneColumn::Bulk if self.k16 % 32 != 0 => OneColumn::Prefetch,
-            o => o,
-        };
-        let one = if nb == 1 { one } else { OneColumn::Plain };
-        // PF and bulk store x per tile transposed: a column takes whole tiles.
-        let x_bytes = nb * if one == OneColumn::Plain { self.k16 } else { self.col_tiles * 512 } * 4;
-        // Per warp: stage bytes, then what a warp has besides its stages (escape area, mbarriers).
-        let (stage, extra): (u64, fn(u64) -> u64) = match one {
-            OneColumn::Bulk => (u64::from(EXEC_STAGE_BULK), |d| 32 + 8 * d),
-            OneColumn::Prefetch => (u64::from(EXEC_STAGE_PF), |_| 32),
-            OneColumn::Plain => (u64::from(EXEC_STAGE), |_| 0),
-        };
+        let lean = lean && nb == 1 && self.k16 % 32 == 0;
         let warps = u64::from(EXEC_THREADS / 32);
         let pbuf = |g: u64| {
             if g > 1 {
@@ -81,38 +58,33 @@ impl GpuExecMatrix {
                 0
             }
         };
-        let candidates: &[(&'static str, u64, bool)] = match (nb, one) {
-            (1, OneColumn::Bulk) => &[
-                ("exec_matvec_bulk_d4", 4, true),
-                ("exec_matvec_bulk_d3", 3, true),
-                ("exec_matvec_c1_pf_d2", 2, true),
-                ("exec_matvec_c1_pf_xg", 4, false),
-            ],
-            (1, OneColumn::Prefetch) => &[
-                ("exec_matvec_c1_pf_d4", 4, true),
-                ("exec_matvec_c1_pf_d3", 3, true),
-                ("exec_matvec_c1_pf_d2", 2, true),
-                ("exec_matvec_c1_pf_xg", 4, false),
-            ],
-            (1, OneColumn::Plain) => &[
-                ("exec_matvec_c1_d4", 4, true),
-                ("exec_matvec_c1_d3", 3, true),
-                ("exec_matvec_c1_d2", 2, true),
-                ("exec_matvec_c1_xg", 4, false),
-            ],
-            (2, _) => &[("exec_matvec_c2_d2", 2, true)],
-            _ => &[("exec_matvec_c4_d2", 2, true)],
+        // (kernel, pipeline depth, x in shared memory, x bytes per column there)
+        let lean_x = self.col_tiles * 512 * 4;
+        let x = self.k16 * 4;
+        let lean_list = [
+            ("exec_matvec_lean_d4", 4, true, lean_x),
+            ("exec_matvec_lean_d3", 3, true, lean_x),
+            ("exec_matvec_lean_d2", 2, true, lean_x),
+            ("exec_matvec_c1_xg", 4, false, 0),
+        ];
+        let generic = [
+            ("exec_matvec_c1_d4", 4, true, x),
+            ("exec_matvec_c1_d3", 3, true, x),
+            ("exec_matvec_c1_d2", 2, true, x),
+            ("exec_matvec_c1_xg", 4, false, 0),
+        ];
+        let c2 = [("exec_matvec_c2_d2", 2, true, x)];
+        let c4 = [("exec_matvec_c4_d2", 2, true, x)];
+        let candidates: &[(&'static str, u64, bool, u64)] = match nb {
+            1 if lean => &lean_list,
+            1 => &generic,
+            2 => &c2,
+            _ => &c4,
         };
         let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
-        for &(name, depth, x_in_smem) in candidates {
+        for &(name, depth, x_in_smem, x_col) in candidates {
             let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
-            // The bulk kernel's fallbacks are PF kernels: their own stage size.
-            let (stage, extra_w) = if one == OneColumn::Bulk && !name.starts_with("exec_matvec_bulk") {
-                (u64::from(EXEC_STAGE_PF), 32)
-            } else {
-                (stage, extra(depth))
-            };
-            let base = if x_in_smem { x_bytes } else { 0 } + w * (depth * stage + extra_w);
+            let base = nb * x_col + w * depth * u64::from(EXEC_STAGE);
             if base + pbuf(8) > optin {
                 continue;
             }
@@ -189,18 +161,14 @@ impl GpuExecMatrix {
             return Ok((Plan { name, grid, threads, smem, groups: 0 }, 1));
         }
         #[cfg(feature = "bench")]
-        let one = match k {
-            ExecMatvecKernel::StreamNoPrefetch => OneColumn::Plain,
-            ExecMatvecKernel::StreamCpAsync => OneColumn::Prefetch,
-            _ => OneColumn::Bulk,
-        };
+        let lean = k != ExecMatvecKernel::StreamGeneric;
         #[cfg(not(feature = "bench"))]
-        let one = OneColumn::Bulk;
+        let lean = true;
         for nb in [4u64, 2, 1] {
             if nb > left && nb > 1 {
                 continue;
             }
-            if let Some(p) = self.exact_plan(nb, one)? {
+            if let Some(p) = self.exact_plan(nb, lean)? {
                 return Ok((p, nb.min(left)));
             }
         }

@@ -14,16 +14,12 @@ pub enum ExecMatvecKernel {
     Exact,
     /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
-    /// columns per decode; one column: bulk copies (exec_matvec_bulk.cu) where K16 % 32 == 0,
-    /// otherwise cp.async stages that carry the next item's escape offsets (PF).
+    /// columns per decode; one column: the lean kernel (exec_matvec_lean.cu) where K16 % 32 == 0
+    /// and x fits shared memory, the generic one (exec_matvec.cu) otherwise.
     Stream,
-    /// Bench: [`ExecMatvecKernel::Stream`] with the cp.async one-column kernel (PF) at every K.
+    /// Bench: [`ExecMatvecKernel::Stream`] with the generic one-column kernel at every K.
     #[cfg(feature = "bench")]
-    StreamCpAsync,
-    /// Bench: [`ExecMatvecKernel::Stream`] without the escape prefetch for one column (the
-    /// consumer loads escape bytes from global memory; x not transposed; one vote per row).
-    #[cfg(feature = "bench")]
-    StreamNoPrefetch,
+    StreamGeneric,
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
@@ -59,11 +55,9 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::StreamNoPrefetch,
+        ExecMatvecKernel::StreamGeneric,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::RowsNoPrefetch,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::StreamCpAsync,
     ];
 
     pub fn name(self) -> &'static str {
@@ -75,11 +69,9 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamNoPrefetch => "stream-noprefetch",
+            ExecMatvecKernel::StreamGeneric => "stream-generic",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamCpAsync => "stream-cpasync",
         }
     }
 
@@ -92,7 +84,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamNoPrefetch | ExecMatvecKernel::RowsNoPrefetch | ExecMatvecKernel::StreamCpAsync => true,
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
         }
     }
 }

@@ -16,13 +16,12 @@ use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// Exact execution-layout matvec kernels timed side by side (production first).
-pub const MATVECS: [(&str, ExecMatvecKernel); 6] = [
+pub const MATVECS: [(&str, ExecMatvecKernel); 5] = [
     ("exact", ExecMatvecKernel::Exact),
     ("stream", ExecMatvecKernel::Stream),
-    ("stream-cpasync", ExecMatvecKernel::StreamCpAsync),
     ("rows", ExecMatvecKernel::Rows),
-    ("stream-nopf", ExecMatvecKernel::StreamNoPrefetch),
-    ("rows-nopf", ExecMatvecKernel::RowsNoPrefetch),
+    ("stream-generic", ExecMatvecKernel::StreamGeneric),
+    ("rows-noes", ExecMatvecKernel::RowsNoPrefetch),
 ];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =

@@ -13,11 +13,10 @@ use nwc_reference::Shape;
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 6] = [
+const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
-    ExecMatvecKernel::StreamCpAsync,
-    ExecMatvecKernel::StreamNoPrefetch,
+    ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
 ];
