@@ -25,7 +25,7 @@ pub const MATVECS: [(&str, ExecMatvecKernel); 5] = [
 ];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =
-    [("stream", nwc_cuda::exec::ExecDequantKernel::Stream), ("rows v1", nwc_cuda::exec::ExecDequantKernel::Rows)];
+    [("rows", nwc_cuda::exec::ExecDequantKernel::Rows), ("stream", nwc_cuda::exec::ExecDequantKernel::Stream)];
 
 pub struct ExecRow {
     /// Matvec microseconds per entry of MATVECS (NaN when an output differed from the reference).
