@@ -5,9 +5,9 @@
 //! batched kernel (checked against one launch per column) and the tensor-core kernels (spec 19:
 //! checked against the bound where the host reference is affordable).
 
-use super::timing::{gaussian_bf16, gemm_config, time_us};
+use super::timing::{gaussian_bf16, time_us, DenseGemm};
 use super::{Res, L2_BYTES};
-use cudarc::cublas::{CudaBlas, Gemm};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::{Gpu, GpuMatrix};
@@ -131,9 +131,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     for _ in 1..copies {
         mats.push(mats[0].try_clone()?);
     }
-    let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> =
-        (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
+    let dense = DenseGemm::new(gpu, &words, m, k)?;
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
@@ -142,14 +140,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     );
     for n in [2usize, 3, 4, 8, 16, 32, 64] {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
-        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
-        let cfg = gemm_config(m, n as u64, k);
-        let cublas_us = time_us(gpu, &mut |i| {
-            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
-            unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
-            Ok(())
-        })?;
+        let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
         let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
         let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
         let mut tag = String::new();
