@@ -3,7 +3,8 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick]
+# B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
 #          matvec on layout 1 checked against spec 19.4), the ignored device tests,
@@ -18,9 +19,15 @@
 #          floor, time against the number of blocks).
 #   exec   the execution layout (spec 20): conformance (format-10 and exec vectors, both sweeps),
 #          memcheck on a small sweep, `nwc-gpu-bench --exec --real` (batch 1, dequant, transcode,
-#          VRAM bytes per weight beside cuBLAS and format 10) and `--exec-batch --quick` (N = 2..64).
+#          VRAM bytes per weight beside cuBLAS and format 10) and `--exec-batch --quick` (N = 2..64);
+#          before them `nwc-gpu-bench --exec-sweep SWEEP_COUNT` (random shapes and weights: every exact
+#          one-column kernel and both dequant kernels against the reference) and its memcheck.
+#   exec-ncu  the sweep of `exec`, then Nsight Compute on one launch of each exact one-column and
+#          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
+#          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
+#   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
 set -uo pipefail
-B=.device-bin
+B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 sweep=${1:-1000}
@@ -35,6 +42,12 @@ conform() {
   step "conformance: corpus (exact and bounded matvec) and a sweep of $sweep"
   timeout "${1:-150}" $B/nwc-conform --vectors vectors gpu --sweep "$sweep" --seed 1 |
     awk '/^FAIL/ {n++; show = n <= 5; if (show) print; next} /^ / {if (show) print; next} /^(PASS|SKIPPED) / {show = 0; next} {show = 0; print}'
+}
+exec_sweep() {
+  step "exec sweep: every exact one-column kernel and the dequant kernels against the reference"
+  timeout 90 $B/nwc-gpu-bench --exec-sweep "$sweep"
+  step "memcheck (exec sweep, shapes up to 1M weights)"
+  timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -3
 }
 sanitize() {
   for tool in "$@"; do
@@ -77,11 +90,29 @@ ceiling)
 exec)
   conform 120
   sanitize memcheck
+  exec_sweep
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
   step "exec batched (N = 2..64)"
   timeout 70 $B/nwc-gpu-bench --exec-batch --quick ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling or exec)"; exit 2 ;;
+exec-ncu)
+  exec_sweep
+  step "copy roof"; timeout 60 python3 "$(dirname "$0")/copy_roof.py"
+  step "ncu (exec kernels)"
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  timeout 200 $ncu --clock-control none -k regex:"^exec_(matvec_(lean|c1_d|rows$)|dequant)" \
+    --section SpeedOfLight --section SchedulerStats --section WarpStateStats --section Occupancy --section LaunchStats \
+    --metrics smsp__inst_executed.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,dram__bytes_read.sum,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio \
+    $B/nwc-gpu-bench --exec-profile > "$OUT/ncu.log" 2>&1
+  echo "ncu exit $?"
+  python3 "$(dirname "$0")/ncu_summary.py" "$OUT/ncu.log"
+  step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
+  timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
+exec-quick)
+  exec_sweep
+  step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
+  timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu or exec-quick)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

@@ -117,19 +117,27 @@ __device__ __forceinline__ exec_u32 exec_warp_excl(exec_u32 n, exec_u32 lane) {
     return incl - n;
 }
 
-// The 16 BF16 words of a lane (positions 16 L .. 16 L + 15 of tile t of row m), canonical lane
-// mapping; warp-uniform choice of path. Every lane of the warp must call it (votes, shuffles).
-__device__ __forceinline__ void exec_decode_lane(uint2 c, uint4 s, exec_u32 base, exec_u32 lane,
-                                                 const exec_u32* __restrict__ esc_start, exec_u64 t,
-                                                 const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
+// The 16 BF16 words of a lane (positions 16 L .. 16 L + 15 of its tile), canonical lane mapping;
+// warp-uniform choice of path. `tile_esc()` gives the tile's first escape offset (esc_start[t]) and
+// is called on the general path only, by every lane. Every lane of the warp must call this
+// (votes, shuffles).
+template <class TileEsc>
+__device__ __forceinline__ void exec_decode_lane_with(uint2 c, uint4 s, exec_u32 base, exec_u32 lane, TileEsc tile_esc,
+                                                      const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
     if (__all_sync(EXEC_FULL, exec_plain16(c))) {
         exec_pairs16_fast(c, s, exec_b2(base), w);
     } else {
         const exec_u32 n = exec_count15(c.x) + exec_count15(c.y);
         const exec_u32 before = exec_warp_excl(n, lane);
-        const exec_u64 off = (exec_u64)esc_start[t] + before;
-        exec_pairs16_general(c, s, base, esc, off, w);
+        exec_pairs16_general(c, s, base, esc, (exec_u64)tile_esc() + before, w);
     }
+}
+
+// Tile t of the lane's row: its escape offset loaded on the general path.
+__device__ __forceinline__ void exec_decode_lane(uint2 c, uint4 s, exec_u32 base, exec_u32 lane,
+                                                 const exec_u32* __restrict__ esc_start, exec_u64 t,
+                                                 const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
+    exec_decode_lane_with(c, s, base, lane, [&]() { return esc_start[t]; }, esc, w);
 }
 
 __device__ __forceinline__ float exec_lo(exec_u32 w) { return __uint_as_float(w << 16); }
@@ -211,14 +219,7 @@ __device__ __forceinline__ void exec_cp_wait() {
 // Decode with the escape offset of the tile already known to lane 0 (esc0, valid in lane 0 only).
 __device__ __forceinline__ void exec_decode_lane_s(uint2 c, uint4 s, exec_u32 base, exec_u32 lane, exec_u32 esc0,
                                                    const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {
-    if (__all_sync(EXEC_FULL, exec_plain16(c))) {
-        exec_pairs16_fast(c, s, exec_b2(base), w);
-    } else {
-        const exec_u32 n = exec_count15(c.x) + exec_count15(c.y);
-        const exec_u32 before = exec_warp_excl(n, lane);
-        const exec_u32 t0 = __shfl_sync(EXEC_FULL, esc0, 0);
-        exec_pairs16_general(c, s, base, esc, (exec_u64)t0 + before, w);
-    }
+    exec_decode_lane_with(c, s, base, lane, [&]() { return __shfl_sync(EXEC_FULL, esc0, 0); }, esc, w);
 }
 
 // ---- tensor cores: one mma.sync.m16n8k16, BF16 x BF16 -> f32 (spec 19 bounded class) ----

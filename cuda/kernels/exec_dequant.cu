@@ -146,7 +146,7 @@ __device__ __forceinline__ void exec_dequant_body(const exec_u8* __restrict__ sm
 
     uint4 s[U];
     uint2 c[U];
-    exec_u32 b[U];
+    exec_u32 b[U], e0[U];  // e0: the tile's escape offset, loaded with the batch (one dependent load less)
 #pragma unroll
     for (int u = 0; u < U; ++u) {
         const exec_u64 it = first + u;
@@ -156,9 +156,11 @@ __device__ __forceinline__ void exec_dequant_body(const exec_u8* __restrict__ sm
         s[u] = make_uint4(0u, 0u, 0u, 0u);
         c[u] = make_uint2(0x11111111u, 0x11111111u);
         b[u] = 1u;
+        e0[u] = 0u;
         if (it < items) {
             const exec_u64 row = rows ? (exec_u64)rows[i] : i;
             b[u] = base[row];
+            e0[u] = __ldg(esc_start + row * CB + cb);
             if (k0 < K16) {
                 s[u] = __ldg(reinterpret_cast<const uint4*>(sm + row * K16 + k0));
                 c[u] = __ldg(reinterpret_cast<const uint2*>(codes + row * (K16 >> 1) + (k0 >> 1)));
@@ -172,9 +174,8 @@ __device__ __forceinline__ void exec_dequant_body(const exec_u8* __restrict__ sm
         const exec_u64 i = it / CB;
         const exec_u32 cb = (exec_u32)(it - i * CB);
         const exec_u32 k0 = cb * 512u + lane * 16u;
-        const exec_u64 row = rows ? (exec_u64)rows[i] : i;
         exec_u32 w[8];
-        exec_decode_lane(c[u], s[u], b[u], lane, esc_start, row * CB + cb, esc, w);
+        exec_decode_lane_s(c[u], s[u], b[u], lane, e0[u], esc, w);
         if (k0 < K16) {
             uint4* o = reinterpret_cast<uint4*>(out + i * ldo + k0);
             const uint4 lo = make_uint4(w[0], w[1], w[2], w[3]);

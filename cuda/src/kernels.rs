@@ -26,6 +26,8 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_common.cu"),
     include_str!("../kernels/exec_encode.cu"),
     include_str!("../kernels/exec_matvec.cu"),
+    include_str!("../kernels/exec_matvec_rows.cu"),
+    include_str!("../kernels/exec_matvec_lean.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
@@ -80,13 +82,14 @@ pub const fn staged_warp_smem(fp8: bool) -> u32 {
 /// base word; the tensor-core kernel's item is a 16-row tile (exec_tensor.cu).
 pub const EXEC_THREADS: u32 = 512;
 pub const EXEC_STAGE: u32 = 4 * 768 + 32;
+
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
 /// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
 /// layout kernels size their pipelines and activation copies to it at launch.
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 48] = [
+pub const PRODUCTION: [(&str, u32); 51] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -131,9 +134,13 @@ pub const PRODUCTION: [(&str, u32); 48] = [
     ("exec_matvec_c1_d3", SMEM_OPTIN),
     ("exec_matvec_c1_d2", SMEM_OPTIN),
     ("exec_matvec_c1_xg", SMEM_OPTIN),
+    // One column, fewer instructions per item (K16 % 32 == 0), depth 4/3/2 (exec_matvec_lean.cu).
+    ("exec_matvec_lean_d4", SMEM_OPTIN),
+    ("exec_matvec_lean_d3", SMEM_OPTIN),
+    ("exec_matvec_lean_d2", SMEM_OPTIN),
     ("exec_matvec_c2_d2", SMEM_OPTIN),
     ("exec_matvec_c4_d2", SMEM_OPTIN),
-    // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec.cu).
+    // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
     // Bounded matvec on tensor cores, 8 to 64 columns per decode (exec_tensor.cu).
     ("exec_tensor_n1", SMEM_OPTIN),
@@ -154,7 +161,9 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 20] = [
+pub const BENCH: [(&str, u32); 21] = [
+    // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
+    ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
     ("bench_matvec_v1_bf16_l0_xf32", 0),
     ("bench_matvec_v1_bf16_l0_xbf16", 0),

@@ -159,3 +159,6 @@ __device__ void dequant_v7(const u8* __restrict__ data, const u32* __restrict__ 
 
 NWC_DEQUANT_ENTRY(bench_dequant_v7_bf16_l0, dequant_v7, EXACT_THREADS, 2, false)
 NWC_DEQUANT_ENTRY(bench_dequant_v7_fp8_l0, dequant_v7, EXACT_THREADS, 2, true)
+
+// ---- Execution layout: the rows kernel without the escape offsets in its load batch (ES = false). ----
+EXEC_MATVEC(exec_matvec_rows_noprefetch, 1, 2, 2, false, 256, 4)

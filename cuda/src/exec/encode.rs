@@ -105,7 +105,7 @@ impl GpuExecMatrix {
             esc,
             escapes: total,
             matvec_kernel: ExecMatvecKernel::Exact,
-            dequant_kernel: ExecDequantKernel::Stream,
+            dequant_kernel: ExecDequantKernel::Rows,
         })
     }
 }

@@ -98,7 +98,7 @@ impl GpuExecMatrix {
             esc: s.clone_htod(&esc)?,
             escapes: m.esc.len() as u64,
             matvec_kernel: ExecMatvecKernel::Exact,
-            dequant_kernel: ExecDequantKernel::Stream,
+            dequant_kernel: ExecDequantKernel::Rows,
         })
     }
 

@@ -11,13 +11,14 @@ use nwc_reference::ParamError;
 const ITEM_ROWS: u64 = 4;
 /// [`ExecMatvecKernel::Exact`] runs the streaming kernel for one column when every resident warp
 /// gets at least this many items (4 rows x 1 tile); below, the rows kernel. Measured on the H200
-/// (docs/gpu.md, 2026-11-30): the stream kernel won with 11.6 to 144 items per warp (4096x12288,
-/// 24576x4096, 151936x4096), lost by 2-6% with 11.5 (19456x2560) and clearly with 6 or fewer
-/// (6144x4096, 4096x4096, 2560x9728, 1000x3000): its pipeline of 4 items needs several items per
-/// warp to fill, while the rows kernel's short CTAs start all loads at once.
+/// (docs/gpu.md, 2026-12-01, the lean one-column kernel): the stream kernel won with 11.5 to 144
+/// items per warp (19456x2560 by 4%, 4096x12288, 24576x4096, 151936x4096 by 4-31%) and lost with
+/// 5.8 or fewer (6144x4096, 2560x9728, 4096x4096, 1000x3000, by 4-50%): its pipeline of 4 items
+/// needs several items per warp to fill, while the rows kernel's short CTAs start all loads at once.
 const STREAM_MIN_ITEMS: u64 = 10;
 
-/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group.
+/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group (0 for the rows
+/// kernel, which takes no such argument).
 struct Plan {
     name: &'static str,
     grid: u32,
@@ -44,10 +45,11 @@ impl GpuExecMatrix {
     }
 
     /// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
-    /// activations do not fit shared memory (the caller then takes fewer columns).
-    fn exact_plan(&self, nb: u64) -> Result<Option<Plan>, GpuError> {
+    /// activations do not fit shared memory (the caller then takes fewer columns). `lean`: one
+    /// column on the lean kernel where it applies (K16 % 32 == 0, x in shared memory).
+    fn exact_plan(&self, nb: u64, lean: bool) -> Result<Option<Plan>, GpuError> {
         let optin = u64::from(self.gpu.smem_optin);
-        let x_bytes = nb * self.k16 * 4;
+        let lean = lean && nb == 1 && self.k16 % 32 == 0;
         let warps = u64::from(EXEC_THREADS / 32);
         let pbuf = |g: u64| {
             if g > 1 {
@@ -56,20 +58,33 @@ impl GpuExecMatrix {
                 0
             }
         };
-        let candidates: &[(&'static str, u64, bool)] = match nb {
-            1 => &[
-                ("exec_matvec_c1_d4", 4, true),
-                ("exec_matvec_c1_d3", 3, true),
-                ("exec_matvec_c1_d2", 2, true),
-                ("exec_matvec_c1_xg", 4, false),
-            ],
-            2 => &[("exec_matvec_c2_d2", 2, true)],
-            _ => &[("exec_matvec_c4_d2", 2, true)],
+        // (kernel, pipeline depth, x in shared memory, x bytes per column there)
+        let lean_x = self.col_tiles * 512 * 4;
+        let x = self.k16 * 4;
+        let lean_list = [
+            ("exec_matvec_lean_d4", 4, true, lean_x),
+            ("exec_matvec_lean_d3", 3, true, lean_x),
+            ("exec_matvec_lean_d2", 2, true, lean_x),
+            ("exec_matvec_c1_xg", 4, false, 0),
+        ];
+        let generic = [
+            ("exec_matvec_c1_d4", 4, true, x),
+            ("exec_matvec_c1_d3", 3, true, x),
+            ("exec_matvec_c1_d2", 2, true, x),
+            ("exec_matvec_c1_xg", 4, false, 0),
+        ];
+        let c2 = [("exec_matvec_c2_d2", 2, true, x)];
+        let c4 = [("exec_matvec_c4_d2", 2, true, x)];
+        let candidates: &[(&'static str, u64, bool, u64)] = match nb {
+            1 if lean => &lean_list,
+            1 => &generic,
+            2 => &c2,
+            _ => &c4,
         };
         let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
-        for &(name, depth, x_in_smem) in candidates {
+        for &(name, depth, x_in_smem, x_col) in candidates {
             let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
-            let base = if x_in_smem { x_bytes } else { 0 } + w * depth * u64::from(EXEC_STAGE);
+            let base = nb * x_col + w * depth * u64::from(EXEC_STAGE);
             if base + pbuf(8) > optin {
                 continue;
             }
@@ -127,6 +142,8 @@ impl GpuExecMatrix {
     fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
         let rows = match k {
             ExecMatvecKernel::Rows => true,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::RowsNoPrefetch => true,
             ExecMatvecKernel::Exact if left == 1 => {
                 let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
                 self.shape.rows.div_ceil(ITEM_ROWS) * self.col_tiles < STREAM_MIN_ITEMS * slots
@@ -137,13 +154,21 @@ impl GpuExecMatrix {
             let threads = 32 * self.col_tiles.div_ceil(2).clamp(1, 8) as u32;
             let grid = self.shape.rows.div_ceil(2).min(u64::from(u32::MAX / 2)) as u32;
             let smem = (2 * self.col_tiles * 4) as u32;
-            return Ok((Plan { name: "exec_matvec_rows", grid, threads, smem, groups: 1 }, 1));
+            #[cfg(feature = "bench")]
+            let name = if k == ExecMatvecKernel::RowsNoPrefetch { "exec_matvec_rows_noprefetch" } else { "exec_matvec_rows" };
+            #[cfg(not(feature = "bench"))]
+            let name = "exec_matvec_rows";
+            return Ok((Plan { name, grid, threads, smem, groups: 0 }, 1));
         }
+        #[cfg(feature = "bench")]
+        let lean = k != ExecMatvecKernel::StreamGeneric;
+        #[cfg(not(feature = "bench"))]
+        let lean = true;
         for nb in [4u64, 2, 1] {
             if nb > left && nb > 1 {
                 continue;
             }
-            if let Some(p) = self.exact_plan(nb)? {
+            if let Some(p) = self.exact_plan(nb, lean)? {
                 return Ok((p, nb.min(left)));
             }
         }
@@ -158,10 +183,11 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        if p.name != "exec_matvec_rows" {
+        if p.groups > 0 {
             b.arg(&p.groups);
         }
-        // SAFETY: the argument list matches EXEC_MV3 or EXEC_MATVEC (kernels/exec_matvec.cu); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
+        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1) or
+        // EXEC_MATVEC (exec_matvec_rows.cu, groups 0: no such argument); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
         // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
         // shared memory fits the device (exact_plan) and G divides the CTA's warps.

@@ -14,8 +14,15 @@ pub enum ExecMatvecKernel {
     Exact,
     /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
-    /// columns per decode.
+    /// columns per decode; one column: the lean kernel (exec_matvec_lean.cu) where K16 % 32 == 0
+    /// and x fits shared memory, the generic one (exec_matvec.cu) otherwise.
     Stream,
+    /// Bench: [`ExecMatvecKernel::Stream`] with the generic one-column kernel at every K.
+    #[cfg(feature = "bench")]
+    StreamGeneric,
+    /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
+    #[cfg(feature = "bench")]
+    RowsNoPrefetch,
     /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
     /// the tile kernel (64 columns per decode) above.
@@ -29,13 +36,14 @@ pub enum ExecMatvecKernel {
     BoundedTile,
 }
 
-/// The dequant kernel of an execution-layout matrix (gather always runs the production one).
+/// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExecDequantKernel {
-    /// kernels/exec_dequant.cu: the streaming item pipeline. The default.
+    /// kernels/exec_dequant.cu `exec_dequant_d4`: the streaming item pipeline. Same results.
     Stream,
-    /// Version 1 (kernels/exec_dequant.cu `exec_dequant_rows`): short-lived warps, two items
-    /// each. Same results.
+    /// kernels/exec_dequant.cu `exec_dequant_rows`: short-lived warps, two items each, escape
+    /// offsets in the load batch. The default: faster on every bench shape (2.0-2.35 against
+    /// 1.6-2.0 TB/s of BF16 output on the H200, 2026-12-01; the copy roof allows 2.40).
     Rows,
 }
 
@@ -47,6 +55,10 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::Bounded,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::StreamGeneric,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::RowsNoPrefetch,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +69,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamGeneric => "stream-generic",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
         }
     }
 
@@ -68,12 +84,14 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => false,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
         }
     }
 }
 
 impl ExecDequantKernel {
-    pub const ALL: &'static [ExecDequantKernel] = &[ExecDequantKernel::Stream, ExecDequantKernel::Rows];
+    pub const ALL: &'static [ExecDequantKernel] = &[ExecDequantKernel::Rows, ExecDequantKernel::Stream];
 
     pub fn name(self) -> &'static str {
         match self {

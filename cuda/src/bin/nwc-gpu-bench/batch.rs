@@ -1,8 +1,8 @@
 //! `nwc-gpu-bench --batch`: batches 1..16 against cuBLAS GEMM.
 
-use super::timing::{gaussian_bf16, gemm_config, time_us};
+use super::timing::{gaussian_bf16, time_us, DenseGemm};
 use super::{Res, L2_BYTES};
-use cudarc::cublas::{CudaBlas, Gemm};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::{Gpu, GpuMatrix, MatvecKernel};
 use nwc_reference::bounded as level2;
@@ -33,9 +33,7 @@ pub fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
     for _ in 1..copies1 {
         mats1.push(mats1[0].try_clone()?);
     }
-    let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> =
-        (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
+    let dense = DenseGemm::new(gpu, &words, m, k)?;
     println!("batched matvec, {m}x{k} synthetic BF16 (BF16 activations and outputs):");
     println!(
         "{:>5} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>7} | {:>9} {:>6}",
@@ -43,14 +41,7 @@ pub fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
     );
     for n in [1usize, 2, 3, 4, 8, 9, 16] {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
-        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
-        let cfg = gemm_config(m, n as u64, k);
-        let cublas_us = time_us(gpu, &mut |i| {
-            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
-            unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
-            Ok(())
-        })?;
+        let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
         let xd = mats[0].activations_bf16(&xs, n)?;
         let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
         let run = |fused: bool, mats: &mut Vec<GpuMatrix>, y: &mut CudaSlice<u16>| -> Res<(f64, Vec<u16>)> {

@@ -5,9 +5,9 @@
 //! batched kernel (checked against one launch per column) and the tensor-core kernels (spec 19:
 //! checked against the bound where the host reference is affordable).
 
-use super::timing::{gaussian_bf16, gemm_config, time_us};
+use super::timing::{gaussian_bf16, time_us, DenseGemm};
 use super::{Res, L2_BYTES};
-use cudarc::cublas::{CudaBlas, Gemm};
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::{Gpu, GpuMatrix};
@@ -16,11 +16,16 @@ use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// Exact execution-layout matvec kernels timed side by side (production first).
-pub const MATVECS: [(&str, ExecMatvecKernel); 3] =
-    [("exact", ExecMatvecKernel::Exact), ("stream", ExecMatvecKernel::Stream), ("rows", ExecMatvecKernel::Rows)];
+pub const MATVECS: [(&str, ExecMatvecKernel); 5] = [
+    ("exact", ExecMatvecKernel::Exact),
+    ("stream", ExecMatvecKernel::Stream),
+    ("rows", ExecMatvecKernel::Rows),
+    ("stream-generic", ExecMatvecKernel::StreamGeneric),
+    ("rows-noes", ExecMatvecKernel::RowsNoPrefetch),
+];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =
-    [("stream", nwc_cuda::exec::ExecDequantKernel::Stream), ("rows v1", nwc_cuda::exec::ExecDequantKernel::Rows)];
+    [("rows", nwc_cuda::exec::ExecDequantKernel::Rows), ("stream", nwc_cuda::exec::ExecDequantKernel::Stream)];
 
 pub struct ExecRow {
     /// Matvec microseconds per entry of MATVECS (NaN when an output differed from the reference).
@@ -126,9 +131,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     for _ in 1..copies {
         mats.push(mats[0].try_clone()?);
     }
-    let dense = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> =
-        (0..dense).map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())).collect::<Result<_, _>>()?;
+    let dense = DenseGemm::new(gpu, &words, m, k)?;
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
@@ -137,14 +140,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     );
     for n in [2usize, 3, 4, 8, 16, 32, 64] {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
-        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize * n)?;
-        let cfg = gemm_config(m, n as u64, k);
-        let cublas_us = time_us(gpu, &mut |i| {
-            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
-            unsafe { blas.gemm(cfg, &w_dev[i % dense], &x_dev, &mut y_dev) }?;
-            Ok(())
-        })?;
+        let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
         let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
         let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
         let mut tag = String::new();
@@ -307,12 +303,12 @@ pub fn run_rows(gpu: &Arc<Gpu>, blas: &CudaBlas, jobs: Vec<(String, u64, u64, Ve
         let f10_stored = mats[0].stored_bytes;
         let e = measure(gpu, &mats[0], &words, &x, &expected)?;
         drop(mats);
+        let per: Vec<String> = MATVECS.iter().zip(&e.us).skip(1).map(|((v, _), t)| format!("{v} {t:8.2}")).collect();
         println!(
-            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) stream {:8.2} rows {:8.2}",
+            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) {}",
             e.us[0],
             cublas_us / e.us[0],
-            e.us[1],
-            e.us[2]
+            per.join(" ")
         );
         rows.push((label, m, k, cublas_us, f10_us, f10_stored, e));
     }

@@ -7,7 +7,9 @@
 //! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--production] [--batch] [--ceiling]
 //! (`--production`: only the production kernels, no fp8 baseline; `--quick`: shapes up to 60M weights)
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
-//! where the exact matvec's time goes, `ceiling.rs`)
+//! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
+//! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
+//! `exec_check.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -23,6 +25,7 @@ use std::sync::Arc;
 mod batch;
 mod ceiling;
 mod exec;
+mod exec_check;
 mod timing;
 
 use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
@@ -278,6 +281,8 @@ fn main() -> Res<()> {
     let mut batch_only = false;
     let mut ceiling_only = false;
     let mut exec_batch = false;
+    let mut exec_profile = false;
+    let mut exec_sweep: Option<(usize, u64)> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -289,6 +294,12 @@ fn main() -> Res<()> {
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
             }
             "--exec-batch" => exec_batch = true,
+            "--exec-profile" => exec_profile = true,
+            "--exec-sweep" => {
+                let a = args.next().ok_or("--exec-sweep needs a count")?;
+                let (n, w) = a.split_once(':').unwrap_or((&a, "8000000"));
+                exec_sweep = Some((n.parse()?, w.parse()?));
+            }
             "--profile" => profile = true,
             "--batch" => batch_only = true,
             "--ceiling" => ceiling_only = true,
@@ -302,6 +313,12 @@ fn main() -> Res<()> {
     }
     let gpu = Gpu::get(0)?;
     let blas = CudaBlas::new(gpu.stream.clone())?;
+    if exec_profile {
+        return exec_check::profile(&gpu, &[(6144, 4096), (24576, 4096), (1000, 3000)]);
+    }
+    if let Some((n, w)) = exec_sweep {
+        return exec_check::sweep(&gpu, n, w);
+    }
     if profile {
         // For ncu: two launches of each matvec version and of each dequant on 6144x4096
         // synthetic BF16 (the profiler times and counts each launch itself).

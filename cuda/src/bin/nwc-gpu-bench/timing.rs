@@ -52,22 +52,41 @@ pub fn gemm_config(m: u64, n: u64, k: u64) -> GemmConfig<half::bf16> {
     }
 }
 
+/// cuBLAS BF16 GEMM Y (M x N) = W X on copies of the row-major W (M x K) that together exceed 3x
+/// the L2, rotated between launches.
+pub struct DenseGemm {
+    w: Vec<CudaSlice<half::bf16>>,
+    m: u64,
+    k: u64,
+}
+
+impl DenseGemm {
+    pub fn new(gpu: &Arc<Gpu>, words: &[u16], m: u64, k: u64) -> Res<DenseGemm> {
+        let copies = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
+        let host: Vec<half::bf16> = words.iter().map(|&w| half::bf16::from_bits(w)).collect();
+        let w = (0..copies).map(|_| gpu.stream.clone_htod(&host)).collect::<Result<_, _>>()?;
+        Ok(DenseGemm { w, m, k })
+    }
+
+    /// Median microseconds of Y = W X for the `n` columns of `xs` (BF16 words, K per column).
+    pub fn time_us(&self, gpu: &Arc<Gpu>, blas: &CudaBlas, xs: &[u16], n: usize) -> Res<f64> {
+        let s = &gpu.stream;
+        let x_dev: CudaSlice<half::bf16> = s.clone_htod(&xs.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
+        let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(self.m as usize * n)?;
+        let cfg = gemm_config(self.m, n as u64, self.k);
+        let copies = self.w.len();
+        time_us(gpu, &mut |i| {
+            // SAFETY: A holds M*K elements (lda = K), B holds K*N (ldb = K), C holds M*N, as cfg says.
+            unsafe { blas.gemm(cfg, &self.w[i % copies], &x_dev, &mut y_dev) }?;
+            Ok(())
+        })
+    }
+}
+
 /// cuBLAS batch-1 BF16 matvec y (M) = W (M x K, row-major = K x M column-major, transposed) x:
 /// median microseconds, rotating copies of W that together exceed 3x the L2.
 pub fn cublas_matvec_us(gpu: &Arc<Gpu>, blas: &CudaBlas, words: &[u16], x: &[u16], m: u64, k: u64) -> Res<f64> {
-    let s = &gpu.stream;
-    let copies = (3 * L2_BYTES / (m * k * 2) + 1).clamp(1, 8) as usize;
-    let w_dev: Vec<CudaSlice<half::bf16>> = (0..copies)
-        .map(|_| s.clone_htod(&words.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>()))
-        .collect::<Result<_, _>>()?;
-    let x_dev: CudaSlice<half::bf16> = s.clone_htod(&x.iter().map(|&w| half::bf16::from_bits(w)).collect::<Vec<_>>())?;
-    let mut y_dev: CudaSlice<half::bf16> = s.alloc_zeros(m as usize)?;
-    let cfg = gemm_config(m, 1, k);
-    time_us(gpu, &mut |i| {
-        // SAFETY: A holds M*K elements (lda = K), B holds K, C holds M, exactly what cfg describes.
-        unsafe { blas.gemm(cfg, &w_dev[i % copies], &x_dev, &mut y_dev) }?;
-        Ok(())
-    })
+    DenseGemm::new(gpu, words, m, k)?.time_us(gpu, blas, x, 1)
 }
 
 pub fn gaussian_bf16(n: usize, seed: u64) -> Vec<u16> {

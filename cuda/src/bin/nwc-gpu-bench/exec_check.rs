@@ -1,0 +1,138 @@
+//! Execution-layout kernels outside the timed table: `--exec-profile` (a few launches of every
+//! exact matvec and dequant kernel, for Nsight Compute: `device-run.sh ncu-exec`) and
+//! `--exec-sweep N` (random shapes and weights, every exact one-column kernel and the dequant
+//! kernels against the reference, bit for bit; small enough to run under compute-sanitizer).
+
+use super::timing::gaussian_bf16;
+use super::Res;
+use cudarc::driver::CudaSlice;
+use nwc_cuda::exec::{ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::Gpu;
+use nwc_reference::exec::{decode_exec, encode_exec};
+use nwc_reference::Shape;
+use std::sync::Arc;
+
+/// The exact one-column kernels compared (production default first).
+const EXACT: [ExecMatvecKernel; 5] = [
+    ExecMatvecKernel::Exact,
+    ExecMatvecKernel::Stream,
+    ExecMatvecKernel::StreamGeneric,
+    ExecMatvecKernel::Rows,
+    ExecMatvecKernel::RowsNoPrefetch,
+];
+
+fn activations(k: u64, seed: u64) -> Vec<f32> {
+    gaussian_bf16(k as usize, seed).iter().map(|&w| f32::from_bits(u32::from(w) << 16) * 50.0).collect()
+}
+
+/// `--exec-profile`: one launch of each exact kernel and of each dequant kernel per shape
+/// (synthetic BF16), outputs compared between the kernels.
+pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
+    let s = &gpu.stream;
+    for &(m, k) in shapes {
+        let words = gaussian_bf16((m * k) as usize, 1);
+        let mut e = GpuExecMatrix::from_bf16(gpu, Shape::new(m, k), &words)?;
+        let xd = e.activations_f32(&activations(k, 7), 1)?;
+        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
+        let mut first: Option<Vec<u16>> = None;
+        for kernel in EXACT.iter().skip(1) {
+            e.set_matvec_kernel(*kernel);
+            e.matvec_into_bf16(&xd, None, &mut y)?;
+            let got = s.clone_dtoh(&y)?;
+            let same = first.get_or_insert_with(|| got.clone()) == &got;
+            println!("exec-profile {m}x{k}: {} matvec equal to stream: {same}", kernel.name());
+        }
+        let mut deq: CudaSlice<u16> = s.alloc_zeros(m as usize * e.row_stride())?;
+        for kernel in ExecDequantKernel::ALL {
+            e.set_dequant_kernel(*kernel);
+            e.dequant_into(&mut deq)?;
+        }
+        s.synchronize()?;
+    }
+    Ok(())
+}
+
+/// xorshift64: deterministic shapes and weights.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn same_bf16(a: u16, b: u16) -> bool {
+    let nan = |w: u16| w & 0x7F80 == 0x7F80 && w & 0x7F != 0;
+    a == b || (nan(a) && nan(b))
+}
+
+/// `--exec-sweep N[:W]`: N random shapes (up to W weights, default 8 M; K up to 60000 so that the x-from-global
+/// and the 3-stage plans run too) and four weight kinds (Gaussian; with 1/8 zeros; with 2% wide
+/// outliers, many escapes per tile; raw random words, escapes everywhere): every exact kernel of
+/// [`EXACT`] and both dequant kernels against the reference.
+pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
+    let s = &gpu.stream;
+    let mut rng = Rng(0x5eed_1234_abcd_0001);
+    let mut failed = 0usize;
+    for i in 0..count {
+        let k = match i % 4 {
+            0 => 1 + rng.below(600),
+            1 => 1 + rng.below(5000),
+            2 => 4096 + 16 * rng.below(4),
+            _ => 1 + rng.below(60000),
+        };
+        let m = 1 + rng.below((max_weights / k).clamp(1, 6000));
+        let n = (m * k) as usize;
+        let kind = (i / 4) % 4;
+        let mut words = gaussian_bf16(n, 1000 + i as u64);
+        for w in words.iter_mut() {
+            match kind {
+                1 if rng.below(8) == 0 => *w = 0,
+                2 if rng.below(50) == 0 => *w = (rng.next() >> 16) as u16 & 0x7F7F,
+                3 => *w = (rng.next() >> 16) as u16,
+                _ => {}
+            }
+        }
+        let shape = Shape::new(m, k);
+        let label = format!("exec-sweep #{i} {m}x{k} kind {kind}");
+        let want = encode_exec(shape, &words)?;
+        let reference = decode_exec(&want)?;
+        let x = activations(k, 50 + i as u64);
+        let want_y = reference.matvec_bf16(&x, 1, None)?;
+        let mut e = GpuExecMatrix::upload(gpu, &want)?;
+        let mut bad = Vec::new();
+        for kernel in EXACT {
+            e.set_matvec_kernel(kernel);
+            let got = e.matvec_bf16(&x, 1, None)?;
+            if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {
+                bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
+            }
+        }
+        let deq_want = reference.dequant();
+        let mut deq: CudaSlice<u16> = s.alloc_zeros(m as usize * e.row_stride())?;
+        for kernel in ExecDequantKernel::ALL {
+            e.set_dequant_kernel(*kernel);
+            e.dequant_into(&mut deq)?;
+            if s.clone_dtoh(&deq)? != deq_want {
+                bad.push(format!("dequant {}", kernel.name()));
+            }
+        }
+        if bad.is_empty() {
+            continue;
+        }
+        failed += 1;
+        if failed <= 5 {
+            println!("FAIL {label} (escapes {}): {}", e.escapes(), bad.join("; "));
+        }
+    }
+    println!("exec-sweep: {}/{count} passed", count - failed);
+    if failed > 0 {
+        return Err(format!("exec-sweep: {failed} failed").into());
+    }
+    Ok(())
+}
