@@ -16,17 +16,21 @@ pub enum ExecMatvecKernel {
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
     /// columns per decode.
     Stream,
-    /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
-    /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
-    /// the tile kernel (64 columns per decode) above.
+    /// Spec 19 bounded class (kernels/exec_tensor.cu, exec_tensor_tile.cu): tensor cores, BF16 activations only (f32
+    /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
+    /// columns) up to 32 columns per decode, the tile kernel (64 columns per decode) above.
     Bounded,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
     /// [`ExecMatvecKernel::Exact`].
     Rows,
-    /// Bench: the tile kernel of exec_tensor.cu at every batch size (8 to 64 columns per decode).
+    /// Bench: the tile kernel (exec_tensor_tile.cu) at every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
+    /// Bench: the step kernel (kernels/bench/exec_tensor_step.cu, items of 16 rows x 64 columns)
+    /// up to 32 columns per decode, the tile kernel above: the bounded kernel before the stream one.
+    #[cfg(feature = "bench")]
+    BoundedStep,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the production one).
@@ -47,6 +51,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::Bounded,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedStep,
     ];
 
     pub fn name(self) -> &'static str {
@@ -57,6 +63,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedStep => "bounded-step",
         }
     }
 
@@ -67,7 +75,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile => false,
+            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
         }
     }
 }
