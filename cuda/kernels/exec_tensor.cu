@@ -269,4 +269,3 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)
-EXEC_TC(exec_tensor_stream_n4, 4, 3, 1)

@@ -28,6 +28,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_tile.cu"),
+    include_str!("../kernels/exec_tensor_step.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
 
@@ -141,14 +142,14 @@ pub const PRODUCTION: [(&str, u32); 49] = [
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
     // Bounded matvec on tensor cores: the tile kernel, 8 to 64 columns per decode (exec_tensor_tile.cu),
-    // and the stream kernel, 8 to 32 (exec_tensor.cu).
+    // the stream kernel, 8 or 16 (exec_tensor.cu), the step kernel, 32 (exec_tensor_step.cu).
     ("exec_tensor_n1", SMEM_OPTIN),
     ("exec_tensor_n2", SMEM_OPTIN),
     ("exec_tensor_n4", SMEM_OPTIN),
     ("exec_tensor_n8", SMEM_OPTIN),
     ("exec_tensor_stream_n1", SMEM_OPTIN),
     ("exec_tensor_stream_n2", SMEM_OPTIN),
-    ("exec_tensor_stream_n4", SMEM_OPTIN),
+    ("exec_tensor_step_n4", SMEM_OPTIN),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -161,7 +162,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 22] = [
+pub const BENCH: [(&str, u32); 21] = [
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
     ("bench_matvec_v1_bf16_l0_xf32", 0),
     ("bench_matvec_v1_bf16_l0_xbf16", 0),
@@ -187,9 +188,8 @@ pub const BENCH: [(&str, u32); 22] = [
     ("bench_probe_read_write", 0),
     // The uncompressed fp8 baseline.
     ("bench_fp8_native_matvec", 0),
-    // The execution layout's step kernel (tensor cores, 64-column items; exec_tensor_step.cu).
+    // The execution layout's step kernel at 16 columns per decode (exec_tensor_step.cu).
     ("bench_exec_tensor_step_n2", SMEM_OPTIN),
-    ("bench_exec_tensor_step_n4", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -16,9 +16,10 @@ pub enum ExecMatvecKernel {
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
     /// columns per decode.
     Stream,
-    /// Spec 19 bounded class (kernels/exec_tensor.cu, exec_tensor_tile.cu): tensor cores, BF16 activations only (f32
+    /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
-    /// columns) up to 32 columns per decode, the tile kernel (64 columns per decode) above.
+    /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
+    /// (a whole 512-column tile per item) at 64.
     Bounded,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
@@ -27,8 +28,8 @@ pub enum ExecMatvecKernel {
     /// Bench: the tile kernel (exec_tensor_tile.cu) at every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
-    /// Bench: the step kernel (kernels/bench/exec_tensor_step.cu, items of 16 rows x 64 columns)
-    /// up to 32 columns per decode, the tile kernel above: the bounded kernel before the stream one.
+    /// Bench: the step kernel (kernels/exec_tensor_step.cu, items of 16 rows x 64 columns) up to
+    /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
 }

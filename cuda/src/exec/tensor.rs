@@ -1,18 +1,18 @@
 //! The bounded matvec (spec 19 on the execution layout, spec 20.15.3) on tensor cores: launch
-//! plans of the kernels in kernels/exec_tensor.cu and exec_tensor_tile.cu. BF16 activations only; `run` routes here.
+//! plans of the kernels in kernels/exec_tensor.cu, exec_tensor_step.cu and exec_tensor_tile.cu. BF16 activations only; `run` routes here.
 
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
 use crate::GpuError;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 
-/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_tile.cu (and, with `bench`, the superseded
-/// step kernel of kernels/bench/exec_tensor_step.cu).
+/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu and
+/// exec_tensor_tile.cu.
 enum TensorFamily {
-    /// `exec_tensor_stream_n*`: items of 16 rows x 128 columns, up to 32 columns per decode.
+    /// `exec_tensor_stream_n*`: items of 16 rows x 128 columns, up to 16 columns per decode.
     Stream,
-    /// `bench_exec_tensor_step_n*`: items of 16 rows x 64 columns (the version before Stream).
-    #[cfg(feature = "bench")]
+    /// `exec_tensor_step_n4`: items of 16 rows x 64 columns, 32 columns per decode (and, with
+    /// `bench`, `bench_exec_tensor_step_n2` at 16).
     Step,
     /// `exec_tensor_n*`: a whole tile per item, up to 64 columns per decode.
     Tile,
@@ -45,31 +45,29 @@ impl GpuExecMatrix {
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
-        // Measured (docs/gpu.md, "Execution layout"): the stream kernel up to 32 columns per
-        // decode, the tile kernel at 64.
+        // Measured (docs/gpu.md, "Execution layout", 2026-12-01): the stream kernel up to 16
+        // columns per decode, the step kernel at 32, the tile kernel at 64.
         let family = match k {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
-            _ if nt <= 4 => TensorFamily::Stream,
+            _ if nt <= 2 => TensorFamily::Stream,
+            _ if nt == 4 => TensorFamily::Step,
             _ => TensorFamily::Tile,
         };
         let warps = self.col_tiles.clamp(1, 8);
         let (name, smem) = match family {
             TensorFamily::Stream => {
-                // kernels/exec_tensor.cu EXEC_TC: D stages of EXEC_TC_STAGE bytes per warp, then
+                // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
                 // the warps' 16 x 8 NT partial sums
-                let (name, nt, depth) = match nt {
-                    1 => ("exec_tensor_stream_n1", 1u64, 4u64),
-                    2 => ("exec_tensor_stream_n2", 2, 4),
-                    _ => ("exec_tensor_stream_n4", 4, 3),
-                };
-                (name, warps * depth * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
+                let (name, nt) = if nt == 1 { ("exec_tensor_stream_n1", 1u64) } else { ("exec_tensor_stream_n2", 2) };
+                (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
             }
-            #[cfg(feature = "bench")]
             TensorFamily::Step => {
-                let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("bench_exec_tensor_step_n4", 4u64) };
+                // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
+                // partial sums; 16 columns only with `bench` (ExecMatvecKernel::BoundedStep)
+                let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("exec_tensor_step_n4", 4u64) };
                 (name, warps * 4 * 1600 + warps * 16 * nt * 8 * 4)
             }
             TensorFamily::Tile => {
@@ -115,7 +113,7 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        // SAFETY: the argument list matches EXEC_TC (kernels/exec_tensor.cu), EXEC_MM3 (exec_tensor_tile.cu) or EXEC_MMAS (kernels/bench/exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
+        // SAFETY: the argument list matches EXEC_TC (kernels/exec_tensor.cu), EXEC_MM3 (exec_tensor_tile.cu) or EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
         // values or null; shared memory within the device's opt-in limit.
         unsafe { b.launch(cfg) }?;
         Ok(())
