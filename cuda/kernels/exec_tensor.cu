@@ -42,6 +42,55 @@ __device__ __forceinline__ void exec_tc_patch(uint2 c, uint4 s, exec_u32 base, c
     }
 }
 
+// The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
+// (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
+// here by the item's total) and those of threads t' < t of the same row (n: this thread's count).
+// Every thread of the warp calls it (shuffles within groups of 4).
+__device__ __forceinline__ exec_u32 exec_tc_esc_offset(exec_u32 n, exec_u32 t, exec_u32 tesc, exec_u32& rel) {
+    exec_u32 incl = n;
+    exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
+    if (t >= 1u) incl += v;
+    v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
+    if (t >= 2u) incl += v;
+    const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
+    const exec_u32 off = __shfl_sync(EXEC_FULL, tesc, 0, 4) + rel + (incl - n);
+    rel += total;
+    return off;
+}
+
+// The outputs of a row group (ROWS rows from row0): each warp has stored its ROWS x COLS partial
+// sums at red + warp * ROWS * COLS; they are added in warp order (spec 19 allows any order; this
+// one is fixed), then the bias, then the output conversion (BF16 by RNE, spec 15.4.6).
+template <int ROWS, int COLS>
+__device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 row0, exec_u32 M, exec_u32 ncols,
+                                                     exec_u32 nwarps, const float* __restrict__ bias, void* __restrict__ y,
+                                                     exec_u64 ldy, int out_bf16) {
+    __syncthreads();
+    for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
+        const exec_u32 r = idx / COLS, n = idx % COLS;
+        const exec_u64 m = row0 + r;
+        if (m >= M || n >= ncols) continue;
+        float sum = 0.0f;
+        for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
+        if (bias) sum = __fadd_rn(sum, bias[m]);
+        if (out_bf16)
+            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
+        else
+            reinterpret_cast<float*>(y)[n * ldy + m] = sum;
+    }
+    __syncthreads();
+}
+
+// The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19):
+// A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of activation column g of
+// the n-tile (xa: columns 0..7, xb: 8..15).
+__device__ __forceinline__ void exec_tc_mma16(float (&acc)[4], const exec_u32 (&w0)[8], const exec_u32 (&w1)[8], uint4 xa,
+                                              uint4 xb) {
+    const exec_u32 xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) exec_mma16816(acc, w0[2 * q], w1[2 * q], w0[2 * q + 1], w1[2 * q + 1], xw[2 * q], xw[2 * q + 1]);
+}
+
 // The B fragments of one k step: column n = 8 nt + g, the 16 activations k .. k + 15 of this
 // thread (zero past ncols or K16).
 template <int NT>
@@ -203,15 +252,7 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
                     for (int h = 0; h < 2; ++h) {
                         n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
                         const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-                        exec_u32 incl = n;
-                        exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
-                        if (t >= 1u) incl += v;
-                        v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
-                        if (t >= 2u) incl += v;
-                        const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
-                        const exec_u32 t0 = __shfl_sync(EXEC_FULL, tesc[h], 0, 4);
-                        eoff[h] = t0 + rel[h] + (incl - n);
-                        rel[h] += total;
+                        eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
                     }
                 }
 #pragma unroll
@@ -224,14 +265,7 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
                             exec_tc_patch(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
                     }
 #pragma unroll
-                    for (int nt = 0; nt < NT; ++nt) {
-                        const uint4 xa = xv[nt][2 * j], xb = xv[nt][2 * j + 1];
-                        const exec_u32 xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            exec_mma16816(acc[nt], w[0][2 * q], w[1][2 * q], w[0][2 * q + 1], w[1][2 * q + 1], xw[2 * q],
-                                          xw[2 * q + 1]);
-                    }
+                    for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
                 }
             }
         }
@@ -240,20 +274,7 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
-        __syncthreads();
-        for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(16 * COLS); idx += blockDim.x) {
-            const exec_u32 r = idx / COLS, n = idx % COLS;
-            const exec_u64 m = (exec_u64)gr * 16 + r;
-            if (m >= M || n >= ncols) continue;
-            float sum = 0.0f;
-            for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * 16 * COLS + idx]);
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
-        }
-        __syncthreads();
+        exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();
 }

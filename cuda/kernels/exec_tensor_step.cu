@@ -147,29 +147,14 @@ __device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, c
 #pragma unroll
                         for (int h = 0; h < 2; ++h) {
                             const exec_u32 n = exec_count15(cv[rg][h].x) + exec_count15(cv[rg][h].y);
-                            exec_u32 incl = n;
-                            exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
-                            if (t >= 1u) incl += v;
-                            v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
-                            if (t >= 2u) incl += v;
-                            const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
-                            const exec_u32 t0 = __shfl_sync(EXEC_FULL, tesc[rg][h], 0, 4);
-                            if (!exec_plain16(cv[rg][h]))
-                                exec_tc_patch(cv[rg][h], sv[rg][h], rbase[rg][h], esc, (exec_u64)t0 + rel[rg][h] + (incl - n),
-                                              w[rg][h]);
-                            rel[rg][h] += total;
+                            const exec_u32 off = exec_tc_esc_offset(n, t, tesc[rg][h], rel[rg][h]);
+                            if (!exec_plain16(cv[rg][h])) exec_tc_patch(cv[rg][h], sv[rg][h], rbase[rg][h], esc, off, w[rg][h]);
                         }
                 }
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 xv[8] = {xa[nt].x, xa[nt].y, xa[nt].z, xa[nt].w, xb[nt].x, xb[nt].y, xb[nt].z, xb[nt].w};
+                for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
-                    for (int q = 0; q < 4; ++q)
-#pragma unroll
-                        for (int rg = 0; rg < RG; ++rg)
-                            exec_mma16816(acc[rg][nt], w[rg][0][2 * q], w[rg][1][2 * q], w[rg][0][2 * q + 1],
-                                          w[rg][1][2 * q + 1], xv[2 * q], xv[2 * q + 1]);
-                }
+                    for (int rg = 0; rg < RG; ++rg) exec_tc_mma16(acc[rg][nt], w[rg][0], w[rg][1], xa[nt], xb[nt]);
             }
         }
         float* rw = red + (exec_u64)warp * ROWS * COLS;
@@ -180,20 +165,7 @@ __device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, c
 #pragma unroll
                 for (int i = 0; i < 4; ++i)
                     rw[(16u * rg + g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[rg][nt][i];
-        __syncthreads();
-        for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
-            const exec_u32 r = idx / COLS, n = idx % COLS;
-            const exec_u64 m = gr * ROWS + r;
-            if (m >= M || n >= ncols) continue;
-            float sum = 0.0f;
-            for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
-        }
-        __syncthreads();
+        exec_tc_rowgroup_out<ROWS, COLS>(red, gr * ROWS, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();
 }

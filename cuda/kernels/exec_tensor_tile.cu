@@ -84,16 +84,7 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
             for (exec_u32 s = 0; s < 8u && cb * 512u + 64u * s < K16; ++s) {
                 const exec_u32 k0 = cb * 512u + 64u * s + 16u * t;
                 uint4 xa[NT], xb[NT];
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 n = nt * 8u + g;
-                    xa[nt] = xb[nt] = make_uint4(0u, 0u, 0u, 0u);
-                    if (n < ncols && k0 < K16) {
-                        const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + k0);
-                        xa[nt] = __ldg(xp);
-                        xb[nt] = __ldg(xp + 1);
-                    }
-                }
+                exec_load_b<NT>(x, ldx, ncols, K16, k0, g, xa, xb);
                 uint4 sv[2];
                 uint2 cv[2];
                 bool plain = true;
@@ -115,25 +106,12 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         const exec_u32 n = exec_count15(cv[h].x) + exec_count15(cv[h].y);
-                        exec_u32 incl = n;
-                        exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
-                        if (t >= 1u) incl += v;
-                        v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
-                        if (t >= 2u) incl += v;
-                        const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
-                        const exec_u32 t0 = __shfl_sync(EXEC_FULL, tesc[h], 0, 4);
-                        if (!exec_plain16(cv[h])) exec_tc_patch(cv[h], sv[h], rbase[h], esc, (exec_u64)t0 + rel[h] + (incl - n), w[h]);
-                        rel[h] += total;
+                        const exec_u32 off = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
+                        if (!exec_plain16(cv[h])) exec_tc_patch(cv[h], sv[h], rbase[h], esc, off, w[h]);
                     }
                 }
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 xv[8] = {xa[nt].x, xa[nt].y, xa[nt].z, xa[nt].w, xb[nt].x, xb[nt].y, xb[nt].z, xb[nt].w};
-#pragma unroll
-                    for (int qq = 0; qq < 4; ++qq)
-                        exec_mma16816(acc[nt], w[0][2 * qq], w[1][2 * qq], w[0][2 * qq + 1], w[1][2 * qq + 1], xv[2 * qq],
-                                      xv[2 * qq + 1]);
-                }
+                for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xa[nt], xb[nt]);
             }
         }
         float* rw = red + (exec_u64)warp * 16 * COLS;
@@ -141,20 +119,7 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
-        __syncthreads();
-        for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(16 * COLS); idx += blockDim.x) {
-            const exec_u32 r = idx / COLS, n = idx % COLS;
-            const exec_u64 m = gr * 16 + r;
-            if (m >= M || n >= ncols) continue;
-            float sum = 0.0f;
-            for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * 16 * COLS + idx]);
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
-        }
-        __syncthreads();
+        exec_tc_rowgroup_out<16, COLS>(red, gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();
 }
