@@ -80,7 +80,7 @@ exec)
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
   step "exec batched (N = 2..64)"
-  timeout 70 $B/nwc-gpu-bench --exec-batch --quick ;;
+  timeout 110 $B/nwc-gpu-bench --exec-batch --quick ;;
 *) echo "unknown part $part (check, verify, bench, ncu, ceiling or exec)"; exit 2 ;;
 esac
 step done
