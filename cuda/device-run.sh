@@ -94,7 +94,7 @@ exec)
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
   step "exec batched (N = 2..64)"
-  timeout 70 $B/nwc-gpu-bench --exec-batch --quick ;;
+  timeout 110 $B/nwc-gpu-bench --exec-batch --quick ;;
 exec-ncu)
   exec_sweep
   step "copy roof"; timeout 60 python3 "$(dirname "$0")/copy_roof.py"

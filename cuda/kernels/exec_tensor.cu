@@ -2,74 +2,201 @@
 // the execution layout, spec 20.15): mma.sync.m16n8k16 BF16 x BF16 -> f32, BF16 activations.
 // A warp owns 16 rows (A operand: rows g and g + 8 of lane 4 g + t), 8 activation columns per
 // n-tile (B operand: column g); the k order inside an instruction is free in the bounded class, so
-// each thread feeds the 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
-// + {2,3} for k-step q, A and B alike). An item is a whole tile of the 16 rows (8 steps of 64
-// columns) copied by cp.async; the escape order inside the tile follows steps, then threads t.
+// each thread feeds 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
+// + {2,3} for k-step q, A and B alike). Two kernel families: the stream kernel (items of 16 rows x
+// 128 columns; up to 32 columns per decode) and the tile kernel (a whole 512-column tile per
+// item; 64 columns). Escapes: every pair is decoded by the fast path, then the pairs holding a
+// code 0 or 15 are rewritten (exec_tc_patch); escape order inside a tile follows the items, then
+// the threads t, then the thread's columns.
 
-// ---- batched, bounded (spec 19), version 3: an item is a whole tile of a 16-row group (8 steps of
-// 64 columns), so the copies (32 per thread, immediate offsets), the wait and the tile's escape
-// bookkeeping are paid once per tile instead of once per step. CTAs of W warps are persistent over
-// 16-row groups; warps split the tiles and add their partial sums in warp order (shared memory). ----
-#define EXEC_MM3_STAGE (16 * 768 + 64)
+// Non-plain pairs only (codes 0 or 15 in a pair): the fast decode (exec_pairs16_fast) ran on
+// every pair of the lane first; this rewrites each pair that holds a code 0 or 15 from its sm
+// bytes and codes (spec 20.13), taking the lane's code-15 exponents esc[off], esc[off + 1], ... in
+// column order. Pairs are unrolled (no run-time index into w): a plain pair costs a test, so a
+// lane with one escape pays ~40 instructions instead of the 16-weight general decode's ~200.
+// The fast decode of a code-15 half may carry into the other half when base = 242; the whole
+// pair is rewritten, so that carry never survives.
+__device__ __forceinline__ void exec_tc_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
+                                              exec_u64 off, exec_u32 (&w)[8]) {
+    const exec_u32 cw[2] = {c.x, c.y};
+    const exec_u32 pb[2] = {exec_plain_bits(c.x), exec_plain_bits(c.y)};
+    const exec_u32 sw[4] = {s.x, s.y, s.z, s.w};
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+        if (((pb[p >> 2] >> (8 * (p & 3))) & 0x88u) != 0x88u) {
+            exec_u32 word = 0u;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const exec_u32 code = (cw[p >> 2] >> (8 * (p & 3) + 4 * j)) & 15u;
+                const exec_u32 sb = (sw[p >> 1] >> (16 * (p & 1) + 8 * j)) & 0xffu;
+                exec_u32 e = base - 1u + code;
+                if (code == 0u) e = 0u;
+                if (code == 15u) {
+                    e = esc[off];
+                    ++off;
+                }
+                word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
+            }
+            w[p] = word;
+        }
+    }
+}
+
+// The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
+// (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
+// here by the item's total) and those of threads t' < t of the same row (n: this thread's count).
+// Every thread of the warp calls it (shuffles within groups of 4).
+__device__ __forceinline__ exec_u32 exec_tc_esc_offset(exec_u32 n, exec_u32 t, exec_u32 tesc, exec_u32& rel) {
+    exec_u32 incl = n;
+    exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
+    if (t >= 1u) incl += v;
+    v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
+    if (t >= 2u) incl += v;
+    const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
+    const exec_u32 off = __shfl_sync(EXEC_FULL, tesc, 0, 4) + rel + (incl - n);
+    rel += total;
+    return off;
+}
+
+// The outputs of a row group (ROWS rows from row0): each warp has stored its ROWS x COLS partial
+// sums at red + warp * ROWS * COLS; they are added in warp order (spec 19 allows any order; this
+// one is fixed), then the bias, then the output conversion (BF16 by RNE, spec 15.4.6).
+template <int ROWS, int COLS>
+__device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 row0, exec_u32 M, exec_u32 ncols,
+                                                     exec_u32 nwarps, const float* __restrict__ bias, void* __restrict__ y,
+                                                     exec_u64 ldy, int out_bf16) {
+    __syncthreads();
+    for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
+        const exec_u32 r = idx / COLS, n = idx % COLS;
+        const exec_u64 m = row0 + r;
+        if (m >= M || n >= ncols) continue;
+        float sum = 0.0f;
+        for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
+        if (bias) sum = __fadd_rn(sum, bias[m]);
+        if (out_bf16)
+            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
+        else
+            reinterpret_cast<float*>(y)[n * ldy + m] = sum;
+    }
+    __syncthreads();
+}
+
+// The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19):
+// A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of activation column g of
+// the n-tile (xa: columns 0..7, xb: 8..15).
+__device__ __forceinline__ void exec_tc_mma16(float (&acc)[4], const exec_u32 (&w0)[8], const exec_u32 (&w1)[8], uint4 xa,
+                                              uint4 xb) {
+    const exec_u32 xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) exec_mma16816(acc, w0[2 * q], w1[2 * q], w0[2 * q + 1], w1[2 * q + 1], xw[2 * q], xw[2 * q + 1]);
+}
+
+// The B fragments of one k step: column n = 8 nt + g, the 16 activations k .. k + 15 of this
+// thread (zero past ncols or K16).
+template <int NT>
+__device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
+                                            exec_u32 k, exec_u32 g, uint4 (&xa)[NT], uint4 (&xb)[NT]) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+        const exec_u32 n = nt * 8u + g;
+        xa[nt] = xb[nt] = make_uint4(0u, 0u, 0u, 0u);
+        if (n < ncols && k < K16) {
+            const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + k);
+            xa[nt] = __ldg(xp);
+            xb[nt] = __ldg(xp + 1);
+        }
+    }
+}
+
+// ---- batched, bounded (spec 19), streaming: an item is 16 rows x 128 columns of one tile; lane
+// (g, t) owns rows g and g + 8 and the 32 columns 32 t .. 32 t + 31 of the item (two chunks of 16,
+// each fed to 4 mma k-steps with the k order permuted per thread, A and B alike). Compared with
+// the step kernel above (64-column items): half the items, copies and bookkeeping per weight, no
+// pad masking (pad codes are 0 and take the patch path, spec 20.5), and the general decode is
+// replaced by the fast decode plus exec_tc_patch of the pairs holding a code 0 or 15 (the warp
+// votes once per item). Escape order inside a tile: items, then lanes t, then chunks. CTAs of W
+// warps are persistent over 16-row groups; warps split the tiles of a row group and add their
+// partial sums in warp order through shared memory. Stage: sm [16][128], codes [16][64],
+// esc_start [16] of the item's tile (copied with its first item). ----
+#define EXEC_TC_CODES 2048
+#define EXEC_TC_ESC 3072
+#define EXEC_TC_STAGE 3136
 
 template <int NT, int D>
-__device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                              const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                              const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                              const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
-                                              const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
-                                              int out_bf16) {
+__device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
+                                             const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
+                                             const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
+                                             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
+                                             const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
+                                             int out_bf16) {
     constexpr int COLS = NT * 8;
-    static_assert((D & (D - 1)) == 0, "stage index uses & (D - 1)");
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const exec_u32 g = lane >> 2, t = lane & 3u;
-    const exec_u64 ngroups = ((exec_u64)M + 15) / 16;
-    const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_MM3_STAGE);
-    float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_MM3_STAGE);
+    const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
+    const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_TC_STAGE);
+    const exec_u8* sb = exec_stage + (exec_u64)warp * D * EXEC_TC_STAGE;
+    float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_TC_STAGE);
 
-    exec_u64 igr = blockIdx.x, issued = 0;
-    exec_u32 icb = warp;
+    // issue side: the same (row group, tile, item) sequence as the compute loop; irow[h] is row
+    // igr * 16 + 8 h + g (< M <= 2^31), or ~0 past M; offsets are 64-bit (M * K16 < 2^41, spec 20.16)
+    exec_u32 igr = blockIdx.x, icb = warp, isub = 0, istage = 0;
+    exec_u32 irow[2];
+    auto rowgroup = [&]() {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const exec_u64 m = (exec_u64)igr * 16 + 8 * h + g;
+            irow[h] = m < M ? (exec_u32)m : ~0u;
+        }
+    };
+    rowgroup();
     auto issue = [&]() {
-        if (igr < ngroups) {
-            const exec_u32 sd = st + (exec_u32)(issued & (D - 1)) * EXEC_MM3_STAGE;
+        if (igr < ngroups && icb < CB) {
+            const exec_u32 sd = st + istage * EXEC_TC_STAGE;
+            const exec_u32 off = icb * 512u + isub * 128u;
 #pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const exec_u64 m = igr * 16 + 8 * h + g;
-                if (m < M) {
-                    const exec_u8* ps = sm + m * K16 + icb * 512u + 16u * t;
-                    const exec_u8* pc = codes + m * (K16 >> 1) + icb * 256u + 8u * t;
+            for (int h = 0; h < 2; ++h)
+                if (irow[h] != ~0u) {
                     const exec_u32 row = 8 * h + g;
+                    const exec_u64 roff = (exec_u64)irow[h] * K16;
 #pragma unroll
-                    for (int s = 0; s < 8; ++s)
-                        if (icb * 512u + 64u * s + 16u * t < K16) {
-                            exec_cp16(sd + row * 512 + 64 * s + 16 * t, ps + 64 * s);
-                            exec_cp8(sd + 8192 + row * 256 + 32 * s + 8 * t, pc + 32 * s);
+                    for (int j = 0; j < 2; ++j)
+                        if (off + 32u * t + 16u * j < K16) {
+                            exec_cp16(sd + row * 128 + 32 * t + 16 * j, sm + roff + off + 32u * t + 16 * j);
+                            exec_cp8(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j,
+                                     codes + (roff >> 1) + (off >> 1) + 16u * t + 8 * j);
                         }
-                    if (t == 0) exec_cp4(sd + 12288 + row * 4, esc_start + m * CB + icb);
+                    if (isub == 0u && t == 0u)
+                        exec_cp4(sd + EXEC_TC_ESC + row * 4, esc_start + (exec_u64)irow[h] * CB + icb);
+                }
+            ++isub;
+            if (isub == 4u || off + 128u >= K16) {
+                isub = 0;
+                icb += nwarps;
+                if (icb >= CB) {
+                    icb = warp;
+                    igr += gridDim.x;
+                    rowgroup();
                 }
             }
-            icb += nwarps;
-            if (icb >= CB) {
-                icb = warp;
-                igr += gridDim.x;
-            }
         }
-        ++issued;
+        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
         exec_cp_commit();
     };
 #pragma unroll
     for (int d = 0; d < D - 1; ++d) issue();
 
-    exec_u64 consumed = 0;
-    for (exec_u64 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
+    exec_u32 cstage = 0;
+    for (exec_u32 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
         exec_u32 rbase[2];
+        bool rv[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-            const exec_u64 m = gr * 16 + 8 * h + g;
-            rbase[h] = m < M ? (exec_u32)__ldg(base + m) : 1u;
+            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+            rv[h] = m < M;
+            rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
         }
         float acc[NT][4];
 #pragma unroll
@@ -77,70 +204,68 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
 #pragma unroll
             for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
         for (exec_u32 cb = warp; cb < CB; cb += nwarps) {
-            issue();
-            exec_cp_wait<D - 1>();
-            const exec_u8* sd = exec_stage + (exec_u64)warp * (D * EXEC_MM3_STAGE) + (consumed & (D - 1)) * EXEC_MM3_STAGE;
-            ++consumed;
             exec_u32 rel[2] = {0u, 0u}, tesc[2] = {0u, 0u};
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-                if (t == 0 && gr * 16 + 8 * h + g < M) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + 12288 + (8 * h + g) * 4);
-            for (exec_u32 s = 0; s < 8u && cb * 512u + 64u * s < K16; ++s) {
-                const exec_u32 k0 = cb * 512u + 64u * s + 16u * t;
-                uint4 xa[NT], xb[NT];
+            for (exec_u32 sub = 0; sub < 4u && cb * 512u + sub * 128u < K16; ++sub) {
+                const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
+                uint4 xv[NT][4];
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
                     const exec_u32 n = nt * 8u + g;
-                    xa[nt] = xb[nt] = make_uint4(0u, 0u, 0u, 0u);
-                    if (n < ncols && k0 < K16) {
-                        const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + k0);
-                        xa[nt] = __ldg(xp);
-                        xb[nt] = __ldg(xp + 1);
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
+                        if (n < ncols && kc + 16u * j < K16) {
+                            const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
+                            xv[nt][2 * j] = __ldg(xp);
+                            xv[nt][2 * j + 1] = __ldg(xp + 1);
+                        }
                     }
                 }
-                uint4 sv[2];
-                uint2 cv[2];
+                issue();
+                exec_cp_wait<D - 1>();
+                const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
+                cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
+                uint4 sv[2][2];
+                uint2 cv[2][2];
                 bool plain = true;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    sv[h] = make_uint4(0u, 0u, 0u, 0u);
-                    cv[h] = make_uint2(0x11111111u, 0x11111111u);
-                    if (gr * 16 + 8 * h + g < M && k0 < K16) {
-                        const exec_u32 row = 8 * h + g;
-                        sv[h] = *reinterpret_cast<const uint4*>(sd + row * 512 + 64 * s + 16 * t);
-                        cv[h] = exec_mask_pad(*reinterpret_cast<const uint2*>(sd + 8192 + row * 256 + 32 * s + 8 * t), k0, K);
-                    }
-                    plain = plain && exec_plain16(cv[h]);
-                }
-                exec_u32 w[2][8];
-                if (__all_sync(EXEC_FULL, plain)) {
+                    const exec_u32 row = 8 * h + g;
 #pragma unroll
-                    for (int h = 0; h < 2; ++h) exec_pairs16_fast(cv[h], sv[h], exec_b2(rbase[h]), w[h]);
-                } else {
+                    for (int j = 0; j < 2; ++j) {
+                        sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+                        cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
+                        if (rv[h] && kc + 16u * j < K16) {
+                            sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
+                            cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
+                        }
+                        plain = plain && exec_plain16(cv[h][j]);
+                    }
+                    if (sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
+                }
+                // escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
+                const bool patch = !__all_sync(EXEC_FULL, plain);
+                exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
+                exec_u32 n0[2] = {0u, 0u};
+                if (patch) {
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        const exec_u32 n = exec_count15(cv[h].x) + exec_count15(cv[h].y);
-                        exec_u32 incl = n;
-                        exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
-                        if (t >= 1u) incl += v;
-                        v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
-                        if (t >= 2u) incl += v;
-                        const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
-                        const exec_u32 t0 = __shfl_sync(EXEC_FULL, tesc[h], 0, 4);
-                        if (exec_plain16(cv[h]))
-                            exec_pairs16_fast(cv[h], sv[h], exec_b2(rbase[h]), w[h]);
-                        else
-                            exec_pairs16_general(cv[h], sv[h], rbase[h], esc, (exec_u64)t0 + rel[h] + (incl - n), w[h]);
-                        rel[h] += total;
+                        n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
+                        const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
+                        eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
                     }
                 }
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 xv[8] = {xa[nt].x, xa[nt].y, xa[nt].z, xa[nt].w, xb[nt].x, xb[nt].y, xb[nt].z, xb[nt].w};
+                for (int j = 0; j < 2; ++j) {
+                    exec_u32 w[2][8];
 #pragma unroll
-                    for (int qq = 0; qq < 4; ++qq)
-                        exec_mma16816(acc[nt], w[0][2 * qq], w[1][2 * qq], w[0][2 * qq + 1], w[1][2 * qq + 1], xv[2 * qq],
-                                      xv[2 * qq + 1]);
+                    for (int h = 0; h < 2; ++h) {
+                        exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                        if (patch && !exec_plain16(cv[h][j]))
+                            exec_tc_patch(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                    }
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
                 }
             }
         }
@@ -149,237 +274,19 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
-        __syncthreads();
-        for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(16 * COLS); idx += blockDim.x) {
-            const exec_u32 r = idx / COLS, n = idx % COLS;
-            const exec_u64 m = gr * 16 + r;
-            if (m >= M || n >= ncols) continue;
-            float sum = 0.0f;
-            for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * 16 * COLS + idx]);
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
-        }
-        __syncthreads();
+        exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();
 }
 
-#define EXEC_MM3(NAME, NT, D, THREADS)                                                                      \
-    extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,       \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
-        exec_mm3_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);      \
-    }
-
-EXEC_MM3(exec_tensor_n1, 1, 2, 256)
-EXEC_MM3(exec_tensor_n2, 2, 2, 256)
-EXEC_MM3(exec_tensor_n4, 4, 2, 256)
-EXEC_MM3(exec_tensor_n8, 8, 2, 256)
-
-// ---- the step kernel (version 2): the same k permutation and escape bookkeeping, but a pipeline
-// item is one 64-column step of 16 rows (RG = 1) or 32 rows (RG = 2), copied by each lane for
-// itself; CTAs persistent over row groups. Measured faster than the tile kernel up to 32 columns
-// (docs/gpu.md), so the bounded matvec runs it there. ----
-// ---- batched, bounded (spec 19), streaming: the tensor-core kernel of exec_mma.cu with the same
-// k permutation and escape bookkeeping, fed by a D-stage cp.async pipeline. A CTA of W warps is
-// persistent over row groups of RG * 16 rows; its warps split the tiles of a row group and add
-// their partial sums in warp order through shared memory after each row group. ----
-template <int RG>
-struct ExecMmaStage {
-    static constexpr int SM = 0, CODES = RG * 2 * 512, ESC = RG * 2 * 768, SIZE = RG * 2 * 768 + RG * 2 * 32;
-};
-
-template <int RG, int NT, int D>
-__device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                               const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                               const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                               const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
-                                               const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
-                                               int out_bf16) {
-    typedef ExecMmaStage<RG> L;
-    static_assert((D & (D - 1)) == 0, "stage index uses & (D - 1)");
-    constexpr int ROWS = RG * 16, COLS = NT * 8;
-    extern __shared__ __align__(16) exec_u8 exec_stage[];
-    const exec_u32 K16 = (K + 15u) & ~15u;
-    const exec_u32 CB = (K + 511u) >> 9;
-    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const exec_u32 g = lane >> 2, t = lane & 3u;
-    const exec_u64 ngroups = ((exec_u64)M + ROWS - 1) / ROWS;
-    exec_u8* st = exec_stage + (exec_u64)warp * D * L::SIZE;
-    float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * L::SIZE);
-
-    // issue pointer over the same item sequence as the compute loop: (row group, tile, step)
-    exec_u64 igr = blockIdx.x;
-    exec_u32 icb = warp, is = 0;
-    exec_u64 issued = 0;
-    auto issue = [&]() {
-        if (igr < ngroups) {
-            exec_u8* sd = st + (issued & (D - 1)) * L::SIZE;
-            const exec_u32 k0 = icb * 512u + 64u * is + 16u * t;
-#pragma unroll
-            for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const exec_u64 m = igr * ROWS + 16 * rg + 8 * h + g;
-                    const int slot = rg * 2 + h;
-                    if (m < M && k0 < K16) {
-                        exec_cp16(exec_sa(sd + L::SM + slot * 512 + lane * 16), sm + m * K16 + k0);
-                        exec_cp8(exec_sa(sd + L::CODES + slot * 256 + lane * 8), codes + m * (K16 >> 1) + (k0 >> 1));
-                    }
-                    if (is == 0 && t == 0 && m < M)
-                        exec_cp4(exec_sa(sd + L::ESC + slot * 32 + g * 4), esc_start + m * CB + icb);
-                }
-            // advance: step, tile, row group
-            ++is;
-            if (is == 8u || icb * 512u + 64u * is >= K16) {
-                is = 0;
-                icb += nwarps;
-                if (icb >= CB) {
-                    icb = warp;
-                    igr += gridDim.x;
-                }
-            }
-        }
-        ++issued;
-        exec_cp_commit();
-    };
-#pragma unroll
-    for (int d = 0; d < D - 1; ++d) issue();
-
-    exec_u64 consumed = 0;
-    for (exec_u64 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
-        exec_u32 rbase[RG][2];
-#pragma unroll
-        for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const exec_u64 m = gr * ROWS + 16 * rg + 8 * h + g;
-                rbase[rg][h] = m < M ? (exec_u32)__ldg(base + m) : 1u;
-            }
-        float acc[RG][NT][4];
-#pragma unroll
-        for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i) acc[rg][nt][i] = 0.0f;
-        for (exec_u32 cb = warp; cb < CB; cb += nwarps) {
-            exec_u32 rel[RG][2], tesc[RG][2];
-#pragma unroll
-            for (int rg = 0; rg < RG; ++rg) rel[rg][0] = rel[rg][1] = tesc[rg][0] = tesc[rg][1] = 0u;
-            for (exec_u32 s = 0; s < 8u && cb * 512u + 64u * s < K16; ++s) {
-                issue();
-                const exec_u32 k0 = cb * 512u + 64u * s + 16u * t;
-                uint4 xa[NT], xb[NT];
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 n = nt * 8u + g;
-                    xa[nt] = xb[nt] = make_uint4(0u, 0u, 0u, 0u);
-                    if (n < ncols && k0 < K16) {
-                        const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + k0);
-                        xa[nt] = __ldg(xp);
-                        xb[nt] = __ldg(xp + 1);
-                    }
-                }
-                exec_cp_wait<D - 1>();
-                const exec_u8* sd = st + (consumed & (D - 1)) * L::SIZE;
-                ++consumed;
-                uint4 sv[RG][2];
-                uint2 cv[RG][2];
-                bool plain = true;
-#pragma unroll
-                for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        const exec_u64 m = gr * ROWS + 16 * rg + 8 * h + g;
-                        const int slot = rg * 2 + h;
-                        sv[rg][h] = make_uint4(0u, 0u, 0u, 0u);
-                        cv[rg][h] = make_uint2(0x11111111u, 0x11111111u);
-                        if (m < M && k0 < K16) {
-                            sv[rg][h] = *reinterpret_cast<const uint4*>(sd + L::SM + slot * 512 + lane * 16);
-                            cv[rg][h] = exec_mask_pad(*reinterpret_cast<const uint2*>(sd + L::CODES + slot * 256 + lane * 8), k0, K);
-                        }
-                        if (s == 0 && t == 0 && m < M) tesc[rg][h] = *reinterpret_cast<const exec_u32*>(sd + L::ESC + slot * 32 + g * 4);
-                        plain = plain && exec_plain16(cv[rg][h]);
-                    }
-                exec_u32 w[RG][2][8];
-                if (__all_sync(EXEC_FULL, plain)) {
-#pragma unroll
-                    for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) exec_pairs16_fast(cv[rg][h], sv[rg][h], exec_b2(rbase[rg][h]), w[rg][h]);
-                } else {
-#pragma unroll
-                    for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-                        for (int h = 0; h < 2; ++h) {
-                            const exec_u32 n = exec_count15(cv[rg][h].x) + exec_count15(cv[rg][h].y);
-                            exec_u32 incl = n;
-                            exec_u32 v = __shfl_up_sync(EXEC_FULL, incl, 1, 4);
-                            if (t >= 1u) incl += v;
-                            v = __shfl_up_sync(EXEC_FULL, incl, 2, 4);
-                            if (t >= 2u) incl += v;
-                            const exec_u32 total = __shfl_sync(EXEC_FULL, incl, 3, 4);
-                            const exec_u32 t0 = __shfl_sync(EXEC_FULL, tesc[rg][h], 0, 4);
-                            if (exec_plain16(cv[rg][h]))
-                                exec_pairs16_fast(cv[rg][h], sv[rg][h], exec_b2(rbase[rg][h]), w[rg][h]);
-                            else
-                                exec_pairs16_general(cv[rg][h], sv[rg][h], rbase[rg][h], esc,
-                                                     (exec_u64)t0 + rel[rg][h] + (incl - n), w[rg][h]);
-                            rel[rg][h] += total;
-                        }
-                }
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 xv[8] = {xa[nt].x, xa[nt].y, xa[nt].z, xa[nt].w, xb[nt].x, xb[nt].y, xb[nt].z, xb[nt].w};
-#pragma unroll
-                    for (int q = 0; q < 4; ++q)
-#pragma unroll
-                        for (int rg = 0; rg < RG; ++rg)
-                            exec_mma16816(acc[rg][nt], w[rg][0][2 * q], w[rg][1][2 * q], w[rg][0][2 * q + 1],
-                                          w[rg][1][2 * q + 1], xv[2 * q], xv[2 * q + 1]);
-                }
-            }
-        }
-        float* rw = red + (exec_u64)warp * ROWS * COLS;
-#pragma unroll
-        for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    rw[(16u * rg + g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[rg][nt][i];
-        __syncthreads();
-        for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
-            const exec_u32 r = idx / COLS, n = idx % COLS;
-            const exec_u64 m = gr * ROWS + r;
-            if (m >= M || n >= ncols) continue;
-            float sum = 0.0f;
-            for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
-        }
-        __syncthreads();
-    }
-    exec_cp_wait<0>();
-}
-
-#define EXEC_MMAS(NAME, RG, NT, D, MINB)                                                                    \
+#define EXEC_TC(NAME, NT, D, MINB)                                                                          \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
         NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
              const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
              const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,       \
              void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
-        exec_mmas_body<RG, NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
+        exec_tc_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);       \
     }
 
-EXEC_MMAS(exec_tensor_step_n2, 1, 2, 4, 2)
-EXEC_MMAS(exec_tensor_step_n4, 1, 4, 4, 2)
+EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
+EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

@@ -29,6 +29,8 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec_rows.cu"),
     include_str!("../kernels/exec_matvec_lean.cu"),
     include_str!("../kernels/exec_tensor.cu"),
+    include_str!("../kernels/exec_tensor_tile.cu"),
+    include_str!("../kernels/exec_tensor_step.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
 
@@ -38,6 +40,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/versions.cu"),
     include_str!("../kernels/bench/probes.cu"),
     include_str!("../kernels/bench/fp8_native.cu"),
+    include_str!("../kernels/bench/exec_tensor_step.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -79,17 +82,20 @@ pub const fn staged_warp_smem(fp8: bool) -> u32 {
 
 /// The execution-layout streaming kernels (exec_matvec.cu, exec_dequant.cu): CTAs of 16 warps,
 /// one per SM; an item stage is 4 rows x (512 sm + 256 code bytes) + 32 bytes of escape offsets and
-/// base word; the tensor-core kernel's item is a 16-row tile (exec_tensor.cu).
+/// base word; the tile tensor-core kernel's item is a 16-row tile (exec_tensor_tile.cu).
 pub const EXEC_THREADS: u32 = 512;
 pub const EXEC_STAGE: u32 = 4 * 768 + 32;
 
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
+/// The stream tensor-core kernel's stage (exec_tensor.cu `EXEC_TC_STAGE`): 16 rows x 128 columns
+/// of sm bytes and codes, and the 16 rows' escape offsets.
+pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 /// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
 /// layout kernels size their pipelines and activation copies to it at launch.
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 51] = [
+pub const PRODUCTION: [(&str, u32); 52] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -142,12 +148,14 @@ pub const PRODUCTION: [(&str, u32); 51] = [
     ("exec_matvec_c4_d2", SMEM_OPTIN),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
-    // Bounded matvec on tensor cores, 8 to 64 columns per decode (exec_tensor.cu).
+    // Bounded matvec on tensor cores: the tile kernel, 8 to 64 columns per decode (exec_tensor_tile.cu),
+    // the stream kernel, 8 or 16 (exec_tensor.cu), the step kernel, 32 (exec_tensor_step.cu).
     ("exec_tensor_n1", SMEM_OPTIN),
     ("exec_tensor_n2", SMEM_OPTIN),
     ("exec_tensor_n4", SMEM_OPTIN),
     ("exec_tensor_n8", SMEM_OPTIN),
-    ("exec_tensor_step_n2", SMEM_OPTIN),
+    ("exec_tensor_stream_n1", SMEM_OPTIN),
+    ("exec_tensor_stream_n2", SMEM_OPTIN),
     ("exec_tensor_step_n4", SMEM_OPTIN),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
@@ -161,7 +169,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 21] = [
+pub const BENCH: [(&str, u32); 22] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -189,6 +197,8 @@ pub const BENCH: [(&str, u32); 21] = [
     ("bench_probe_read_write", 0),
     // The uncompressed fp8 baseline.
     ("bench_fp8_native_matvec", 0),
+    // The execution layout's step kernel at 16 columns per decode (exec_tensor_step.cu).
+    ("bench_exec_tensor_step_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

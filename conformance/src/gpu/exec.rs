@@ -3,7 +3,7 @@
 //! matvec (bit-identical) or the tensor-core one (bounded class, spec 19), and the transcode from
 //! format 10 on the device compared byte for byte; then a random sweep (`run_exec_sweep`).
 
-use super::sweep::Tally;
+use super::sweep::{first_diff, same_bf16, same_f32, Tally};
 use crate::exec::{ExecBackend, ExecLoaded};
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::{Gpu, GpuError, GpuMatrix};
@@ -67,25 +67,6 @@ impl ExecLoaded for GpuExecLoaded {
     }
     fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String> {
         self.m.matvec_bf16(x, batch, bias).map_err(err)
-    }
-}
-
-fn same_f32(a: f32, b: f32) -> bool {
-    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
-}
-
-fn same_bf16(a: u16, b: u16) -> bool {
-    let nan = |w: u16| w & 0x7F80 == 0x7F80 && w & 0x7F != 0;
-    a == b || (nan(a) && nan(b))
-}
-
-fn first_diff<T: Copy + std::fmt::Debug>(what: &str, got: &[T], want: &[T], same: impl Fn(T, T) -> bool) -> Result<(), String> {
-    if got.len() != want.len() {
-        return Err(format!("{what}: {} values, expected {}", got.len(), want.len()));
-    }
-    match (0..got.len()).find(|&i| !same(got[i], want[i])) {
-        Some(i) => Err(format!("{what}: first difference at {i}: got {:?}, expected {:?}", got[i], want[i])),
-        None => Ok(()),
     }
 }
 

@@ -36,16 +36,16 @@ impl Tally {
 }
 
 /// NaN equals any NaN (spec 15.4.6); everything else compares bit for bit.
-fn same_f32(a: f32, b: f32) -> bool {
+pub(super) fn same_f32(a: f32, b: f32) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
 
-fn same_bf16(a: u16, b: u16) -> bool {
+pub(super) fn same_bf16(a: u16, b: u16) -> bool {
     let nan = |w: u16| w & 0x7F80 == 0x7F80 && w & 0x7F != 0;
     a == b || (nan(a) && nan(b))
 }
 
-fn first_diff<T: Copy + std::fmt::Debug>(what: &str, got: &[T], want: &[T], same: impl Fn(T, T) -> bool) -> Result<(), String> {
+pub(super) fn first_diff<T: Copy + std::fmt::Debug>(what: &str, got: &[T], want: &[T], same: impl Fn(T, T) -> bool) -> Result<(), String> {
     if got.len() != want.len() {
         return Err(format!("{what}: {} values, expected {}", got.len(), want.len()));
     }

@@ -11,6 +11,7 @@
 mod encode;
 mod run;
 mod select;
+mod tensor;
 
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 

@@ -23,17 +23,22 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
-    /// Spec 19 bounded class (kernels/exec_tensor.cu): tensor cores, BF16 activations only (f32
-    /// activations run [`ExecMatvecKernel::Exact`]); the step kernel up to 32 columns per decode,
-    /// the tile kernel (64 columns per decode) above.
+    /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
+    /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
+    /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
+    /// (a whole 512-column tile per item) at 64.
     Bounded,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
     /// [`ExecMatvecKernel::Exact`].
     Rows,
-    /// Bench: the tile kernel of exec_tensor.cu at every batch size (8 to 64 columns per decode).
+    /// Bench: the tile kernel (exec_tensor_tile.cu) at every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
+    /// Bench: the step kernel (kernels/exec_tensor_step.cu, items of 16 rows x 64 columns) up to
+    /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
+    #[cfg(feature = "bench")]
+    BoundedStep,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -59,6 +64,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::StreamGeneric,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::RowsNoPrefetch,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedStep,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,6 +80,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric => "stream-generic",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedStep => "bounded-step",
         }
     }
 
@@ -83,7 +92,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile => false,
+            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
         }

@@ -113,10 +113,19 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
     Ok(ExecRow { us, dequant_us, transcode_us, encode_us, stored, escapes })
 }
 
-/// Batches 2..64 on one shape (synthetic BF16): cuBLAS GEMM against the exact batched kernel and
-/// the two tensor-core kernels on the execution layout.
-/// One batch size: N, cuBLAS, exact, tensor-core and step-kernel microseconds.
-pub type BatchRow = (usize, f64, f64, f64, f64);
+/// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact kernel (batched
+/// from N = 2, the production default at N = 1) and the tensor-core kernels on the execution
+/// layout: the production bounded choice (stream kernel to 16 columns, step kernel at 32, tile
+/// kernel at 64), the step kernel to 32 columns and the tile kernel alone.
+pub struct BatchRow {
+    pub cublas_us: f64,
+    pub exact_us: f64,
+    /// Bounded (production), step (bench), tile (bench) microseconds.
+    pub tensor_us: [f64; 3],
+}
+
+/// The batch sizes of `--exec-batch`.
+pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 
 pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<BatchRow>> {
     let s = &gpu.stream;
@@ -135,10 +144,10 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
-        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "tile us", "/cB"
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
+        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB"
     );
-    for n in [2usize, 3, 4, 8, 16, 32, 64] {
+    for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
         let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
         let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
@@ -147,7 +156,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         // exact: batched against one launch per column
         let exact_us = if n <= 8 {
             for e in mats.iter_mut() {
-                e.set_matvec_kernel(ExecMatvecKernel::Stream);
+                e.set_matvec_kernel(if n == 1 { ExecMatvecKernel::Exact } else { ExecMatvecKernel::Stream });
             }
             let xd = mats[0].activations_f32(&xw, n)?;
             let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
@@ -163,6 +172,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         } else {
             f64::NAN
         };
+        // the host reference (spec 19.6), once per batch size for the three tensor-core kernels
+        let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
         let mut tensor = |kernel: ExecMatvecKernel, mats: &mut Vec<GpuExecMatrix>, tag: &mut String| -> Res<f64> {
             for e in mats.iter_mut() {
                 e.set_matvec_kernel(kernel);
@@ -170,9 +181,9 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
             let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
-            if m * k * n as u64 <= check_limit {
+            if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
-                if let Err(why) = level2::check_outputs(&level2::expected(&dec, &xw, n, None)?, &got, true) {
+                if let Err(why) = level2::check_outputs(expected, &got, true) {
                     *tag += &format!(" MISMATCH({}: {why})", kernel.name());
                     return Ok(f64::NAN);
                 }
@@ -181,17 +192,48 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             }
             Ok(t)
         };
-        let tensor_us = tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?;
-        let step_us = tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?;
+        let tensor_us = [
+            tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?,
+            tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
+            tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
+        ];
         println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {tensor_us:9.2} {:5.2}x | {step_us:9.2} {:5.2}x |{tag}",
+            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x |{tag}",
             cublas_us / exact_us,
-            cublas_us / tensor_us,
-            cublas_us / step_us
+            tensor_us[0],
+            cublas_us / tensor_us[0],
+            tensor_us[1],
+            cublas_us / tensor_us[1],
+            tensor_us[2],
+            cublas_us / tensor_us[2]
         );
-        out.push((n, cublas_us, exact_us, tensor_us, step_us));
+        out.push(BatchRow { cublas_us, exact_us, tensor_us });
     }
     Ok(out)
+}
+
+/// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
+pub fn batch_summary(rows: &[Vec<BatchRow>]) {
+    println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
+    println!("{:>4} | {:>22} | {:>22} | {:>22} | {:>22}", "N", "exact", "bounded", "step (bench)", "tile (bench)");
+    for (i, n) in BATCHES.iter().enumerate() {
+        let col = |f: &dyn Fn(&BatchRow) -> f64| {
+            let r: Vec<f64> = rows.iter().filter_map(|s| s.get(i)).map(|b| b.cublas_us / f(b)).filter(|v| v.is_finite()).collect();
+            if r.is_empty() {
+                return "-".to_owned();
+            }
+            let g = (r.iter().map(|v| v.ln()).sum::<f64>() / r.len() as f64).exp();
+            let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+            format!("{g:.3}x ({lo:.2}-{hi:.2})")
+        };
+        println!(
+            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22}",
+            col(&|b| b.exact_us),
+            col(&|b| b.tensor_us[0]),
+            col(&|b| b.tensor_us[1]),
+            col(&|b| b.tensor_us[2])
+        );
+    }
 }
 
 /// The execution-layout table: per BF16 row, batch-1 times and ratios against cuBLAS (and the

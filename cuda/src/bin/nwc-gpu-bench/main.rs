@@ -361,12 +361,14 @@ fn main() -> Res<()> {
         return ceiling::bench_ceiling(&gpu, &blas);
     }
     if exec_batch {
+        let mut rows = Vec::new();
         for &(_, m, k) in &SHAPES {
             if quick && m * k > 60_000_000 {
                 continue;
             }
-            exec::batch(&gpu, &blas, m, k, 1 << 28)?;
+            rows.push(exec::batch(&gpu, &blas, m, k, 1 << 28)?);
         }
+        exec::batch_summary(&rows);
         return Ok(());
     }
     if batch_only {

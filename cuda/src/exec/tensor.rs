@@ -1,0 +1,121 @@
+//! The bounded matvec (spec 19 on the execution layout, spec 20.15.3) on tensor cores: launch
+//! plans of the kernels in kernels/exec_tensor.cu, exec_tensor_step.cu and exec_tensor_tile.cu. BF16 activations only; `run` routes here.
+
+use super::{ExecMatvecKernel, GpuExecMatrix};
+use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
+use crate::GpuError;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+
+/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu and
+/// exec_tensor_tile.cu.
+enum TensorFamily {
+    /// `exec_tensor_stream_n*`: items of 16 rows x 128 columns, up to 16 columns per decode.
+    Stream,
+    /// `exec_tensor_step_n4`: items of 16 rows x 64 columns, 32 columns per decode (and, with
+    /// `bench`, `bench_exec_tensor_step_n2` at 16).
+    Step,
+    /// `exec_tensor_n*`: a whole tile per item, up to 64 columns per decode.
+    Tile,
+}
+
+impl GpuExecMatrix {
+    /// Spec 19 into `y` (batch x M outputs of `y_elem` bytes each): `x` holds `batch` BF16 vectors
+    /// of K16 words; the kernels take up to 64 columns per launch.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tensor_matvec(
+        &self,
+        k: ExecMatvecKernel,
+        x: u64,
+        batch: usize,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+        y_elem: u64,
+    ) -> Result<(), GpuError> {
+        let m = self.shape.rows;
+        let per = 64;
+        let mut col = 0usize;
+        while col < batch {
+            let n = per.min(batch - col);
+            self.tensor_launch(k, x + (col as u64) * self.k16 * 2, n as u32, bias, out_bf16, y + col as u64 * m * y_elem)?;
+            col += n;
+        }
+        Ok(())
+    }
+
+    fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let nt = ncols.div_ceil(8).next_power_of_two();
+        // Measured (docs/gpu.md, "Execution layout", 2026-12-01): the stream kernel up to 16
+        // columns per decode, the step kernel at 32, the tile kernel at 64.
+        let family = match k {
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
+            _ if nt <= 2 => TensorFamily::Stream,
+            _ if nt == 4 => TensorFamily::Step,
+            _ => TensorFamily::Tile,
+        };
+        let warps = self.col_tiles.clamp(1, 8);
+        let (name, smem) = match family {
+            TensorFamily::Stream => {
+                // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
+                // the warps' 16 x 8 NT partial sums
+                let (name, nt) = if nt == 1 { ("exec_tensor_stream_n1", 1u64) } else { ("exec_tensor_stream_n2", 2) };
+                (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
+            }
+            TensorFamily::Step => {
+                // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
+                // partial sums; 16 columns only with `bench` (ExecMatvecKernel::BoundedStep)
+                let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("exec_tensor_step_n4", 4u64) };
+                (name, warps * 4 * 1600 + warps * 16 * nt * 8 * 4)
+            }
+            TensorFamily::Tile => {
+                let (name, nt) = match nt {
+                    1 => ("exec_tensor_n1", 1u64),
+                    2 => ("exec_tensor_n2", 2),
+                    4 => ("exec_tensor_n4", 4),
+                    _ => ("exec_tensor_n8", 8),
+                };
+                let optin = u64::from(self.gpu.smem_optin);
+                let smem = |w: u64| w * 2 * u64::from(EXEC_TENSOR_STAGE) + w * 16 * nt * 8 * 4;
+                let mut w = warps;
+                while w > 1 && smem(w) > optin {
+                    w /= 2;
+                }
+                let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(w) as u32)?);
+                let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y);
+            }
+        };
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
+        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn tensor_args(
+        &self,
+        name: &str,
+        grid: u32,
+        threads: u32,
+        smem: u32,
+        x: u64,
+        ncols: u32,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+    ) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let f = self.ptrs();
+        let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+        // SAFETY: the argument list matches EXEC_TC (kernels/exec_tensor.cu), EXEC_MM3 (exec_tensor_tile.cu) or EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
+        // values or null; shared memory within the device's opt-in limit.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+}
