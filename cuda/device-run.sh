@@ -26,6 +26,11 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
+#   exec-variants  the lean kernel's bench variants (kernels/bench/exec_matvec_variants.cu), one
+#          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
+#          included, and both dequants against the reference; 16 recommended) then
+#          `--exec-variants --real`: cuBLAS, the production default, lean and the variants at
+#          batch 1 on the 8 bench shapes, synthetic and real (weights encoded on the GPU).
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
@@ -112,7 +117,10 @@ exec-quick)
   exec_sweep
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu or exec-quick)"; exit 2 ;;
+exec-variants)
+  step "exec sweep (variants included), then the variants beside cuBLAS and lean, batch 1"
+  timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

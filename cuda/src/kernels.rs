@@ -41,6 +41,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/probes.cu"),
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
+    include_str!("../kernels/bench/exec_matvec_variants.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -169,7 +170,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 22] = [
+pub const BENCH: [(&str, u32); 27] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -199,6 +200,13 @@ pub const BENCH: [(&str, u32); 22] = [
     ("bench_fp8_native_matvec", 0),
     // The execution layout's step kernel at 16 columns per decode (exec_tensor_step.cu).
     ("bench_exec_tensor_step_n2", SMEM_OPTIN),
+    // Variants of the lean one-column exact matvec (exec_matvec_variants.cu): interleaved row
+    // chains (ilp4), 8-row items (r8), 24 warps per SM (w24).
+    ("bench_exec_ilp4_d4", SMEM_OPTIN),
+    ("bench_exec_ilp4_d3", SMEM_OPTIN),
+    ("bench_exec_ilp4_d2", SMEM_OPTIN),
+    ("bench_exec_r8_d2", SMEM_OPTIN),
+    ("bench_exec_w24_d2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -131,16 +131,71 @@ impl GpuExecMatrix {
         }
     }
 
+    /// Bench: the plan of a lean variant (kernels/bench/exec_matvec_variants.cu) for one column,
+    /// or None where it does not apply (K16 % 32 != 0, x does not fit, not a variant).
+    #[cfg(feature = "bench")]
+    fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
+        // (rows per item, (kernel, depth) in order of preference, warps per CTA in order)
+        let (r, kernels, warp_list): (u64, &[(&'static str, u64)], &[u64]) = match k {
+            ExecMatvecKernel::VarIlp4 => (4, &[("bench_exec_ilp4_d4", 4), ("bench_exec_ilp4_d3", 3), ("bench_exec_ilp4_d2", 2)], &[16]),
+            ExecMatvecKernel::VarRows8 => (8, &[("bench_exec_r8_d2", 2)], &[16, 12, 8]),
+            ExecMatvecKernel::VarWarps24 => (4, &[("bench_exec_w24_d2", 2)], &[24]),
+            _ => return Ok(None),
+        };
+        if self.k16 % 32 != 0 {
+            return Ok(None);
+        }
+        let optin = u64::from(self.gpu.smem_optin);
+        let stage = r * 768 + 32 * (r / 4);
+        let x = self.col_tiles * 512 * 4;
+        let row_groups = self.shape.rows.div_ceil(r);
+        for &w in warp_list {
+            for &(name, depth) in kernels {
+                let base = x + w * depth * stage;
+                // one CTA per SM (launch bounds and shared memory); G divides the CTA's warps
+                let mut g = u64::from(self.groups(row_groups, u64::from(self.gpu.sm_count) * w)).min(w);
+                while w % g != 0 {
+                    g /= 2;
+                }
+                let smem = base + if g > 1 { (w / g) * 2 * r * self.col_tiles * 4 } else { 0 };
+                if smem > optin {
+                    continue;
+                }
+                let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?);
+                let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
+                return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, groups: g as u32 }));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Bench: the kernel a one-column matvec launches with this matrix's kernel choice.
+    #[cfg(feature = "bench")]
+    pub fn one_column_kernel(&self) -> Result<&'static str, GpuError> {
+        Ok(self.exact_launch_plan(self.matvec_kernel, 1)?.0.name)
+    }
+
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).
     fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
+        #[cfg(feature = "bench")]
+        if left == 1 {
+            if let Some(p) = self.variant_plan(k)? {
+                return Ok((p, 1));
+            }
+        }
+        // Too few items per resident warp for the stream pipeline (STREAM_MIN_ITEMS).
+        let small = || {
+            let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
+            self.shape.rows.div_ceil(ITEM_ROWS) * self.col_tiles < STREAM_MIN_ITEMS * slots
+        };
         let rows = match k {
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::RowsNoPrefetch => true,
-            ExecMatvecKernel::Exact if left == 1 => {
-                let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
-                self.shape.rows.div_ceil(ITEM_ROWS) * self.col_tiles < STREAM_MIN_ITEMS * slots
-            }
+            // a variant that does not apply runs what Exact runs
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarIlp4 | ExecMatvecKernel::VarRows8 | ExecMatvecKernel::VarWarps24 if left == 1 => small(),
+            ExecMatvecKernel::Exact if left == 1 => small(),
             _ => false,
         };
         if rows {
@@ -179,7 +234,8 @@ impl GpuExecMatrix {
         if p.groups > 0 {
             b.arg(&p.groups);
         }
-        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1) or
+        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1; EXEC_LEAN
+        // and the bench EXEC_VAR take the same list, and their plans size shared memory likewise) or
         // EXEC_MATVEC (exec_matvec_rows.cu, groups 0: no such argument); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
         // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's

@@ -23,6 +23,17 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
+    /// Bench variants of the lean one-column kernel (kernels/bench/exec_matvec_variants.cu), one
+    /// column where K16 % 32 == 0 and x fits shared memory (else what [`ExecMatvecKernel::Exact`]
+    /// runs), at every size (no rows-kernel rule): the 4 rows' fma chains interleaved.
+    #[cfg(feature = "bench")]
+    VarIlp4,
+    /// Bench: 8-row items (two interleaved groups of 4 rows), depth 2, 16 (or 12, 8) warps.
+    #[cfg(feature = "bench")]
+    VarRows8,
+    /// Bench: the interleaved 4-row body under 80 registers, 24 warps per SM, depth 2.
+    #[cfg(feature = "bench")]
+    VarWarps24,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
     /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
@@ -66,6 +77,12 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarIlp4,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarRows8,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarWarps24,
     ];
 
     pub fn name(self) -> &'static str {
@@ -82,6 +99,12 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarIlp4 => "var-ilp4",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarRows8 => "var-r8",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarWarps24 => "var-w24",
         }
     }
 
@@ -95,6 +118,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarIlp4 | ExecMatvecKernel::VarRows8 | ExecMatvecKernel::VarWarps24 => true,
         }
     }
 }

@@ -13,12 +13,15 @@ use nwc_reference::Shape;
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 5] = [
+const EXACT: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
+    ExecMatvecKernel::VarIlp4,
+    ExecMatvecKernel::VarRows8,
+    ExecMatvecKernel::VarWarps24,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
@@ -79,6 +82,8 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     let s = &gpu.stream;
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let mut failed = 0usize;
+    // per bench variant: shapes on which it ran its own kernel (the others run what Exact runs)
+    let mut own = [0usize; EXACT.len()];
     for i in 0..count {
         let k = match i % 4 {
             0 => 1 + rng.below(600),
@@ -106,8 +111,9 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         let want_y = reference.matvec_bf16(&x, 1, None)?;
         let mut e = GpuExecMatrix::upload(gpu, &want)?;
         let mut bad = Vec::new();
-        for kernel in EXACT {
+        for (j, kernel) in EXACT.into_iter().enumerate() {
             e.set_matvec_kernel(kernel);
+            own[j] += usize::from(e.one_column_kernel()?.starts_with("bench_exec_"));
             let got = e.matvec_bf16(&x, 1, None)?;
             if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
@@ -128,6 +134,11 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         failed += 1;
         if failed <= 5 {
             println!("FAIL {label} (escapes {}): {}", e.escapes(), bad.join("; "));
+        }
+    }
+    for (j, kernel) in EXACT.iter().enumerate() {
+        if kernel.name().starts_with("var-") {
+            println!("exec-sweep: {} ran its own kernel on {}/{count} shapes", kernel.name(), own[j]);
         }
     }
     println!("exec-sweep: {}/{count} passed", count - failed);

@@ -9,7 +9,8 @@
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
-//! `exec_check.rs`)
+//! `exec_check.rs`; `--exec-variants [--real FILE]`: the lean kernel's bench variants beside
+//! cuBLAS and the production kernels, after the sweep when both are given, `exec_variants.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -26,6 +27,7 @@ mod batch;
 mod ceiling;
 mod exec;
 mod exec_check;
+mod exec_variants;
 mod timing;
 
 use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
@@ -283,6 +285,7 @@ fn main() -> Res<()> {
     let mut exec_batch = false;
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
+    let mut exec_variants = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -295,6 +298,7 @@ fn main() -> Res<()> {
             }
             "--exec-batch" => exec_batch = true,
             "--exec-profile" => exec_profile = true,
+            "--exec-variants" => exec_variants = true,
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
                 let (n, w) = a.split_once(':').unwrap_or((&a, "8000000"));
@@ -317,7 +321,15 @@ fn main() -> Res<()> {
         return exec_check::profile(&gpu, &[(6144, 4096), (24576, 4096), (1000, 3000)]);
     }
     if let Some((n, w)) = exec_sweep {
-        return exec_check::sweep(&gpu, n, w);
+        exec_check::sweep(&gpu, n, w)?;
+        if !exec_variants {
+            return Ok(());
+        }
+    }
+    if exec_variants {
+        // one process for the sweep and the timing: one NVRTC compile
+        let pool = real.as_deref().map(real_pool).transpose()?;
+        return exec_variants::run(&gpu, &blas, &SHAPES, pool.as_deref());
     }
     if profile {
         // For ncu: two launches of each matvec version and of each dequant on 6144x4096

@@ -1,0 +1,152 @@
+//! `--exec-variants`: the bench variants of the lean one-column exact matvec
+//! (kernels/bench/exec_matvec_variants.cu) beside cuBLAS and the production kernels, batch 1, on
+//! the 8 bench shapes (synthetic and, with `--real`, real weights), quickly enough for a short
+//! device call: weights generated on all cores, encoded on the GPU (`GpuExecMatrix::from_bf16`,
+//! byte-identical to the reference encoder), no format-10 encode, dequant or transcode (those
+//! are `--exec`). Every output is compared with the production kernel's (`Exact`), which the
+//! sweep and `--exec` check against the reference.
+
+use super::timing::{cublas_matvec_us, gaussian_bf16, tile, time_us};
+use super::{Res, L2_BYTES};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaSlice;
+use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::Gpu;
+use nwc_reference::Shape;
+use std::sync::Arc;
+
+/// Timed after cuBLAS, in this order; the first is the production default and the reference.
+const KERNELS: [ExecMatvecKernel; 5] = [
+    ExecMatvecKernel::Exact,
+    ExecMatvecKernel::Stream,
+    ExecMatvecKernel::VarIlp4,
+    ExecMatvecKernel::VarRows8,
+    ExecMatvecKernel::VarWarps24,
+];
+
+/// N(0, 0.02) BF16 words from `gaussian_bf16` streams of 4 M words each, generated in parallel.
+fn gaussian_par(n: usize, seed: u64) -> Vec<u16> {
+    const CHUNK: usize = 1 << 22;
+    let chunks = n.div_ceil(CHUNK);
+    let threads = std::thread::available_parallelism().map_or(4, |t| t.get()).min(chunks.max(1));
+    let parts: Vec<Vec<Vec<u16>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    (t..chunks).step_by(threads).map(|c| gaussian_bf16(CHUNK.min(n - c * CHUNK), seed * 1_000_003 + c as u64)).collect()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().expect("generator thread panicked")).collect()
+    });
+    let mut out = Vec::with_capacity(n);
+    for c in 0..chunks {
+        out.extend_from_slice(&parts[c % threads][c / threads]);
+    }
+    out
+}
+
+struct Row {
+    label: String,
+    m: u64,
+    k: u64,
+    cublas_us: f64,
+    /// Per KERNELS entry (NaN when the output differed from Exact's).
+    us: Vec<f64>,
+    /// Exact ran the rows kernel (below the stream rule's items per warp).
+    exact_rows: bool,
+}
+
+fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words: &[u16]) -> Res<Row> {
+    let s = &gpu.stream;
+    let x: Vec<u16> =
+        gaussian_bf16(k as usize, 7).iter().map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits()).collect();
+    let cublas_us = cublas_matvec_us(gpu, blas, words, &x, m, k)?;
+    let e0 = GpuExecMatrix::from_bf16(gpu, Shape::new(m, k), words)?;
+    let copies = (3 * L2_BYTES / e0.stored_bytes() + 1).clamp(1, 8) as usize;
+    let mut mats = vec![e0];
+    for _ in 1..copies {
+        mats.push(mats[0].try_clone()?);
+    }
+    let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+    let xd = mats[0].activations_f32(&xf, 1)?;
+    let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
+    let mut us = Vec::new();
+    let mut expected: Option<Vec<u16>> = None;
+    let mut names = Vec::new();
+    let mut exact_rows = false;
+    for kernel in KERNELS {
+        for e in mats.iter_mut() {
+            e.set_matvec_kernel(kernel);
+        }
+        let name = mats[0].one_column_kernel()?;
+        if kernel == ExecMatvecKernel::Exact {
+            exact_rows = name == "exec_matvec_rows";
+        }
+        names.push(name);
+        s.memset_zeros(&mut y16)?;
+        let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
+        let got = s.clone_dtoh(&y16)?;
+        let want = expected.get_or_insert_with(|| got.clone());
+        let bad = got.iter().zip(want.iter()).filter(|(a, b)| a != b).count();
+        if bad > 0 {
+            println!("MISMATCH {} {m}x{k}: {bad} rows differ from exact", kernel.name());
+        }
+        us.push(if bad == 0 { t } else { f64::NAN });
+    }
+    let per: Vec<String> =
+        KERNELS.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
+    println!("{label:<48} cuBLAS {cublas_us:8.2} us | {}", per.join(" | "));
+    Ok(Row { label, m, k, cublas_us, us, exact_rows })
+}
+
+fn geo(v: &[f64]) -> f64 {
+    (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+}
+
+/// Per source: each kernel's geomean against cuBLAS, and for each variant "as default": the
+/// variant where Exact runs a stream kernel, Exact's time where Exact runs the rows kernel (what
+/// promoting the variant in place of lean would give), with the minimum over shapes >= 4096x4096.
+fn summary(rows: &[Row]) {
+    for kind in ["synthetic", "real"] {
+        let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind)).collect();
+        if sel.is_empty() {
+            continue;
+        }
+        println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
+        for (i, kn) in KERNELS.iter().enumerate() {
+            let alone: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
+            let dflt: Vec<f64> = sel.iter().map(|r| r.cublas_us / if r.exact_rows { r.us[0] } else { r.us[i] }).collect();
+            let min_large = sel.iter().zip(&dflt).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
+            let stream: Vec<f64> = sel.iter().filter(|r| !r.exact_rows).map(|r| r.us[0] / r.us[i]).filter(|v| v.is_finite()).collect();
+            println!(
+                "  {:<10} alone {:.3}x | as default {:.3}x (min >= 4096x4096 {:.3}x) | vs exact on its {} stream shapes {:.3}x",
+                kn.name(),
+                geo(&alone),
+                geo(&dflt),
+                min_large,
+                stream.len(),
+                if stream.is_empty() { f64::NAN } else { geo(&stream) }
+            );
+        }
+    }
+}
+
+/// `--exec-variants`: jobs (label, M, K) with `pool` = real weights to tile (None: synthetic).
+pub fn run(gpu: &Arc<Gpu>, blas: &CudaBlas, shapes: &[(&str, u64, u64)], real: Option<&[u16]>) -> Res<()> {
+    let t0 = std::time::Instant::now();
+    let mut rows = Vec::new();
+    for (i, &(name, m, k)) in shapes.iter().enumerate() {
+        let n = (m * k) as usize;
+        let words = gaussian_par(n, i as u64 + 1);
+        rows.push(measure(gpu, blas, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "synthetic"), m, k, &words)?);
+        drop(words);
+        if let Some(pool) = real {
+            let words = tile(pool, n);
+            rows.push(measure(gpu, blas, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "real"), m, k, &words)?);
+        }
+    }
+    summary(&rows);
+    println!("exec variants: {:.1} s", t0.elapsed().as_secs_f64());
+    Ok(())
+}
