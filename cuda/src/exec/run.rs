@@ -169,10 +169,12 @@ impl GpuExecMatrix {
         Ok(None)
     }
 
-    /// Bench: the kernel a one-column matvec launches with this matrix's kernel choice.
+    /// Bench: the kernel a one-column matvec launches with this matrix's kernel choice, and its
+    /// threads per CTA.
     #[cfg(feature = "bench")]
-    pub fn one_column_kernel(&self) -> Result<&'static str, GpuError> {
-        Ok(self.exact_launch_plan(self.matvec_kernel, 1)?.0.name)
+    pub fn one_column_kernel(&self) -> Result<(&'static str, u32), GpuError> {
+        let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
+        Ok((p.name, p.threads))
     }
 
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).

@@ -113,7 +113,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         let mut bad = Vec::new();
         for (j, kernel) in EXACT.into_iter().enumerate() {
             e.set_matvec_kernel(kernel);
-            own[j] += usize::from(e.one_column_kernel()?.starts_with("bench_exec_"));
+            own[j] += usize::from(e.one_column_kernel()?.0.starts_with("bench_exec_"));
             let got = e.matvec_bf16(&x, 1, None)?;
             if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));

@@ -55,6 +55,9 @@ struct Row {
     us: Vec<f64>,
     /// Exact ran the rows kernel (below the stream rule's items per warp).
     exact_rows: bool,
+    /// Per KERNELS entry: it ran its own variant kernel with its full warp count (16, or 24 for
+    /// var-w24), the condition under which it would replace lean (docs/gpu.md, "session 6, late").
+    full_plan: Vec<bool>,
 }
 
 fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words: &[u16]) -> Res<Row> {
@@ -75,15 +78,17 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let mut expected: Option<Vec<u16>> = None;
     let mut names = Vec::new();
     let mut exact_rows = false;
+    let mut full_plan = Vec::new();
     for kernel in KERNELS {
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
         }
-        let name = mats[0].one_column_kernel()?;
+        let (name, threads) = mats[0].one_column_kernel()?;
         if kernel == ExecMatvecKernel::Exact {
             exact_rows = name == "exec_matvec_rows";
         }
-        names.push(name);
+        full_plan.push(name.starts_with("bench_exec_") && threads >= 512);
+        names.push(format!("{name}/{}w", threads / 32));
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
         let got = s.clone_dtoh(&y16)?;
@@ -97,7 +102,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let per: Vec<String> =
         KERNELS.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
     println!("{label:<48} cuBLAS {cublas_us:8.2} us | {}", per.join(" | "));
-    Ok(Row { label, m, k, cublas_us, us, exact_rows })
+    Ok(Row { label, m, k, cublas_us, us, exact_rows, full_plan })
 }
 
 fn geo(v: &[f64]) -> f64 {
@@ -105,8 +110,9 @@ fn geo(v: &[f64]) -> f64 {
 }
 
 /// Per source: each kernel's geomean against cuBLAS, and for each variant "as default": the
-/// variant where Exact runs a stream kernel, Exact's time where Exact runs the rows kernel (what
-/// promoting the variant in place of lean would give), with the minimum over shapes >= 4096x4096.
+/// variant where Exact runs a stream kernel and the variant's plan has its full warp count,
+/// Exact's time elsewhere (what promoting the variant by that rule would give), with the minimum
+/// over shapes >= 4096x4096.
 fn summary(rows: &[Row]) {
     for kind in ["synthetic", "real"] {
         let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind)).collect();
@@ -116,17 +122,23 @@ fn summary(rows: &[Row]) {
         println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
         for (i, kn) in KERNELS.iter().enumerate() {
             let alone: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
-            let dflt: Vec<f64> = sel.iter().map(|r| r.cublas_us / if r.exact_rows { r.us[0] } else { r.us[i] }).collect();
+            if !kn.name().starts_with("var-") {
+                println!("  {:<10} alone {:.3}x", kn.name(), geo(&alone));
+                continue;
+            }
+            let dflt: Vec<f64> =
+                sel.iter().map(|r| r.cublas_us / if r.exact_rows || !r.full_plan[i] { r.us[0] } else { r.us[i] }).collect();
             let min_large = sel.iter().zip(&dflt).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
-            let stream: Vec<f64> = sel.iter().filter(|r| !r.exact_rows).map(|r| r.us[0] / r.us[i]).filter(|v| v.is_finite()).collect();
+            let served: Vec<f64> =
+                sel.iter().filter(|r| !r.exact_rows && r.full_plan[i]).map(|r| r.us[0] / r.us[i]).filter(|v| v.is_finite()).collect();
             println!(
-                "  {:<10} alone {:.3}x | as default {:.3}x (min >= 4096x4096 {:.3}x) | vs exact on its {} stream shapes {:.3}x",
+                "  {:<10} alone {:.3}x | as default {:.3}x (min >= 4096x4096 {:.3}x) | exact time / its time on the {} stream shapes it would serve {:.3}x",
                 kn.name(),
                 geo(&alone),
                 geo(&dflt),
                 min_large,
-                stream.len(),
-                if stream.is_empty() { f64::NAN } else { geo(&stream) }
+                served.len(),
+                if served.is_empty() { f64::NAN } else { geo(&served) }
             );
         }
     }
