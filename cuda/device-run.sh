@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-batch-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -26,6 +26,12 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
+#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` only (~40-50 s on the H200):
+#          the bench variants of the stream tensor-core kernel (kernels/bench/exec_tensor_variants.cu)
+#          beside cuBLAS GEMM and the production bounded kernel, N = 2, 4, 8, 16 on the six quick
+#          shapes; every output checked bit for bit against production and against spec 19's bound
+#          where the host reference is affordable ("!!! MISMATCH" lines and a non-zero exit on failure);
+#          one geomean line per (variant, N). SWEEP_COUNT is ignored.
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
@@ -112,7 +118,11 @@ exec-quick)
   exec_sweep
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu or exec-quick)"; exit 2 ;;
+exec-batch-variants)
+  step "exec batched, bounded variants (N = 2, 4, 8, 16)"
+  timeout 120 $B/nwc-gpu-bench --exec-batch-variants --quick
+  echo "exec-batch-variants exit $?" ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick or exec-batch-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

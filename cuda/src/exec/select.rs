@@ -39,6 +39,15 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
+    /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel replaced, up to 16 columns
+    /// per decode, by its variant that loads the next item's activation fragments while the
+    /// current item runs (kernels/bench/exec_tensor_variants.cu `bench_exec_tc_xpf_n*`).
+    #[cfg(feature = "bench")]
+    BoundedXpf,
+    /// Bench: [`ExecMatvecKernel::BoundedXpf`] with the split-barrier row-group reduction (one
+    /// reducer warp per row group; `bench_exec_tc_xpfred_n*`).
+    #[cfg(feature = "bench")]
+    BoundedXpfRed,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -66,6 +75,10 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedXpf,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedXpfRed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -82,6 +95,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedXpf => "bounded-xpf",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedXpfRed => "bounded-xpf-red",
         }
     }
 
@@ -92,7 +109,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
+            ExecMatvecKernel::BoundedTile
+            | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::BoundedXpf
+            | ExecMatvecKernel::BoundedXpfRed => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
         }

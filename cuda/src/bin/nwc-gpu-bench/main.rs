@@ -9,7 +9,8 @@
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
-//! `exec_check.rs`)
+//! `exec_check.rs`; `--exec-batch-variants [--quick]`: the bench variants of the stream tensor-core
+//! kernel beside cuBLAS and the production bounded kernel, `exec_variants.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -26,6 +27,7 @@ mod batch;
 mod ceiling;
 mod exec;
 mod exec_check;
+mod exec_variants;
 mod timing;
 
 use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
@@ -281,6 +283,7 @@ fn main() -> Res<()> {
     let mut batch_only = false;
     let mut ceiling_only = false;
     let mut exec_batch = false;
+    let mut exec_variants = false;
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut args = std::env::args().skip(1);
@@ -294,6 +297,7 @@ fn main() -> Res<()> {
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
             }
             "--exec-batch" => exec_batch = true,
+            "--exec-batch-variants" => exec_variants = true,
             "--exec-profile" => exec_profile = true,
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
@@ -359,6 +363,18 @@ fn main() -> Res<()> {
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
     if ceiling_only {
         return ceiling::bench_ceiling(&gpu, &blas);
+    }
+    if exec_variants {
+        let (mut rows, mut failed) = (Vec::new(), 0);
+        for &(_, m, k) in &SHAPES {
+            if quick && m * k > 60_000_000 {
+                continue;
+            }
+            let (r, f) = exec_variants::variants(&gpu, &blas, m, k, 1 << 28)?;
+            rows.push(r);
+            failed += f;
+        }
+        return exec_variants::summary(&rows, failed);
     }
     if exec_batch {
         let mut rows = Vec::new();
