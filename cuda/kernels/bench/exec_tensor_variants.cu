@@ -204,9 +204,9 @@ __device__ __forceinline__ void bench_tc_body(const exec_u8* __restrict__ sm, co
         }
         float* rw = red + (exec_u64)warp * 16 * COLS;
         if (RED) {
-            // the previous row group's reducer has read the partials (barrier 2: nwarps writers
-            // wait, that reducer warp arrived)
-            if (ngr > 0u) bench_tc_bar_sync(2u, blockDim.x + 32u);
+            // the previous row group's reducer has read the partials (barrier 2: that reducer
+            // arrived, the other warps wait; every thread meets each barrier generation once)
+            if (ngr > 0u && warp != (ngr - 1u) % nwarps) bench_tc_bar_sync(2u, blockDim.x);
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
@@ -227,7 +227,7 @@ __device__ __forceinline__ void bench_tc_body(const exec_u8* __restrict__ sm, co
                         reinterpret_cast<float*>(y)[n * ldy + m] = sum;
                 }
                 __syncwarp();  // bar.arrive is .aligned: the whole warp, converged
-                bench_tc_bar_arrive(2u, blockDim.x + 32u);
+                bench_tc_bar_arrive(2u, blockDim.x);
             } else {
                 bench_tc_bar_arrive(1u, blockDim.x);
             }
@@ -240,7 +240,7 @@ __device__ __forceinline__ void bench_tc_body(const exec_u8* __restrict__ sm, co
         }
     }
     // RED: complete barrier 2's last generation (the last reducer arrived on it)
-    if (RED && ngr > 0u) bench_tc_bar_sync(2u, blockDim.x + 32u);
+    if (RED && ngr > 0u && warp != (ngr - 1u) % nwarps) bench_tc_bar_sync(2u, blockDim.x);
     exec_cp_wait<0>();
 }
 
