@@ -33,8 +33,23 @@ pub struct VariantRow {
     pub us: [f64; VARIANTS.len()],
 }
 
-/// One shape: returns its rows (in `VARIANT_BATCHES` order) and the number of failed checks.
-pub fn variants(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<(Vec<VariantRow>, usize)> {
+/// The shapes and batch sizes of `--exec-batch-variants-check`: one launch per kernel, no timing,
+/// small enough for compute-sanitizer (racecheck, synccheck): ragged M and K; 1000x3000 gives
+/// each CTA one row group (6 warps), 34000x520 two or three (2 warps, 8 CTAs per SM: the
+/// split-barrier reduction's barrier 2 and its rotating reducer are exercised), 40x500 one warp.
+pub const CHECK_SHAPES: [(u64, u64); 3] = [(1000, 3000), (34000, 520), (40, 500)];
+pub const CHECK_BATCHES: [usize; 2] = [2, 16];
+
+/// One shape: returns its rows (in `batches` order) and the number of failed checks. `blas`
+/// None: one launch per kernel and no timing (the check mode; times are reported as 0).
+pub fn variants(
+    gpu: &Arc<Gpu>,
+    blas: Option<&CudaBlas>,
+    m: u64,
+    k: u64,
+    batches: &[usize],
+    check_limit: u64,
+) -> Res<(Vec<VariantRow>, usize)> {
     let s = &gpu.stream;
     let words = gaussian_bf16((m * k) as usize, 11);
     let shape = Shape::new(m, k);
@@ -47,17 +62,25 @@ pub fn variants(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u6
     for _ in 1..copies {
         mats.push(mats[0].try_clone()?);
     }
-    let dense = DenseGemm::new(gpu, &words, m, k)?;
+    let dense = match blas {
+        Some(_) => Some(DenseGemm::new(gpu, &words, m, k)?),
+        None => None,
+    };
     let (mut out, mut failed) = (Vec::new(), 0usize);
-    println!("execution layout, bounded variants, {m}x{k} synthetic BF16 (BF16 outputs):");
-    print!("{:>4} | {:>9}", "N", "cuBLAS us");
-    for v in VARIANTS {
-        print!(" | {:>15} us {:>6}", v.name(), "/cB");
+    if blas.is_some() {
+        println!("execution layout, bounded variants, {m}x{k} synthetic BF16 (BF16 outputs):");
+        print!("{:>4} | {:>9}", "N", "cuBLAS us");
+        for v in VARIANTS {
+            print!(" | {:>15} us {:>6}", v.name(), "/cB");
+        }
+        println!(" | check");
     }
-    println!(" | check");
-    for n in VARIANT_BATCHES {
+    for &n in batches {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
-        let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
+        let cublas_us = match (&dense, blas) {
+            (Some(d), Some(b)) => d.time_us(gpu, b, &xs, n)?,
+            _ => 0.0,
+        };
         let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
         let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
         let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
@@ -70,7 +93,12 @@ pub fn variants(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u6
             }
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
-            let t = time_us(gpu, &mut |c| Ok(mats[c % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+            let t = if blas.is_some() {
+                time_us(gpu, &mut |c| Ok(mats[c % copies].matvec_into_bf16(&xd, None, &mut y)?))?
+            } else {
+                mats[0].matvec_into_bf16(&xd, None, &mut y)?;
+                0.0
+            };
             let got = s.clone_dtoh(&y)?;
             let mut ok = true;
             if let Some(expected) = &expected {
@@ -104,11 +132,15 @@ pub fn variants(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u6
         if expected.is_none() {
             tag += " (bound unchecked: host reference too large; bits vs production checked)";
         }
-        print!("{n:>4} | {cublas_us:9.2}");
-        for t in us {
-            print!(" | {t:18.2} {:5.3}x", cublas_us / t);
+        if blas.is_none() {
+            println!("{m}x{k} N={n}: {} kernels checked{tag}", VARIANTS.len());
+        } else {
+            print!("{n:>4} | {cublas_us:9.2}");
+            for t in us {
+                print!(" | {t:18.2} {:5.3}x", cublas_us / t);
+            }
+            println!(" |{tag}");
         }
-        println!(" |{tag}");
         out.push(VariantRow { cublas_us, us });
     }
     Ok((out, failed))

@@ -10,7 +10,9 @@
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
 //! `exec_check.rs`; `--exec-batch-variants [--quick]`: the bench variants of the stream tensor-core
-//! kernel beside cuBLAS and the production bounded kernel, `exec_variants.rs`)
+//! kernel beside cuBLAS and the production bounded kernel, `exec_variants.rs`;
+//! `--exec-batch-variants-check`: the same kernels once each on small ragged shapes, for
+//! compute-sanitizer)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -284,6 +286,7 @@ fn main() -> Res<()> {
     let mut ceiling_only = false;
     let mut exec_batch = false;
     let mut exec_variants = false;
+    let mut exec_variants_check = false;
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut args = std::env::args().skip(1);
@@ -298,6 +301,7 @@ fn main() -> Res<()> {
             }
             "--exec-batch" => exec_batch = true,
             "--exec-batch-variants" => exec_variants = true,
+            "--exec-batch-variants-check" => exec_variants_check = true,
             "--exec-profile" => exec_profile = true,
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
@@ -364,13 +368,25 @@ fn main() -> Res<()> {
     if ceiling_only {
         return ceiling::bench_ceiling(&gpu, &blas);
     }
+    if exec_variants_check {
+        let mut failed = 0;
+        for &(m, k) in &exec_variants::CHECK_SHAPES {
+            failed += exec_variants::variants(&gpu, None, m, k, &exec_variants::CHECK_BATCHES, u64::MAX)?.1;
+        }
+        if failed > 0 {
+            println!("!!! {failed} variant check(s) FAILED (see the MISMATCH lines above)");
+            return Err(format!("{failed} variant check(s) failed").into());
+        }
+        println!("variant check: every output bit-identical to production and within the spec 19 bound");
+        return Ok(());
+    }
     if exec_variants {
         let (mut rows, mut failed) = (Vec::new(), 0);
         for &(_, m, k) in &SHAPES {
             if quick && m * k > 60_000_000 {
                 continue;
             }
-            let (r, f) = exec_variants::variants(&gpu, &blas, m, k, 1 << 28)?;
+            let (r, f) = exec_variants::variants(&gpu, Some(&blas), m, k, &exec_variants::VARIANT_BATCHES, 1 << 28)?;
             rows.push(r);
             failed += f;
         }
