@@ -26,7 +26,7 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
-#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` only (~40-50 s on the H200):
+#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` (~30-45 s on the H200):
 #          the bench variants of the stream tensor-core kernel (kernels/bench/exec_tensor_variants.cu)
 #          beside cuBLAS GEMM and the production bounded kernel, N = 2, 4, 8, 16 on the six quick
 #          shapes; every output checked bit for bit against production and against spec 19's bound

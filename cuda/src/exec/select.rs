@@ -48,6 +48,9 @@ pub enum ExecMatvecKernel {
     /// reducer warp per row group; `bench_exec_tc_xpfred_n*`).
     #[cfg(feature = "bench")]
     BoundedXpfRed,
+    /// Bench: the split-barrier row-group reduction alone (`bench_exec_tc_red_n*`).
+    #[cfg(feature = "bench")]
+    BoundedRed,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -79,6 +82,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::BoundedXpf,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedXpfRed,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedRed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -99,6 +104,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedXpf => "bounded-xpf",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedXpfRed => "bounded-xpf-red",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedRed => "bounded-red",
         }
     }
 
@@ -112,7 +119,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
             | ExecMatvecKernel::BoundedXpf
-            | ExecMatvecKernel::BoundedXpfRed => false,
+            | ExecMatvecKernel::BoundedXpfRed
+            | ExecMatvecKernel::BoundedRed => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
         }

@@ -60,6 +60,8 @@ impl GpuExecMatrix {
             ExecMatvecKernel::BoundedXpf if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_xpf"),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedXpfRed if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_xpfred"),
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedRed if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_red"),
             _ if nt <= 2 => TensorFamily::Stream,
             _ if nt == 4 => TensorFamily::Step,
             _ => TensorFamily::Tile,
@@ -78,8 +80,10 @@ impl GpuExecMatrix {
                 let (name, nt) = match (prefix, nt) {
                     ("bench_exec_tc_xpf", 1) => ("bench_exec_tc_xpf_n1", 1u64),
                     ("bench_exec_tc_xpf", _) => ("bench_exec_tc_xpf_n2", 2),
-                    (_, 1) => ("bench_exec_tc_xpfred_n1", 1),
-                    _ => ("bench_exec_tc_xpfred_n2", 2),
+                    ("bench_exec_tc_xpfred", 1) => ("bench_exec_tc_xpfred_n1", 1),
+                    ("bench_exec_tc_xpfred", _) => ("bench_exec_tc_xpfred_n2", 2),
+                    (_, 1) => ("bench_exec_tc_red_n1", 1),
+                    _ => ("bench_exec_tc_red_n2", 2),
                 };
                 (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
             }

@@ -25,7 +25,8 @@ use std::sync::Arc;
 /// The batch sizes of `--exec-batch-variants` (the stream kernel's range: 8 and 16 columns per decode).
 pub const VARIANT_BATCHES: [usize; 4] = [2, 4, 8, 16];
 /// Production first; the rest are the bench variants.
-pub const VARIANTS: [ExecMatvecKernel; 3] = [ExecMatvecKernel::Bounded, ExecMatvecKernel::BoundedXpf, ExecMatvecKernel::BoundedXpfRed];
+pub const VARIANTS: [ExecMatvecKernel; 4] =
+    [ExecMatvecKernel::Bounded, ExecMatvecKernel::BoundedXpf, ExecMatvecKernel::BoundedRed, ExecMatvecKernel::BoundedXpfRed];
 
 /// Per batch size: cuBLAS microseconds and each kernel's (NaN when a check failed).
 pub struct VariantRow {

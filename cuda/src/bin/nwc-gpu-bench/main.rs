@@ -386,7 +386,7 @@ fn main() -> Res<()> {
             if quick && m * k > 60_000_000 {
                 continue;
             }
-            let (r, f) = exec_variants::variants(&gpu, Some(&blas), m, k, &exec_variants::VARIANT_BATCHES, 1 << 28)?;
+            let (r, f) = exec_variants::variants(&gpu, Some(&blas), m, k, &exec_variants::VARIANT_BATCHES, 1 << 27)?;
             rows.push(r);
             failed += f;
         }
