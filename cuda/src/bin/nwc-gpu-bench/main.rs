@@ -10,7 +10,7 @@
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
 //! `exec_check.rs`; `--exec-batch-variants [--quick]`: the bench variants of the stream tensor-core
-//! kernel beside cuBLAS and the production bounded kernel, `exec_variants.rs`;
+//! kernel beside cuBLAS and the production bounded kernel, `batch_variants.rs`;
 //! `--exec-batch-variants-check`: the same kernels once each on small ragged shapes, for
 //! compute-sanitizer)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
@@ -29,7 +29,7 @@ mod batch;
 mod ceiling;
 mod exec;
 mod exec_check;
-mod exec_variants;
+mod batch_variants;
 mod timing;
 
 use timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
@@ -285,8 +285,8 @@ fn main() -> Res<()> {
     let mut batch_only = false;
     let mut ceiling_only = false;
     let mut exec_batch = false;
-    let mut exec_variants = false;
-    let mut exec_variants_check = false;
+    let mut batch_variants = false;
+    let mut batch_variants_check = false;
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut args = std::env::args().skip(1);
@@ -300,8 +300,8 @@ fn main() -> Res<()> {
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
             }
             "--exec-batch" => exec_batch = true,
-            "--exec-batch-variants" => exec_variants = true,
-            "--exec-batch-variants-check" => exec_variants_check = true,
+            "--exec-batch-variants" => batch_variants = true,
+            "--exec-batch-variants-check" => batch_variants_check = true,
             "--exec-profile" => exec_profile = true,
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
@@ -368,10 +368,10 @@ fn main() -> Res<()> {
     if ceiling_only {
         return ceiling::bench_ceiling(&gpu, &blas);
     }
-    if exec_variants_check {
+    if batch_variants_check {
         let mut failed = 0;
-        for &(m, k) in &exec_variants::CHECK_SHAPES {
-            failed += exec_variants::variants(&gpu, None, m, k, &exec_variants::CHECK_BATCHES, u64::MAX)?.1;
+        for &(m, k) in &batch_variants::CHECK_SHAPES {
+            failed += batch_variants::variants(&gpu, None, m, k, &batch_variants::CHECK_BATCHES, u64::MAX)?.1;
         }
         if failed > 0 {
             println!("!!! {failed} variant check(s) FAILED (see the MISMATCH lines above)");
@@ -380,17 +380,17 @@ fn main() -> Res<()> {
         println!("variant check: every output bit-identical to production and within the spec 19 bound");
         return Ok(());
     }
-    if exec_variants {
+    if batch_variants {
         let (mut rows, mut failed) = (Vec::new(), 0);
         for &(_, m, k) in &SHAPES {
             if quick && m * k > 60_000_000 {
                 continue;
             }
-            let (r, f) = exec_variants::variants(&gpu, Some(&blas), m, k, &exec_variants::VARIANT_BATCHES, 1 << 27)?;
+            let (r, f) = batch_variants::variants(&gpu, Some(&blas), m, k, &batch_variants::VARIANT_BATCHES, 1 << 27)?;
             rows.push(r);
             failed += f;
         }
-        return exec_variants::summary(&rows, failed);
+        return batch_variants::summary(&rows, failed);
     }
     if exec_batch {
         let mut rows = Vec::new();
