@@ -42,6 +42,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
+    include_str!("../kernels/bench/exec_tensor_variants.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -170,7 +171,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 27] = [
+pub const BENCH: [(&str, u32); 33] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -207,6 +208,15 @@ pub const BENCH: [(&str, u32); 27] = [
     ("bench_exec_ilp4_d2", SMEM_OPTIN),
     ("bench_exec_r8_d2", SMEM_OPTIN),
     ("bench_exec_w24_d2", SMEM_OPTIN),
+    // The stream tensor-core kernel with the next item's activation fragments loaded one item
+    // ahead (xpf), with the split-barrier row-group reduction (red), and both (xpfred):
+    // exec_tensor_variants.cu.
+    ("bench_exec_tc_xpf_n1", SMEM_OPTIN),
+    ("bench_exec_tc_xpf_n2", SMEM_OPTIN),
+    ("bench_exec_tc_xpfred_n1", SMEM_OPTIN),
+    ("bench_exec_tc_xpfred_n2", SMEM_OPTIN),
+    ("bench_exec_tc_red_n1", SMEM_OPTIN),
+    ("bench_exec_tc_red_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -50,6 +50,18 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
+    /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel replaced, up to 16 columns
+    /// per decode, by its variant that loads the next item's activation fragments while the
+    /// current item runs (kernels/bench/exec_tensor_variants.cu `bench_exec_tc_xpf_n*`).
+    #[cfg(feature = "bench")]
+    BoundedXpf,
+    /// Bench: [`ExecMatvecKernel::BoundedXpf`] with the split-barrier row-group reduction (one
+    /// reducer warp per row group; `bench_exec_tc_xpfred_n*`).
+    #[cfg(feature = "bench")]
+    BoundedXpfRed,
+    /// Bench: the split-barrier row-group reduction alone (`bench_exec_tc_red_n*`).
+    #[cfg(feature = "bench")]
+    BoundedRed,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -83,6 +95,12 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarRows8,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarWarps24,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedXpf,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedXpfRed,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedRed,
     ];
 
     pub fn name(self) -> &'static str {
@@ -105,6 +123,12 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarRows8 => "var-r8",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarWarps24 => "var-w24",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedXpf => "bounded-xpf",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedXpfRed => "bounded-xpf-red",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedRed => "bounded-red",
         }
     }
 
@@ -115,7 +139,11 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
+            ExecMatvecKernel::BoundedTile
+            | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::BoundedXpf
+            | ExecMatvecKernel::BoundedXpfRed
+            | ExecMatvecKernel::BoundedRed => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
