@@ -31,7 +31,7 @@
 #          included, and both dequants against the reference; 16 recommended) then
 #          `--exec-variants --real`: cuBLAS, the production default, lean and the variants at
 #          batch 1 on the 8 bench shapes, synthetic and real (weights encoded on the GPU).
-#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` (~30-45 s on the H200):
+#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` (over 60 s on the H200: the host reference of spec 19; 2026-12-01):
 #          the bench variants of the stream tensor-core kernel (kernels/bench/exec_tensor_variants.cu)
 #          beside cuBLAS GEMM and the production bounded kernel, N = 2, 4, 8, 16 on the six quick
 #          shapes; every output checked bit for bit against production and against spec 19's bound
