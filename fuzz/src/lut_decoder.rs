@@ -18,16 +18,20 @@ struct Bits<'a> {
 }
 
 impl Bits<'_> {
-    fn bit(&self, i: usize) -> u32 {
-        let (word, within) = (i / 32, i % 32);
-        match self.bytes.get(4 * word..4 * word + 4) {
-            Some(w) => (u32::from_le_bytes([w[0], w[1], w[2], w[3]]) >> (31 - within)) & 1,
-            None => 0, // the table window may look past the lane end; those bits are never used
+    /// Word `i` of the lane; the table window may look past the lane end, and those bits (never
+    /// used) read as zero.
+    fn word(&self, i: usize) -> u64 {
+        match self.bytes.get(4 * i..4 * i + 4) {
+            Some(w) => u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+            None => 0,
         }
     }
 
+    /// The next `n` bits (1 to 32), MSB first, from the two words they can span.
     fn peek(&self, n: usize) -> u32 {
-        (0..n).fold(0, |acc, i| (acc << 1) | self.bit(self.pos + i))
+        let (word, within) = (self.pos / 32, self.pos % 32);
+        let both = ((self.word(word) << 32) | self.word(word + 1)) << within;
+        (both >> (64 - n)) as u32
     }
 
     fn take(&mut self, n: usize) -> u32 {

@@ -5,7 +5,7 @@ use crate::code::{LaneReader, Read, ReadFailure};
 use crate::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
 use crate::error::{DecodeError, Field, FormatError};
 use crate::geometry::{hard, Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
-use crate::lut::{build_lut, recover_exp_of_rank, widen};
+use crate::lut::{recover_exp_of_rank, shared_lut, widen};
 use crate::matrix::{DecodedMatrix, Elements, EncodedMatrix};
 use crate::mode::ElemType;
 use crate::tiling::{lane_positions, read_raw, RawSlot};
@@ -153,7 +153,7 @@ fn check_table(m: &EncodedMatrix) -> Result<[u8; 15], FormatError> {
             }
         }
     }
-    let expected = build_lut(m.mode.elem, &widen(&ranks));
+    let expected = shared_lut(m.mode.elem, &widen(&ranks));
     if let Some(entry) = (0..LUT_ENTRIES).find(|&i| m.lut[i] != expected[i]) {
         return Err(FormatError::LutMismatch { entry, got: m.lut[entry], expected: expected[entry] });
     }

@@ -6,6 +6,7 @@ use crate::error::ParamError;
 use crate::geometry::{Geometry, BLOCK_COLS};
 use crate::matrix::{DecodedMatrix, Elements};
 use crate::mode::Layout;
+use crate::rows;
 
 impl DecodedMatrix {
     /// Spec 15.2: the value every pad column K..K16-1 of dequant output holds: the filler code
@@ -25,7 +26,7 @@ impl DecodedMatrix {
 
     /// Row stride of dequant and gather output: K rounded up to 16 (spec 15.2).
     pub fn row_stride(&self) -> u64 {
-        self.shape.cols.div_ceil(16) * 16
+        rows::row_stride(self.shape)
     }
 
     fn push_row(&self, row: u64, out: &mut Vec<u16>) {
@@ -35,23 +36,12 @@ impl DecodedMatrix {
 
     /// Spec 15.2: the whole matrix as BF16, M rows of stride K16.
     pub fn dequant(&self) -> Vec<u16> {
-        let mut out = Vec::with_capacity((self.shape.rows * self.row_stride()) as usize);
-        for row in 0..self.shape.rows {
-            self.push_row(row, &mut out);
-        }
-        out
+        rows::dequant(self.shape, |row, out| self.push_row(row, out))
     }
 
     /// Spec 15.3: the given rows (in the given order, repeats allowed) as dequant rows.
     pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, ParamError> {
-        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
-            return Err(ParamError::RowIndex { index, rows: self.shape.rows });
-        }
-        let mut out = Vec::with_capacity(rows.len() * self.row_stride() as usize);
-        for &row in rows {
-            self.push_row(row, &mut out);
-        }
-        Ok(out)
+        rows::gather(self.shape, rows, |row, out| self.push_row(row, out))
     }
 
     /// Spec 15.4: y = scale * (W x) + bias in the canonical accumulation order, f32 output.
@@ -59,20 +49,7 @@ impl DecodedMatrix {
     /// holds `batch` vectors of M values. `bias` has M values.
     pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, ParamError> {
         let (m, k) = (self.shape.rows as usize, self.shape.cols as usize);
-        if batch == 0 {
-            return Err(ParamError::EmptyBatch);
-        }
-        let check = |what, got: usize, expected: usize| {
-            if got == expected {
-                Ok(())
-            } else {
-                Err(ParamError::Length { what, got: got as u64, expected: expected as u64 })
-            }
-        };
-        check("activations", x.len(), batch * k)?;
-        if let Some(b) = bias {
-            check("bias", b.len(), m)?;
-        }
+        rows::check_matvec_args(self.shape, x, batch, bias)?;
         // Spec 15.4.2: every weight widened exactly to f32 (FP8 unscaled).
         let weights: Vec<f32> = (0..m as u64)
             .flat_map(|r| (0..k as u64).map(move |c| (r, c)))
@@ -106,7 +83,7 @@ impl DecodedMatrix {
 
     /// Spec 15.4.6: the matvec rounded to BF16 (round to nearest, ties to even).
     pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, ParamError> {
-        Ok(self.matvec(x, batch, bias)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect())
+        Ok(rows::round_to_bf16(self.matvec(x, batch, bias)?))
     }
 }
 
