@@ -8,7 +8,7 @@ use crate::geometry::{hard, Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAI
 use crate::lut::{recover_exp_of_rank, shared_lut, widen};
 use crate::matrix::{DecodedMatrix, Elements, EncodedMatrix};
 use crate::mode::ElemType;
-use crate::tiling::{lane_positions, read_raw, RawSlot};
+use crate::tiling::{code_position, read_raw, RawSlot};
 
 fn align8(x: u64) -> u64 {
     x.div_ceil(8) * 8
@@ -176,6 +176,8 @@ fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Resu
         ElemType::Fp8E4m3 => Elements::Fp8(vec![0u8; n]),
     };
     let (rank_limit, has_escape) = (m.mode.elem.rank_limit(), m.mode.elem == ElemType::Bf16);
+    // One lane's stream as words, reused from lane to lane.
+    let mut words: Vec<u32> = Vec::with_capacity(usize::from(g.max_lane_words()));
     for block in 0..g.blocks {
         // check_offsets established that the lanes of a block follow each other from bases[block].
         let mut next_start = u64::from(m.bases[block as usize]);
@@ -183,14 +185,16 @@ fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Resu
             let i = block as usize * LANES + lane;
             let start = next_start;
             next_start += 4 * u64::from(m.hdr[i]);
-            let words: Vec<u32> = m.data[start as usize..start as usize + 4 * usize::from(m.hdr[i])]
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            words.clear();
+            words.extend(
+                m.data[start as usize..start as usize + 4 * usize::from(m.hdr[i])]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
             let mut reader = LaneReader::new(&words);
-            let positions = lane_positions(g, block, lane);
-            let codes = positions.len();
-            for (code, pos) in positions.into_iter().enumerate() {
+            let codes = g.codes_per_lane(block);
+            for code in 0..codes {
+                let pos = code_position(g, block, lane, code);
                 let offset = start + 4 * (reader.position() as u64 / 32);
                 let read = reader.read(rank_limit, has_escape).map_err(|failure| match failure {
                     ReadFailure::Truncated => FormatError::LaneTruncated { block, lane, code, codes, offset },

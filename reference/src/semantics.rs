@@ -51,10 +51,11 @@ impl DecodedMatrix {
         let (m, k) = (self.shape.rows as usize, self.shape.cols as usize);
         rows::check_matvec_args(self.shape, x, batch, bias)?;
         // Spec 15.4.2: every weight widened exactly to f32 (FP8 unscaled).
-        let weights: Vec<f32> = (0..m as u64)
-            .flat_map(|r| (0..k as u64).map(move |c| (r, c)))
-            .map(|(r, c)| f32::from_bits(u32::from(self.bf16_word(r, c)) << 16))
-            .collect();
+        let widen = |word: u16| f32::from_bits(u32::from(word) << 16);
+        let weights: Vec<f32> = match &self.elements {
+            Elements::Bf16(words) => words.iter().map(|&w| widen(w)).collect(),
+            Elements::Fp8(bytes) => bytes.iter().map(|&b| widen(fp8_to_bf16(b))).collect(),
+        };
         let g = Geometry::new(self.mode, self.shape).expect("a decoded matrix has a valid shape");
         let mut y = Vec::with_capacity(batch * m);
         // Spec 15.4.7: each activation vector of the batch on its own.
@@ -95,7 +96,7 @@ fn lane_partial(cols: impl Iterator<Item = u64>, w: &[f32], x: &[f32]) -> f32 {
 }
 
 /// Spec 15.4.4: the halving tree over the lanes that own a row: v[i] += v[i + s] for s = n/2, ..., 1.
-fn halving_tree(mut v: Vec<f32>) -> f32 {
+fn halving_tree(v: &mut [f32]) -> f32 {
     let mut n = v.len();
     while n > 1 {
         n /= 2;
@@ -108,21 +109,25 @@ fn halving_tree(mut v: Vec<f32>) -> f32 {
 
 /// Spec 15.4.3-15.4.4: the partial of block (row's block, cb) for one row.
 fn block_partial(g: &Geometry, cb: u64, w: &[f32], x: &[f32]) -> f32 {
-    let lanes: Vec<f32> = match g.mode.layout {
+    let mut lanes = [0.0f32; 32];
+    let owners = match g.mode.layout {
         // Layout 0: all 32 lanes own the row, 16 columns each.
-        Layout::Rows8 => (0..32u64)
-            .map(|lane| {
-                let first = BLOCK_COLS * cb + 16 * lane;
-                lane_partial(first..first + 16, w, x)
-            })
-            .collect(),
+        Layout::Rows8 => {
+            for (lane, partial) in lanes.iter_mut().enumerate() {
+                let first = BLOCK_COLS * cb + 16 * lane as u64;
+                *partial = lane_partial(first..first + 16, w, x);
+            }
+            32
+        }
         // Layout 1: the 4 lanes q = 0..3 of the row's r8 own it, 8 columns per super-chunk.
-        Layout::Fragment16 => (0..4u64)
-            .map(|q| {
+        Layout::Fragment16 => {
+            for (q, partial) in lanes.iter_mut().take(4).enumerate() {
+                let q = q as u64;
                 let chunks = 16 * cb..16 * cb + g.chunks_in_block(cb);
-                lane_partial(chunks.flat_map(|s| (32 * s + 8 * q)..(32 * s + 8 * q + 8)), w, x)
-            })
-            .collect(),
+                *partial = lane_partial(chunks.flat_map(|s| (32 * s + 8 * q)..(32 * s + 8 * q + 8)), w, x);
+            }
+            4
+        }
     };
-    halving_tree(lanes)
+    halving_tree(&mut lanes[..owners])
 }

@@ -29,41 +29,41 @@ pub fn nibble_slot(group_start: usize, t: usize) -> RawSlot {
     RawSlot::Nibble { byte: group_start + (t & 3) + 4 * (t >> 3), high: t & 4 != 0 }
 }
 
-/// Spec 7.3 / 8.3: the positions of the codes of lane `lane` in block `block`, in stream order.
-pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
+/// Spec 7.3 / 8.3: the position of code number `code` (in stream order) of lane `lane` in block
+/// `block`; the lane has `g.codes_per_lane(block)` codes.
+pub fn code_position(g: &Geometry, block: u64, lane: usize, code: usize) -> Position {
     let (rb, cb) = (block / g.col_blocks, block % g.col_blocks);
-    let mut out = Vec::with_capacity(g.codes_per_lane(block));
+    let i = code as u64;
     match g.mode.layout {
         Layout::Rows8 => {
             // Spec 7.2, 7.3: lane L holds columns 512cb + 16L .. +15 of the block's 8 rows, row by row.
-            for i in 0..128u64 {
-                let row = 8 * rb + (i >> 4);
-                let col = 512 * cb + 16 * lane as u64 + (i & 15);
-                out.push(Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: raw_slot_l0(g, row, col) });
-            }
+            let row = 8 * rb + (i >> 4);
+            let col = 512 * cb + 16 * lane as u64 + (i & 15);
+            Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: raw_slot_l0(g, row, col) }
         }
         Layout::Fragment16 => {
             // Spec 8.2, 8.3: lane L = 4 r8 + q holds, per super-chunk s, columns 32s + 8q .. +7 of rows
-            // r8 and r8 + 8, in mma.m16n8k16 A-fragment order.
+            // r8 and r8 + 8, in mma.m16n8k16 A-fragment order: 16 codes t per super-chunk.
             let (r8, q) = ((lane >> 2) as u64, (lane & 3) as u64);
-            for s in 16 * cb..16 * cb + g.chunks_in_block(cb) {
-                for t in 0..16u64 {
-                    let j = 2 * (t >> 2) + (t & 1);
-                    let h = (t >> 1) & 1;
-                    let row = 16 * rb + r8 + 8 * h;
-                    let col = 32 * s + 8 * q + j;
-                    // Spec 8.5 / 8.6: raw parts grouped by row block, super-chunk and lane.
-                    let lane_start = ((rb * g.super_chunks + s) * 32 + lane as u64) as usize;
-                    let raw = match g.mode.elem {
-                        ElemType::Bf16 => RawSlot::Byte(lane_start * 16 + t as usize),
-                        ElemType::Fp8E4m3 => nibble_slot(lane_start * 8, t as usize),
-                    };
-                    out.push(Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: Some(raw) });
-                }
-            }
+            let (s, t) = (16 * cb + i / 16, i % 16);
+            let j = 2 * (t >> 2) + (t & 1);
+            let h = (t >> 1) & 1;
+            let row = 16 * rb + r8 + 8 * h;
+            let col = 32 * s + 8 * q + j;
+            // Spec 8.5 / 8.6: raw parts grouped by row block, super-chunk and lane.
+            let lane_start = ((rb * g.super_chunks + s) * 32 + lane as u64) as usize;
+            let raw = match g.mode.elem {
+                ElemType::Bf16 => RawSlot::Byte(lane_start * 16 + t as usize),
+                ElemType::Fp8E4m3 => nibble_slot(lane_start * 8, t as usize),
+            };
+            Position { row, col, real: row < g.shape.rows && col < g.shape.cols, raw: Some(raw) }
         }
     }
-    out
+}
+
+/// Spec 7.3 / 8.3: the positions of the codes of lane `lane` in block `block`, in stream order.
+pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
+    (0..g.codes_per_lane(block)).map(|code| code_position(g, block, lane, code)).collect()
 }
 
 /// Spec 7.5 / 7.6: layout 0 keeps the raw plane row-major with row stride K16 (bytes) or K16/2
