@@ -1,14 +1,14 @@
 //! A second decoding path for the differential target: codes are read through the 4096-entry
 //! lookup table, one 12-bit window at a time (spec 10.1), the way a GPU kernel reads them, instead
 //! of bit by bit as the reference decoder does (spec 6). It shares with the reference only the
-//! map from codes to positions (`tiling::code_position`) and the raw-slot reader.
+//! map from codes to positions (`tiling::LanePositions`) and the raw-slot reader.
 //!
 //! It checks nothing: it must only be given matrices that `nwc_reference::decode` accepted. Its
 //! output is dequant output (spec 15.2): M rows of K16 BF16 words, pad columns included.
 
 use nwc_reference::geometry::LANES;
 use nwc_reference::lut::PARTIAL;
-use nwc_reference::tiling::{code_position, read_raw};
+use nwc_reference::tiling::{read_raw, LanePositions};
 use nwc_reference::{ElemType, EncodedMatrix, Geometry};
 
 /// Reads a lane stream MSB first (spec 6.4) from its little-endian words in `data`.
@@ -97,9 +97,9 @@ pub fn lut_dequant(m: &EncodedMatrix) -> Vec<u16> {
                 pos: 0,
             };
             start += 4 * words;
-            let bytes = lane_bytes(m, &mut bits, g.codes_per_lane(block));
-            for (code, byte) in bytes.into_iter().enumerate() {
-                let p = code_position(&g, block, lane, code);
+            let positions = LanePositions::new(&g, block, lane);
+            let bytes = lane_bytes(m, &mut bits, positions.len());
+            for (p, byte) in positions.zip(bytes) {
                 // Pad columns K..K16 of real rows are part of dequant output too.
                 if p.row >= m.shape.rows || p.col >= g.k16 {
                     continue;

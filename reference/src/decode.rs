@@ -8,7 +8,7 @@ use crate::geometry::{hard, Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAI
 use crate::lut::{recover_exp_of_rank, shared_lut, widen};
 use crate::matrix::{DecodedMatrix, Elements, EncodedMatrix};
 use crate::mode::ElemType;
-use crate::tiling::{code_position, read_raw, RawSlot};
+use crate::tiling::{read_raw, LanePositions, RawSlot};
 
 fn align8(x: u64) -> u64 {
     x.div_ceil(8) * 8
@@ -192,9 +192,9 @@ fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Resu
                     .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
             );
             let mut reader = LaneReader::new(&words);
-            let codes = g.codes_per_lane(block);
-            for code in 0..codes {
-                let pos = code_position(g, block, lane, code);
+            let positions = LanePositions::new(g, block, lane);
+            let codes = positions.len();
+            for (code, pos) in positions.enumerate() {
                 let offset = start + 4 * (reader.position() as u64 / 32);
                 let read = reader.read(rank_limit, has_escape).map_err(|failure| match failure {
                     ReadFailure::Truncated => FormatError::LaneTruncated { block, lane, code, codes, offset },

@@ -9,7 +9,7 @@ use crate::lut::build_lut;
 use crate::matrix::{EncodedMatrix, Encoding};
 use crate::mode::{ElemType, Mode};
 use crate::ranking::{Ranking, CODED_RANKS};
-use crate::tiling::{code_position, write_raw};
+use crate::tiling::{write_raw, LanePositions};
 
 /// The weights to encode, row-major M x K.
 #[derive(Clone, Copy, Debug)]
@@ -96,8 +96,7 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
         bases.push(data.len() as u64);
         for lane in 0..LANES {
             let mut writer = LaneWriter::default();
-            for code in 0..geometry.codes_per_lane(block) {
-                let pos = code_position(&geometry, block, lane, code);
+            for pos in LanePositions::new(&geometry, block, lane) {
                 if !pos.real {
                     writer.push(Code::FILLER); // spec 6.3
                     continue;
