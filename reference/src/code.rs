@@ -139,6 +139,7 @@ impl<'a> LaneReader<'a> {
     }
 
     /// Consumes `n` bits (from the window when it holds them).
+    #[inline]
     fn skip(&mut self, n: usize) {
         if n < self.avail as usize {
             self.window <<= n;
@@ -151,6 +152,7 @@ impl<'a> LaneReader<'a> {
     }
 
     /// The next `n` bits (at most 32) as a number, MSB first.
+    #[inline]
     fn take(&mut self, n: u32) -> Result<u32, ReadFailure> {
         self.refill();
         if n > self.avail {
@@ -163,6 +165,7 @@ impl<'a> LaneReader<'a> {
 
     /// Reads one code. `rank_limit` is R of spec 10.2: 15 for BF16 (rank 15 means escape), 10 for
     /// FP8 (which has no escape).
+    #[inline]
     pub fn read(&mut self, rank_limit: usize, has_escape: bool) -> Result<Read, ReadFailure> {
         self.refill();
         let max_zeros = if has_escape { rank_limit } else { rank_limit - 1 };

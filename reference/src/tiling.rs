@@ -25,6 +25,7 @@ pub struct Position {
 
 /// Spec 7.6: where nibble `t` (0..15) of a group of 16 goes inside that group's 8 bytes:
 /// byte (t & 3) + 4 * (t >> 3), the high nibble when bit 2 of t is set.
+#[inline]
 pub fn nibble_slot(group_start: usize, t: usize) -> RawSlot {
     RawSlot::Nibble { byte: group_start + (t & 3) + 4 * (t >> 3), high: t & 4 != 0 }
 }
@@ -48,6 +49,7 @@ impl<'g> LanePositions<'g> {
     }
 
     /// The position of code number `code` of the lane.
+    #[inline]
     fn at(&self, code: usize) -> Position {
         let (g, rb, cb, lane, i) = (self.g, self.rb, self.cb, self.lane as u64, code as u64);
         match g.mode.layout {
@@ -81,6 +83,7 @@ impl<'g> LanePositions<'g> {
 impl Iterator for LanePositions<'_> {
     type Item = Position;
 
+    #[inline]
     fn next(&mut self) -> Option<Position> {
         if self.next == self.codes {
             return None;
@@ -104,6 +107,7 @@ pub fn lane_positions(g: &Geometry, block: u64, lane: usize) -> Vec<Position> {
 
 /// Spec 7.5 / 7.6: layout 0 keeps the raw plane row-major with row stride K16 (bytes) or K16/2
 /// (nibble pairs); rows past M and columns past K16 have no slot.
+#[inline]
 fn raw_slot_l0(g: &Geometry, row: u64, col: u64) -> Option<RawSlot> {
     if row >= g.shape.rows || col >= g.k16 {
         return None;
@@ -115,6 +119,7 @@ fn raw_slot_l0(g: &Geometry, row: u64, col: u64) -> Option<RawSlot> {
 }
 
 /// Reads the raw part at `slot`.
+#[inline]
 pub fn read_raw(low: &[u8], slot: RawSlot) -> u8 {
     match slot {
         RawSlot::Byte(i) => low[i],
