@@ -154,7 +154,10 @@ fn check_table(m: &EncodedMatrix) -> Result<[u8; 15], FormatError> {
         }
     }
     let expected = shared_lut(m.mode.elem, &widen(&ranks));
-    if let Some(entry) = (0..LUT_ENTRIES).find(|&i| m.lut[i] != expected[i]) {
+    // Compared as whole slices first (the usual case, equal); the first differing entry is
+    // looked for only when they differ.
+    if m.lut[..] != expected[..] {
+        let entry = (0..LUT_ENTRIES).find(|&i| m.lut[i] != expected[i]).expect("the tables differ somewhere");
         return Err(FormatError::LutMismatch { entry, got: m.lut[entry], expected: expected[entry] });
     }
     Ok(ranks)

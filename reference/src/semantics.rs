@@ -11,11 +11,13 @@ use crate::rows;
 impl DecodedMatrix {
     /// Spec 15.2: the value every pad column K..K16-1 of dequant output holds: the filler code
     /// (rank 0, sign 0) with a zero raw part.
+    #[inline]
     pub fn filler_word(&self) -> u16 {
         u16::from(self.exp_of_rank[0]) << 8
     }
 
     /// The weight at (row, col) as a BF16 word (FP8: exact and unscaled, spec 15.2).
+    #[inline]
     pub fn bf16_word(&self, row: u64, col: u64) -> u16 {
         let i = (row * self.shape.cols + col) as usize;
         match &self.elements {
