@@ -226,6 +226,41 @@ mod tests {
         assert!(r.rest().not_any());
     }
 
+    /// The reader's 64-bit window is refilled a word at a time: a long stream of mixed codes
+    /// crosses every bit offset of a word boundary.
+    #[test]
+    fn long_streams_round_trip() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let expected: Vec<Read> = (0..2000)
+            .map(|_| {
+                let r = next();
+                match r % 16 {
+                    15 => Read::Escape { hi: (r >> 8) as u8 },
+                    rank => Read::Rank { rank: rank as u8, sign: (r >> 8) as u8 & 1 },
+                }
+            })
+            .collect();
+        let mut w = LaneWriter::default();
+        for &code in &expected {
+            w.push(match code {
+                Read::Escape { hi } => Code::escape(hi),
+                Read::Rank { rank, sign } => Code::rank(rank, sign),
+            });
+        }
+        let words = w.into_words();
+        let mut r = LaneReader::new(&words);
+        for (i, &code) in expected.iter().enumerate() {
+            assert_eq!(r.read(15, true), Ok(code), "code {i}");
+        }
+        assert!(r.position() > 32 * (words.len() - 1) && r.rest().not_any());
+    }
+
     #[test]
     fn too_many_zeros_and_truncation() {
         let words = [0u32, 0];
