@@ -1,14 +1,14 @@
 //! A second decoding path for the differential target: codes are read through the 4096-entry
 //! lookup table, one 12-bit window at a time (spec 10.1), the way a GPU kernel reads them, instead
 //! of bit by bit as the reference decoder does (spec 6). It shares with the reference only the
-//! map from codes to positions (`tiling::lane_positions`) and the raw-slot reader.
+//! map from codes to positions (`tiling::LanePositions`) and the raw-slot reader.
 //!
 //! It checks nothing: it must only be given matrices that `nwc_reference::decode` accepted. Its
 //! output is dequant output (spec 15.2): M rows of K16 BF16 words, pad columns included.
 
 use nwc_reference::geometry::LANES;
 use nwc_reference::lut::PARTIAL;
-use nwc_reference::tiling::{lane_positions, read_raw, Position};
+use nwc_reference::tiling::{read_raw, LanePositions};
 use nwc_reference::{ElemType, EncodedMatrix, Geometry};
 
 /// Reads a lane stream MSB first (spec 6.4) from its little-endian words in `data`.
@@ -18,16 +18,20 @@ struct Bits<'a> {
 }
 
 impl Bits<'_> {
-    fn bit(&self, i: usize) -> u32 {
-        let (word, within) = (i / 32, i % 32);
-        match self.bytes.get(4 * word..4 * word + 4) {
-            Some(w) => (u32::from_le_bytes([w[0], w[1], w[2], w[3]]) >> (31 - within)) & 1,
-            None => 0, // the table window may look past the lane end; those bits are never used
+    /// Word `i` of the lane; the table window may look past the lane end, and those bits (never
+    /// used) read as zero.
+    fn word(&self, i: usize) -> u64 {
+        match self.bytes.get(4 * i..4 * i + 4) {
+            Some(w) => u64::from(u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+            None => 0,
         }
     }
 
+    /// The next `n` bits (1 to 32), MSB first, from the two words they can span.
     fn peek(&self, n: usize) -> u32 {
-        (0..n).fold(0, |acc, i| (acc << 1) | self.bit(self.pos + i))
+        let (word, within) = (self.pos / 32, self.pos % 32);
+        let both = ((self.word(word) << 32) | self.word(word + 1)) << within;
+        (both >> (64 - n)) as u32
     }
 
     fn take(&mut self, n: usize) -> u32 {
@@ -93,9 +97,9 @@ pub fn lut_dequant(m: &EncodedMatrix) -> Vec<u16> {
                 pos: 0,
             };
             start += 4 * words;
-            let positions: Vec<Position> = lane_positions(&g, block, lane);
+            let positions = LanePositions::new(&g, block, lane);
             let bytes = lane_bytes(m, &mut bits, positions.len());
-            for (p, byte) in positions.iter().zip(bytes) {
+            for (p, byte) in positions.zip(bytes) {
                 // Pad columns K..K16 of real rows are part of dequant output too.
                 if p.row >= m.shape.rows || p.col >= g.k16 {
                     continue;

@@ -23,10 +23,8 @@ use crate::input::{le_to_u32s, u32s_to_le, Input};
 use nwc_reference::geometry::{LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
 use nwc_reference::lut::widen;
 use nwc_reference::{
-    build_lut, recover_exp_of_rank, ElemType, EncodedMatrix, Geometry, Mode, Shape,
+    build_lut, recover_exp_of_rank, EncodedMatrix, Geometry, Mode, Shape,
 };
-use std::collections::HashMap;
-use std::sync::Mutex;
 
 pub const FLAG_WIDE_SHAPE: u8 = 1;
 pub const FLAG_EXACT_SIZES: u8 = 2;
@@ -72,27 +70,6 @@ pub fn needed_data_len(hdr: &[u8]) -> u64 {
         end = end.div_ceil(8) * 8 + block.iter().map(|&w| 4 * u64::from(w)).sum::<u64>();
     }
     end.div_ceil(8) * 8 + TAIL_SLACK
-}
-
-/// `build_lut` for one table, from a per-process cache: the reference builds the 4096 entries
-/// with an allocation each, which was most of the cost of a `decode_arbitrary` execution, and
-/// the fuzzer mutates mostly other bytes than the 15 that choose the table.
-fn cached_lut(elem: ElemType, ranks: &[u8; 15]) -> Vec<u32> {
-    /// Tables kept; the cache is emptied when it holds this many (a few MB at most).
-    const KEPT: usize = 256;
-    type Tables = HashMap<(ElemType, [u8; 15]), Vec<u32>>;
-    static CACHE: Mutex<Option<Tables>> = Mutex::new(None);
-    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    let cache = guard.get_or_insert_with(HashMap::new);
-    if let Some(lut) = cache.get(&(elem, *ranks)) {
-        return lut.clone();
-    }
-    if cache.len() >= KEPT {
-        cache.clear();
-    }
-    let lut = build_lut(elem, &widen(ranks));
-    cache.insert((elem, *ranks), lut.clone());
-    lut
 }
 
 fn scales_from(bytes: &[u8]) -> Vec<f32> {
@@ -153,7 +130,7 @@ fn read_exact(
     };
     let lut = if flags & FLAG_BUILT_LUT != 0 {
         let ranks: [u8; 15] = input.bytes(15).try_into().expect("15 bytes");
-        cached_lut(mode.elem, &ranks)
+        build_lut(mode.elem, &widen(&ranks))
     } else {
         le_to_u32s(&input.bytes(4 * LUT_ENTRIES))
     };

@@ -25,22 +25,48 @@ impl Code {
 }
 
 /// Spec 6.4: a lane stream being written. Bits go in MSB first: the first bit of the stream is
-/// bit 31 of word 0 (bitvec's `Msb0` order on `u32` elements is exactly this).
+/// bit 31 of word 0 (bitvec's `Msb0` order on `u32` elements is exactly this). Codes collect in
+/// a 64-bit accumulator and go into the bit vector a whole word at a time (appending bit by bit
+/// was most of the encoder's time).
 #[derive(Default)]
 pub struct LaneWriter {
+    /// The complete words so far; always a whole number of words long.
     bits: BitVec<u32, Msb0>,
+    /// The bits not in `bits` yet, left-aligned (the next stream bit is bit 63).
+    pending: u64,
+    /// How many bits of `pending` are in use (below 32 between calls).
+    pending_len: u32,
 }
 
 impl LaneWriter {
     pub fn push(&mut self, code: Code) {
-        let value = code.value.view_bits::<Msb0>();
-        self.bits.extend_from_bitslice(&value[32 - usize::from(code.len)..]);
+        let len = u32::from(code.len);
+        debug_assert!((1..=32).contains(&len), "codes are 2 to 24 bits long (spec 6.1, 6.2)");
+        // The low `len` bits of `value`, MSB first, placed right after the pending bits.
+        let value = u64::from(code.value) & ((1u64 << len) - 1);
+        self.pending |= value << (64 - self.pending_len - len);
+        self.pending_len += len;
+        if self.pending_len >= 32 {
+            self.flush_word();
+        }
     }
 
-    /// Spec 6.4/6.5: the stream as whole words, the last one padded with zero bits (bitvec keeps
-    /// unused bits of the last element zero as long as we only append).
+    /// Moves the first 32 pending bits into `bits` as one word.
+    fn flush_word(&mut self) {
+        let word = (self.pending >> 32) as u32;
+        let at = self.bits.len();
+        self.bits.resize(at + 32, false);
+        self.bits[at..].store_be(word);
+        self.pending <<= 32;
+        self.pending_len = self.pending_len.saturating_sub(32);
+    }
+
+    /// Spec 6.4/6.5: the stream as whole words, the last one padded with zero bits (the pending
+    /// bits past the stream end are zero).
     pub fn into_words(mut self) -> Vec<u32> {
-        self.bits.set_uninitialized(false);
+        if self.pending_len > 0 {
+            self.flush_word();
+        }
         self.bits.into_vec()
     }
 }
@@ -63,15 +89,21 @@ pub enum ReadFailure {
     TooManyZeros { zeros: usize },
 }
 
-/// Spec 6.4: a lane stream being read, MSB first.
+/// Spec 6.4: a lane stream being read, MSB first. The next bits wait in a 64-bit window, filled
+/// from the bit slice a word at a time, so a code costs a few shifts instead of a walk over its
+/// bits.
 pub struct LaneReader<'a> {
     bits: &'a BitSlice<u32, Msb0>,
+    /// Bits consumed so far.
     pos: usize,
+    /// The `avail` bits after `pos`, left-aligned (bit 63 is the next stream bit); zero below.
+    window: u64,
+    avail: u32,
 }
 
 impl<'a> LaneReader<'a> {
     pub fn new(words: &'a [u32]) -> LaneReader<'a> {
-        LaneReader { bits: words.view_bits::<Msb0>(), pos: 0 }
+        LaneReader { bits: words.view_bits::<Msb0>(), pos: 0, window: 0, avail: 0 }
     }
 
     /// Bits consumed so far.
@@ -84,29 +116,76 @@ impl<'a> LaneReader<'a> {
         &self.bits[self.pos..]
     }
 
-    fn take(&mut self, n: usize) -> Result<u32, ReadFailure> {
-        let end = self.pos + n;
-        if end > self.bits.len() {
+    /// Tops the window up to more than 32 bits, or to the end of the stream. The check is inline:
+    /// most calls find the window full enough.
+    #[inline]
+    fn refill(&mut self) {
+        if self.avail <= 32 {
+            self.load_words();
+        }
+    }
+
+    fn load_words(&mut self) {
+        while self.avail <= 32 {
+            let from = self.pos + self.avail as usize;
+            let n = (self.bits.len() - from).min(32);
+            if n == 0 {
+                return;
+            }
+            let chunk = u64::from(self.bits[from..from + n].load_be::<u32>());
+            self.window |= chunk << (64 - self.avail - n as u32);
+            self.avail += n as u32;
+        }
+    }
+
+    /// Consumes `n` bits (from the window when it holds them).
+    #[inline]
+    fn skip(&mut self, n: usize) {
+        if n < self.avail as usize {
+            self.window <<= n;
+            self.avail -= n as u32;
+        } else {
+            self.window = 0;
+            self.avail = 0;
+        }
+        self.pos += n;
+    }
+
+    /// The next `n` bits (at most 32) as a number, MSB first.
+    #[inline]
+    fn take(&mut self, n: u32) -> Result<u32, ReadFailure> {
+        self.refill();
+        if n > self.avail {
             return Err(ReadFailure::Truncated);
         }
-        let v = self.bits[self.pos..end].load_be::<u32>();
-        self.pos = end;
+        let v = (self.window >> (64 - n)) as u32;
+        self.skip(n as usize);
         Ok(v)
     }
 
     /// Reads one code. `rank_limit` is R of spec 10.2: 15 for BF16 (rank 15 means escape), 10 for
     /// FP8 (which has no escape).
+    #[inline]
     pub fn read(&mut self, rank_limit: usize, has_escape: bool) -> Result<Read, ReadFailure> {
-        let rest = &self.bits[self.pos..];
-        let zeros = rest.leading_zeros();
+        self.refill();
         let max_zeros = if has_escape { rank_limit } else { rank_limit - 1 };
+        let in_window = (self.window.leading_zeros()).min(self.avail) as usize;
+        // A one inside the window ends the run of zeros; otherwise count the zeros of the whole
+        // rest (an error, or a test's rank limit longer than the window).
+        let (zeros, ended) = if in_window < self.avail as usize {
+            (in_window, true)
+        } else {
+            let rest = self.rest();
+            let zeros = rest.leading_zeros();
+            (zeros, zeros < rest.len())
+        };
         if zeros > max_zeros {
             return Err(ReadFailure::TooManyZeros { zeros });
         }
-        if zeros == rest.len() {
+        if !ended {
             return Err(ReadFailure::Truncated);
         }
-        self.pos += zeros + 1; // the zeros and the terminating one
+        self.skip(zeros + 1); // the zeros and the terminating one
         if has_escape && zeros == rank_limit {
             return Ok(Read::Escape { hi: self.take(8)? as u8 });
         }
@@ -145,6 +224,41 @@ mod tests {
         assert_eq!(r.read(15, true), Ok(Read::Escape { hi: 0xC1 }));
         assert_eq!(r.read(15, true), Ok(Read::Rank { rank: 14, sign: 1 }));
         assert!(r.rest().not_any());
+    }
+
+    /// The reader's 64-bit window is refilled a word at a time: a long stream of mixed codes
+    /// crosses every bit offset of a word boundary.
+    #[test]
+    fn long_streams_round_trip() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let expected: Vec<Read> = (0..2000)
+            .map(|_| {
+                let r = next();
+                match r % 16 {
+                    15 => Read::Escape { hi: (r >> 8) as u8 },
+                    rank => Read::Rank { rank: rank as u8, sign: (r >> 8) as u8 & 1 },
+                }
+            })
+            .collect();
+        let mut w = LaneWriter::default();
+        for &code in &expected {
+            w.push(match code {
+                Read::Escape { hi } => Code::escape(hi),
+                Read::Rank { rank, sign } => Code::rank(rank, sign),
+            });
+        }
+        let words = w.into_words();
+        let mut r = LaneReader::new(&words);
+        for (i, &code) in expected.iter().enumerate() {
+            assert_eq!(r.read(15, true), Ok(code), "code {i}");
+        }
+        assert!(r.position() > 32 * (words.len() - 1) && r.rest().not_any());
     }
 
     #[test]

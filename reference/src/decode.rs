@@ -5,10 +5,10 @@ use crate::code::{LaneReader, Read, ReadFailure};
 use crate::element::{fp8_join, Fp8Parts, FP8_SYMBOL_BYTE};
 use crate::error::{DecodeError, Field, FormatError};
 use crate::geometry::{hard, Geometry, Limits, LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
-use crate::lut::{build_lut, recover_exp_of_rank, widen};
+use crate::lut::{recover_exp_of_rank, shared_lut, widen};
 use crate::matrix::{DecodedMatrix, Elements, EncodedMatrix};
 use crate::mode::ElemType;
-use crate::tiling::{lane_positions, read_raw, RawSlot};
+use crate::tiling::{read_raw, LanePositions, RawSlot};
 
 fn align8(x: u64) -> u64 {
     x.div_ceil(8) * 8
@@ -153,8 +153,11 @@ fn check_table(m: &EncodedMatrix) -> Result<[u8; 15], FormatError> {
             }
         }
     }
-    let expected = build_lut(m.mode.elem, &widen(&ranks));
-    if let Some(entry) = (0..LUT_ENTRIES).find(|&i| m.lut[i] != expected[i]) {
+    let expected = shared_lut(m.mode.elem, &widen(&ranks));
+    // Compared as whole slices first (the usual case, equal); the first differing entry is
+    // looked for only when they differ.
+    if m.lut[..] != expected[..] {
+        let entry = (0..LUT_ENTRIES).find(|&i| m.lut[i] != expected[i]).expect("the tables differ somewhere");
         return Err(FormatError::LutMismatch { entry, got: m.lut[entry], expected: expected[entry] });
     }
     Ok(ranks)
@@ -176,6 +179,8 @@ fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Resu
         ElemType::Fp8E4m3 => Elements::Fp8(vec![0u8; n]),
     };
     let (rank_limit, has_escape) = (m.mode.elem.rank_limit(), m.mode.elem == ElemType::Bf16);
+    // One lane's stream as words, reused from lane to lane.
+    let mut words: Vec<u32> = Vec::with_capacity(usize::from(g.max_lane_words()));
     for block in 0..g.blocks {
         // check_offsets established that the lanes of a block follow each other from bases[block].
         let mut next_start = u64::from(m.bases[block as usize]);
@@ -183,14 +188,16 @@ fn decode_lanes(m: &EncodedMatrix, g: &Geometry, exp_of_rank: &[u8; 15]) -> Resu
             let i = block as usize * LANES + lane;
             let start = next_start;
             next_start += 4 * u64::from(m.hdr[i]);
-            let words: Vec<u32> = m.data[start as usize..start as usize + 4 * usize::from(m.hdr[i])]
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
+            words.clear();
+            words.extend(
+                m.data[start as usize..start as usize + 4 * usize::from(m.hdr[i])]
+                    .chunks_exact(4)
+                    .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])),
+            );
             let mut reader = LaneReader::new(&words);
-            let positions = lane_positions(g, block, lane);
+            let positions = LanePositions::new(g, block, lane);
             let codes = positions.len();
-            for (code, pos) in positions.into_iter().enumerate() {
+            for (code, pos) in positions.enumerate() {
                 let offset = start + 4 * (reader.position() as u64 / 32);
                 let read = reader.read(rank_limit, has_escape).map_err(|failure| match failure {
                     ReadFailure::Truncated => FormatError::LaneTruncated { block, lane, code, codes, offset },

@@ -9,7 +9,7 @@ use crate::lut::build_lut;
 use crate::matrix::{EncodedMatrix, Encoding};
 use crate::mode::{ElemType, Mode};
 use crate::ranking::{Ranking, CODED_RANKS};
-use crate::tiling::{lane_positions, write_raw};
+use crate::tiling::{write_raw, LanePositions};
 
 /// The weights to encode, row-major M x K.
 #[derive(Clone, Copy, Debug)]
@@ -96,7 +96,7 @@ pub fn encode(mode: Mode, shape: Shape, weights: Weights<'_>) -> Result<Encoding
         bases.push(data.len() as u64);
         for lane in 0..LANES {
             let mut writer = LaneWriter::default();
-            for pos in lane_positions(&geometry, block, lane) {
+            for pos in LanePositions::new(&geometry, block, lane) {
                 if !pos.real {
                     writer.push(Code::FILLER); // spec 6.3
                     continue;

@@ -42,6 +42,16 @@ impl Shape {
     pub fn weights(self) -> u64 {
         self.rows * self.cols
     }
+
+    /// Spec 3.2: both dimensions at least 1 and within the hard limits, and M*K too.
+    pub fn within_hard_limits(self) -> bool {
+        let Shape { rows, cols } = self;
+        rows != 0
+            && cols != 0
+            && rows <= hard::MAX_ROWS
+            && cols <= hard::MAX_COLS
+            && rows.checked_mul(cols).is_some_and(|n| n <= hard::MAX_WEIGHTS)
+    }
 }
 
 impl std::fmt::Display for Shape {
@@ -133,12 +143,7 @@ impl Geometry {
     /// Spec 3.2 (rule 13.2 shape-range) and 3.4 - 3.6.
     pub fn new(mode: Mode, shape: Shape) -> Result<Geometry, FormatError> {
         let Shape { rows, cols } = shape;
-        let out_of_range = rows == 0
-            || cols == 0
-            || rows > hard::MAX_ROWS
-            || cols > hard::MAX_COLS
-            || rows.checked_mul(cols).is_none_or(|n| n > hard::MAX_WEIGHTS);
-        if out_of_range {
+        if !shape.within_hard_limits() {
             return Err(FormatError::ShapeRange { rows, cols });
         }
         let k16 = round_up(cols, 16);

@@ -29,6 +29,7 @@ pub mod matrix; // spec 12
 pub mod mode; // spec 2
 pub mod quantize; // spec 11
 pub mod ranking; // spec 5
+mod rows; // spec 15.2-15.4, 20.14-20.15: shared by both decoded representations
 pub mod semantics; // spec 15
 pub mod tiling; // spec 7, 8
 

@@ -2,47 +2,124 @@
 
 use crate::geometry::LUT_ENTRIES;
 use crate::mode::ElemType;
+use std::cell::RefCell;
+use std::rc::Rc;
 
 const WINDOW: usize = 12;
 /// Spec 10.3: the flag of an entry that holds fewer than two complete codes.
 pub const PARTIAL: u32 = 1 << 30;
 
+/// One complete code found in a window (spec 10.2): its length in bits, rank and sign bit.
+#[derive(Clone, Copy, Debug)]
+struct WindowCode {
+    len: u8,
+    rank: u8,
+    sign: u8,
+}
+
+/// Spec 10.2: the complete codes at the start of one 12-bit window (at most two).
+#[derive(Clone, Copy, Debug)]
+struct WindowCodes {
+    codes: [WindowCode; 2],
+    count: u8,
+}
+
+/// Bit `i` of a window, counted from its first (most significant) bit.
+const fn window_bit(pattern: usize, i: usize) -> u8 {
+    ((pattern >> (WINDOW - 1 - i)) & 1) as u8
+}
+
+/// Spec 10.2: parses up to two complete codes greedily from the start of the 12-bit window
+/// `pattern`, for an element type with rank limit R.
+const fn parse_window(pattern: usize, rank_limit: usize) -> WindowCodes {
+    const NONE: WindowCode = WindowCode { len: 0, rank: 0, sign: 0 };
+    let mut found = WindowCodes { codes: [NONE; 2], count: 0 };
+    let mut pos = 0;
+    while found.count < 2 {
+        let mut zeros = 0;
+        while pos + zeros < WINDOW && window_bit(pattern, pos + zeros) == 0 {
+            zeros += 1;
+        }
+        let complete = zeros < rank_limit && pos + zeros + 2 <= WINDOW;
+        if !complete {
+            break;
+        }
+        let sign = window_bit(pattern, pos + zeros + 1);
+        found.codes[found.count as usize] = WindowCode { len: zeros as u8 + 2, rank: zeros as u8, sign };
+        found.count += 1;
+        pos += zeros + 2;
+    }
+    found
+}
+
+/// The parse of every window for an element type with rank limit R. It does not depend on
+/// exp_of_rank, so it is made at compile time; a table only fills in the bytes.
+const fn parse_all_windows(rank_limit: usize) -> [WindowCodes; LUT_ENTRIES] {
+    let mut all = [parse_window(0, rank_limit); LUT_ENTRIES];
+    let mut pattern = 1;
+    while pattern < LUT_ENTRIES {
+        all[pattern] = parse_window(pattern, rank_limit);
+        pattern += 1;
+    }
+    all
+}
+
+static BF16_WINDOWS: [WindowCodes; LUT_ENTRIES] = parse_all_windows(ElemType::Bf16.rank_limit());
+static FP8_WINDOWS: [WindowCodes; LUT_ENTRIES] = parse_all_windows(ElemType::Fp8E4m3.rank_limit());
+
 /// Spec 10.2: the byte a complete code stands for: its sign bit, then its 7-bit symbol.
-fn code_byte(sign: u32, exp_of_rank: &[u8; 16], rank: usize) -> u32 {
-    (sign << 7) | u32::from(exp_of_rank[rank] & 0x7F)
+fn code_byte(code: WindowCode, exp_of_rank: &[u8; 16]) -> u32 {
+    (u32::from(code.sign) << 7) | u32::from(exp_of_rank[usize::from(code.rank)] & 0x7F)
+}
+
+/// Spec 10.3, 10.4: entry `pattern` of the table, from the parse of its window.
+fn entry(pattern: usize, found: &WindowCodes, exp_of_rank: &[u8; 16]) -> u32 {
+    // Spec 10.4: entries 0 and 1 can never start with a complete code, so they carry ranks 11..14.
+    let e = |r: usize| u32::from(exp_of_rank[r] & 0x7F);
+    match pattern {
+        0 => return PARTIAL | (e(11) << 8) | (e(12) << 16),
+        1 => return PARTIAL | (e(13) << 8) | (e(14) << 16),
+        _ => {}
+    }
+    let [first, second] = found.codes;
+    match found.count {
+        // Spec 10.3.
+        2 => u32::from(first.len + second.len) | (code_byte(first, exp_of_rank) << 8) | (code_byte(second, exp_of_rank) << 16),
+        1 => PARTIAL | (1 << 24) | u32::from(first.len) | (code_byte(first, exp_of_rank) << 8),
+        _ => PARTIAL,
+    }
 }
 
 /// Spec 10.1-10.4: builds the table from exp_of_rank (only ranks 0..14 are used).
 pub fn build_lut(elem: ElemType, exp_of_rank: &[u8; 16]) -> Vec<u32> {
-    let rank_limit = elem.rank_limit();
-    let mut lut = vec![0u32; LUT_ENTRIES];
-    for (pattern, entry) in lut.iter_mut().enumerate() {
-        let bit = |i: usize| ((pattern >> (WINDOW - 1 - i)) & 1) as u32;
-        // Spec 10.2: parse up to two complete codes greedily from the start of the 12-bit window.
-        let mut codes: Vec<(u32, u32)> = Vec::with_capacity(2); // (length, byte)
-        let mut pos = 0;
-        while codes.len() < 2 {
-            let zeros = (pos..WINDOW).take_while(|&i| bit(i) == 0).count();
-            let complete = zeros < rank_limit && pos + zeros + 2 <= WINDOW;
-            if !complete {
-                break;
-            }
-            let sign = bit(pos + zeros + 1);
-            codes.push((zeros as u32 + 2, code_byte(sign, exp_of_rank, zeros)));
-            pos += zeros + 2;
-        }
-        *entry = match codes[..] {
-            // Spec 10.3.
-            [(len0, byte0), (len1, byte1)] => (len0 + len1) | (byte0 << 8) | (byte1 << 16),
-            [(len0, byte0)] => PARTIAL | (1 << 24) | len0 | (byte0 << 8),
-            _ => PARTIAL,
-        };
+    shared_lut(elem, exp_of_rank).to_vec()
+}
+
+/// The table of [`build_lut`], shared. A round trip needs the same table several times (the
+/// encoder stores it, every decode checks the stored one against it, rule 13.10), so the table
+/// last asked for on this thread is kept and handed out again when both the element type and
+/// all 16 bytes of exp_of_rank match.
+pub(crate) fn shared_lut(elem: ElemType, exp_of_rank: &[u8; 16]) -> Rc<[u32]> {
+    type Kept = Option<(ElemType, [u8; 16], Rc<[u32]>)>;
+    thread_local! {
+        static LAST: RefCell<Kept> = const { RefCell::new(None) };
     }
-    // Spec 10.4: entries 0 and 1 can never start with a complete code, so they carry ranks 11..14.
-    let e = |r: usize| u32::from(exp_of_rank[r] & 0x7F);
-    lut[0] = PARTIAL | (e(11) << 8) | (e(12) << 16);
-    lut[1] = PARTIAL | (e(13) << 8) | (e(14) << 16);
-    lut
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((e, ranks, lut)) = last.as_ref() {
+            if *e == elem && ranks == exp_of_rank {
+                return Rc::clone(lut);
+            }
+        }
+        *last = None; // freed before the new table is made: one table at a time
+        let windows = match elem {
+            ElemType::Bf16 => &BF16_WINDOWS,
+            ElemType::Fp8E4m3 => &FP8_WINDOWS,
+        };
+        let lut: Rc<[u32]> = windows.iter().enumerate().map(|(pattern, found)| entry(pattern, found, exp_of_rank)).collect();
+        *last = Some((elem, *exp_of_rank, Rc::clone(&lut)));
+        lut
+    })
 }
 
 /// Spec 10.6: exp_of_rank for ranks 0..14, read back from a table. Rank r <= 10 is byte 1 of entry

@@ -29,7 +29,7 @@ impl ElemType {
     }
 
     /// Number of rank codes before the escape (spec 2.4, 10.2: R = 15 for BF16, 10 for FP8).
-    pub(crate) fn rank_limit(self) -> usize {
+    pub(crate) const fn rank_limit(self) -> usize {
         match self {
             ElemType::Bf16 => 15,
             ElemType::Fp8E4m3 => 10,

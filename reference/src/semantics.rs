@@ -6,15 +6,18 @@ use crate::error::ParamError;
 use crate::geometry::{Geometry, BLOCK_COLS};
 use crate::matrix::{DecodedMatrix, Elements};
 use crate::mode::Layout;
+use crate::rows;
 
 impl DecodedMatrix {
     /// Spec 15.2: the value every pad column K..K16-1 of dequant output holds: the filler code
     /// (rank 0, sign 0) with a zero raw part.
+    #[inline]
     pub fn filler_word(&self) -> u16 {
         u16::from(self.exp_of_rank[0]) << 8
     }
 
     /// The weight at (row, col) as a BF16 word (FP8: exact and unscaled, spec 15.2).
+    #[inline]
     pub fn bf16_word(&self, row: u64, col: u64) -> u16 {
         let i = (row * self.shape.cols + col) as usize;
         match &self.elements {
@@ -25,7 +28,7 @@ impl DecodedMatrix {
 
     /// Row stride of dequant and gather output: K rounded up to 16 (spec 15.2).
     pub fn row_stride(&self) -> u64 {
-        self.shape.cols.div_ceil(16) * 16
+        rows::row_stride(self.shape)
     }
 
     fn push_row(&self, row: u64, out: &mut Vec<u16>) {
@@ -35,23 +38,12 @@ impl DecodedMatrix {
 
     /// Spec 15.2: the whole matrix as BF16, M rows of stride K16.
     pub fn dequant(&self) -> Vec<u16> {
-        let mut out = Vec::with_capacity((self.shape.rows * self.row_stride()) as usize);
-        for row in 0..self.shape.rows {
-            self.push_row(row, &mut out);
-        }
-        out
+        rows::dequant(self.shape, |row, out| self.push_row(row, out))
     }
 
     /// Spec 15.3: the given rows (in the given order, repeats allowed) as dequant rows.
     pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, ParamError> {
-        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
-            return Err(ParamError::RowIndex { index, rows: self.shape.rows });
-        }
-        let mut out = Vec::with_capacity(rows.len() * self.row_stride() as usize);
-        for &row in rows {
-            self.push_row(row, &mut out);
-        }
-        Ok(out)
+        rows::gather(self.shape, rows, |row, out| self.push_row(row, out))
     }
 
     /// Spec 15.4: y = scale * (W x) + bias in the canonical accumulation order, f32 output.
@@ -59,25 +51,13 @@ impl DecodedMatrix {
     /// holds `batch` vectors of M values. `bias` has M values.
     pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, ParamError> {
         let (m, k) = (self.shape.rows as usize, self.shape.cols as usize);
-        if batch == 0 {
-            return Err(ParamError::EmptyBatch);
-        }
-        let check = |what, got: usize, expected: usize| {
-            if got == expected {
-                Ok(())
-            } else {
-                Err(ParamError::Length { what, got: got as u64, expected: expected as u64 })
-            }
-        };
-        check("activations", x.len(), batch * k)?;
-        if let Some(b) = bias {
-            check("bias", b.len(), m)?;
-        }
+        rows::check_matvec_args(self.shape, x, batch, bias)?;
         // Spec 15.4.2: every weight widened exactly to f32 (FP8 unscaled).
-        let weights: Vec<f32> = (0..m as u64)
-            .flat_map(|r| (0..k as u64).map(move |c| (r, c)))
-            .map(|(r, c)| f32::from_bits(u32::from(self.bf16_word(r, c)) << 16))
-            .collect();
+        let widen = |word: u16| f32::from_bits(u32::from(word) << 16);
+        let weights: Vec<f32> = match &self.elements {
+            Elements::Bf16(words) => words.iter().map(|&w| widen(w)).collect(),
+            Elements::Fp8(bytes) => bytes.iter().map(|&b| widen(fp8_to_bf16(b))).collect(),
+        };
         let g = Geometry::new(self.mode, self.shape).expect("a decoded matrix has a valid shape");
         let mut y = Vec::with_capacity(batch * m);
         // Spec 15.4.7: each activation vector of the batch on its own.
@@ -106,7 +86,7 @@ impl DecodedMatrix {
 
     /// Spec 15.4.6: the matvec rounded to BF16 (round to nearest, ties to even).
     pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, ParamError> {
-        Ok(self.matvec(x, batch, bias)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect())
+        Ok(rows::round_to_bf16(self.matvec(x, batch, bias)?))
     }
 }
 
@@ -118,7 +98,7 @@ fn lane_partial(cols: impl Iterator<Item = u64>, w: &[f32], x: &[f32]) -> f32 {
 }
 
 /// Spec 15.4.4: the halving tree over the lanes that own a row: v[i] += v[i + s] for s = n/2, ..., 1.
-fn halving_tree(mut v: Vec<f32>) -> f32 {
+fn halving_tree(v: &mut [f32]) -> f32 {
     let mut n = v.len();
     while n > 1 {
         n /= 2;
@@ -131,21 +111,25 @@ fn halving_tree(mut v: Vec<f32>) -> f32 {
 
 /// Spec 15.4.3-15.4.4: the partial of block (row's block, cb) for one row.
 fn block_partial(g: &Geometry, cb: u64, w: &[f32], x: &[f32]) -> f32 {
-    let lanes: Vec<f32> = match g.mode.layout {
+    let mut lanes = [0.0f32; 32];
+    let owners = match g.mode.layout {
         // Layout 0: all 32 lanes own the row, 16 columns each.
-        Layout::Rows8 => (0..32u64)
-            .map(|lane| {
-                let first = BLOCK_COLS * cb + 16 * lane;
-                lane_partial(first..first + 16, w, x)
-            })
-            .collect(),
+        Layout::Rows8 => {
+            for (lane, partial) in lanes.iter_mut().enumerate() {
+                let first = BLOCK_COLS * cb + 16 * lane as u64;
+                *partial = lane_partial(first..first + 16, w, x);
+            }
+            32
+        }
         // Layout 1: the 4 lanes q = 0..3 of the row's r8 own it, 8 columns per super-chunk.
-        Layout::Fragment16 => (0..4u64)
-            .map(|q| {
+        Layout::Fragment16 => {
+            for (q, partial) in lanes.iter_mut().take(4).enumerate() {
+                let q = q as u64;
                 let chunks = 16 * cb..16 * cb + g.chunks_in_block(cb);
-                lane_partial(chunks.flat_map(|s| (32 * s + 8 * q)..(32 * s + 8 * q + 8)), w, x)
-            })
-            .collect(),
+                *partial = lane_partial(chunks.flat_map(|s| (32 * s + 8 * q)..(32 * s + 8 * q + 8)), w, x);
+            }
+            4
+        }
     };
-    halving_tree(lanes)
+    halving_tree(&mut lanes[..owners])
 }

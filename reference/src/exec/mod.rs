@@ -26,7 +26,7 @@ pub use error::{ExecDecodeError, ExecEncodeError, ExecField, ExecFormatError};
 pub use semantics::ExecDecoded;
 pub use validate::{check_canonical, decode_exec, decode_exec_with_limits, parse_le_fields, validate_exec, NonCanonical};
 
-use crate::geometry::{hard, Shape};
+use crate::geometry::Shape;
 
 /// Columns per tile (spec 20.2): a tile is one row's slice of 512 columns.
 pub const TILE_COLS: u64 = 512;
@@ -55,12 +55,7 @@ impl ExecGeometry {
     /// Spec 20.2 (the limits of spec 3.2; rule 20.9.1 exec-shape-range).
     pub fn new(shape: Shape) -> Result<ExecGeometry, ExecFormatError> {
         let Shape { rows, cols } = shape;
-        let out_of_range = rows == 0
-            || cols == 0
-            || rows > hard::MAX_ROWS
-            || cols > hard::MAX_COLS
-            || rows.checked_mul(cols).is_none_or(|n| n > hard::MAX_WEIGHTS);
-        if out_of_range {
+        if !shape.within_hard_limits() {
             return Err(ExecFormatError::ShapeRange { rows, cols });
         }
         let col_tiles = cols.div_ceil(TILE_COLS);

@@ -5,6 +5,7 @@
 use super::TILE_COLS;
 use crate::error::ParamError;
 use crate::geometry::Shape;
+use crate::rows;
 
 /// Lanes per tile and columns per lane in the canonical order (spec 20.15.2 = spec 15.4.3, layout 0).
 const LANES: u64 = 32;
@@ -20,7 +21,7 @@ pub struct ExecDecoded {
 impl ExecDecoded {
     /// Row stride of dequant and gather output: K rounded up to 16 (spec 20.14).
     pub fn row_stride(&self) -> u64 {
-        self.shape.cols.div_ceil(16) * 16
+        rows::row_stride(self.shape)
     }
 
     fn push_row(&self, row: u64, out: &mut Vec<u16>) {
@@ -32,38 +33,19 @@ impl ExecDecoded {
 
     /// Spec 20.14: the whole matrix as BF16, M rows of stride K16, pad columns 0x0000.
     pub fn dequant(&self) -> Vec<u16> {
-        let mut out = Vec::with_capacity((self.shape.rows * self.row_stride()) as usize);
-        for row in 0..self.shape.rows {
-            self.push_row(row, &mut out);
-        }
-        out
+        rows::dequant(self.shape, |row, out| self.push_row(row, out))
     }
 
     /// Spec 20.14: the given rows (in the given order, repeats allowed) as dequant rows.
     pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, ParamError> {
-        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
-            return Err(ParamError::RowIndex { index, rows: self.shape.rows });
-        }
-        let mut out = Vec::with_capacity(rows.len() * self.row_stride() as usize);
-        for &row in rows {
-            self.push_row(row, &mut out);
-        }
-        Ok(out)
+        rows::gather(self.shape, rows, |row, out| self.push_row(row, out))
     }
 
     /// Spec 20.15: y = W x + bias in the canonical accumulation order, f32 output. `x` holds
     /// `batch` activation vectors of K values each; the result `batch` vectors of M values.
     pub fn matvec(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, ParamError> {
         let (m, k) = (self.shape.rows as usize, self.shape.cols as usize);
-        if batch == 0 {
-            return Err(ParamError::EmptyBatch);
-        }
-        if x.len() != batch * k {
-            return Err(ParamError::Length { what: "activations", got: x.len() as u64, expected: (batch * k) as u64 });
-        }
-        if let Some(b) = bias.filter(|b| b.len() != m) {
-            return Err(ParamError::Length { what: "bias", got: b.len() as u64, expected: m as u64 });
-        }
+        rows::check_matvec_args(self.shape, x, batch, bias)?;
         let mut y = Vec::with_capacity(batch * m);
         // Spec 15.4.7: each activation vector on its own.
         for xs in x.chunks_exact(k) {
@@ -82,7 +64,7 @@ impl ExecDecoded {
 
     /// Spec 20.15: the matvec rounded to BF16 (nearest, ties to even).
     pub fn matvec_bf16(&self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, ParamError> {
-        Ok(self.matvec(x, batch, bias)?.into_iter().map(|v| half::bf16::from_f32(v).to_bits()).collect())
+        Ok(rows::round_to_bf16(self.matvec(x, batch, bias)?))
     }
 }
 
