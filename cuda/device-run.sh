@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-batch-variants|exec-batch-variants-sanitize]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -31,15 +31,6 @@
 #          included, and both dequants against the reference; 16 recommended) then
 #          `--exec-variants --real`: cuBLAS, the production default, lean and the variants at
 #          batch 1 on the 8 bench shapes, synthetic and real (weights encoded on the GPU).
-#   exec-batch-variants  `nwc-gpu-bench --exec-batch-variants --quick` (over 60 s on the H200: the host reference of spec 19; 2026-12-01):
-#          the bench variants of the stream tensor-core kernel (kernels/bench/exec_tensor_variants.cu)
-#          beside cuBLAS GEMM and the production bounded kernel, N = 2, 4, 8, 16 on the six quick
-#          shapes; every output checked bit for bit against production and against spec 19's bound
-#          where the host reference is affordable ("!!! MISMATCH" lines and a non-zero exit on failure);
-#          one geomean line per (variant, N); then `--exec-batch-variants-check` (one launch per
-#          kernel on small ragged shapes, same checks, a few seconds). SWEEP_COUNT is ignored.
-#   exec-batch-variants-sanitize  `--exec-batch-variants-check` under compute-sanitizer racecheck
-#          and synccheck (the xpf-red variant's named barriers); run before promoting a variant.
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
@@ -129,19 +120,7 @@ exec-quick)
 exec-variants)
   step "exec sweep (variants included), then the variants beside cuBLAS and lean, batch 1"
   timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-exec-batch-variants)
-  step "exec batched, bounded variants (N = 2, 4, 8, 16)"
-  timeout 120 $B/nwc-gpu-bench --exec-batch-variants --quick
-  echo "exec-batch-variants exit $?"
-  step "bounded variants, one launch each on small ragged shapes"
-  timeout 30 $B/nwc-gpu-bench --exec-batch-variants-check
-  echo "exec-batch-variants-check exit $?" ;;
-exec-batch-variants-sanitize)
-  for tool in racecheck synccheck; do
-    step "$tool (bounded variants, small ragged shapes)"
-    timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 $B/nwc-gpu-bench --exec-batch-variants-check | tail -4
-  done ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick, exec-variants, exec-batch-variants or exec-batch-variants-sanitize)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

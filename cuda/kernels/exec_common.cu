@@ -82,28 +82,55 @@ __device__ __forceinline__ void exec_pairs16_fast(uint2 c, uint4 s, exec_u32 b2,
     exec_pairs8(c.y, s.z, s.w, b2, w[4], w[5], w[6], w[7]);
 }
 
+// Rewrites the pairs of a lane's 16 words that hold a code 0 or 15 (spec 20.13), after
+// exec_pairs16_fast ran on all of them: each such pair is rebuilt from its sm bytes and codes,
+// taking the lane's code-15 exponents esc[off], esc[off + 1], ... in column order. A loop over the
+// lane's non-plain pairs only (usually one), not unrolled: the kernels inline this once per row,
+// and an unrolled version (8 pair blocks) made the one-column kernel's loop overflow the
+// instruction cache (Nsight Compute, 2026-12-01: `no_instruction` the top stall). The new word
+// goes into w[p] by a select per pair (no run-time index into the registers). The fast decode of
+// a code-15 half may carry into the other half when base = 242; the whole pair is rewritten, so
+// that carry never survives.
+__device__ __forceinline__ void exec_patch_pairs(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
+                                                 exec_u64 off, exec_u32 (&w)[8]) {
+    // Bit 3 of nibble i of ns set when weight i is not plain; pair p = weights 2p, 2p + 1.
+    const exec_u64 ns = ((exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32) | (~exec_plain_bits(c.x) & 0x88888888u);
+    exec_u64 pairs = (ns | (ns >> 4)) & 0x0808080808080808ull;  // bit 8p + 3 for pair p
+    const exec_u64 c64 = ((exec_u64)c.y << 32) | c.x;
+#pragma unroll 1
+    while (pairs != 0ull) {
+        const exec_u32 p = (exec_u32)(__ffsll((long long)pairs) - 1) >> 3;
+        pairs &= pairs - 1ull;
+        const exec_u32 cb = (exec_u32)(c64 >> (8u * p)) & 0xffu;
+        const exec_u32 sw = p < 4u ? (p < 2u ? s.x : s.y) : (p < 6u ? s.z : s.w);
+        const exec_u32 sh = (sw >> (16u * (p & 1u))) & 0xffffu;
+        exec_u32 word = 0u;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const exec_u32 code = (cb >> (4 * j)) & 15u;
+            const exec_u32 sb = (sh >> (8 * j)) & 0xffu;
+            exec_u32 e = base - 1u + code;
+            if (code == 0u) e = 0u;
+            if (code == 15u) {
+                e = esc[off];
+                ++off;
+            }
+            word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
+        }
+#pragma unroll
+        for (int q = 0; q < 8; ++q)
+            if ((exec_u32)q == p) w[q] = word;
+    }
+}
+
 // General path: any code; the lane's code-15 weights take esc[off], esc[off + 1], ... in order.
+// The fast decode of every pair, then the patch of the pairs that need it (a lane whose codes
+// are all plain skips it).
 __device__ __forceinline__ void exec_pairs16_general(uint2 c, uint4 s, exec_u32 base,
                                                      const exec_u8* __restrict__ esc, exec_u64 off,
                                                      exec_u32 (&w)[8]) {
-    const exec_u32 cw[2] = {c.x, c.y};
-    const exec_u32 sw[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-        const exec_u32 code = (cw[j >> 3] >> (4 * (j & 7))) & 15u;
-        const exec_u32 sb = (sw[j >> 2] >> (8 * (j & 3))) & 0xffu;
-        exec_u32 e = base - 1u + code;
-        if (code == 0u) e = 0u;
-        if (code == 15u) {
-            e = esc[off];
-            ++off;
-        }
-        const exec_u32 h = ((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu);
-        if (j & 1)
-            w[j >> 1] |= h << 16;
-        else
-            w[j >> 1] = h;
-    }
+    exec_pairs16_fast(c, s, exec_b2(base), w);
+    if (!exec_plain16(c)) exec_patch_pairs(c, s, base, esc, off, w);
 }
 
 // Exclusive prefix over the warp's lanes (lane order = position order inside a tile).

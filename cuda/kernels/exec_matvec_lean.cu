@@ -1,26 +1,36 @@
-// Execution layout: exact one-column streaming matvec with fewer instructions per item (spec
-// 20.15, bit-identical to exec_matvec.cu and the reference). Same items (4 rows x one 512-column
-// tile), stages, lane mapping, per-row vote, trees and tile-partial order as exec_mv3_body; the
-// Nsight Compute run of 2026-12-01 (docs/gpu.md) found that kernel issue-bound at ~757 warp
-// instructions per item (64 weights per lane), so this one trims what is not decode or fma:
+// Execution layout: the exact one-column streaming matvec (spec 20.15, bit-identical to
+// exec_matvec.cu and the reference). Items of 4 rows x one 512-column tile; every warp streams its
+// items through a 2-4 stage cp.async pipeline; the lane mapping, per-row lane chains, halving tree
+// and ascending tile partials are those of spec 15.4.3-15.4.5 (tile = column block).
 // - 32-bit item and row-group counters (spec 3.2: M * K <= 2^40, so at most 2^29 items and row
 //   groups < 2^30);
 // - six 16-byte cp.async per lane and item (4 sm rows; the 4 code rows as 2 x 512 contiguous
-//   bytes of two rows each) instead of 4 x 16 + 4 x 8 bytes; needs K16 % 32 == 0 (16-byte aligned
-//   code rows; the host takes exec_matvec.cu otherwise);
+//   bytes of two rows each); needs K16 % 32 == 0 (16-byte aligned code rows; the host takes
+//   exec_matvec.cu otherwise);
 // - x in shared memory transposed per tile (float4 qq of lane L at (qq * 32 + L) * 16 bytes), so a
 //   warp's 16-byte loads are 512 contiguous bytes: no bank conflicts;
 // - a full item (4 valid rows, no column past K in the tile) loads its stage without predicates or
-//   masks; only the others take the masked loads.
+//   masks; only the others take the masked loads;
+// - every row is decoded by the fast path; the derived tile flags (GpuExecMatrix::flags, computed
+//   at load by exec_tile_flags: 1 when a tile holds a code 0 or 15) arrive with the stage, the 4
+//   rows' bytes in one word, and only a flagged row takes the escape prefix and the per-pair patch
+//   (exec_patch_pairs). Testing the codes and voting per row instead cost ~8 ALU instructions a row
+//   on the pipe the decode fills; the flags made the kernel 4-5% faster on the large shapes
+//   (docs/gpu.md, session 7).
+// PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the stage words as weights (no
+// decode), 2 = no decode and no fma; production instantiates PROBE = 0 only.
+// Stage: [4 sm rows x 512][4 code rows x 256][4 escape offsets][base word][flag word] (EXEC3_STAGE).
 // Shared memory: [x: CB * 512 f32][stages: W * D * EXEC3_STAGE][pbuf: (W / G) * 2 * 4 * CB f32].
 
-template <int D>
+template <int D, int PROBE>
 __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
                                                const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
-                                               void* __restrict__ y, int out_bf16, exec_u32 G) {
+                                               void* __restrict__ y, int out_bf16, exec_u32 G,
+                                                const exec_u8* __restrict__ flags) {
     constexpr exec_u32 R = EXEC3_R;
+    const exec_u32 M4 = (M + 3u) & ~3u;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
     const exec_u32 CB = (K + 511u) >> 9;
@@ -82,6 +92,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
             }
             if (lane < ivalid) exec_cp4(sd + R * 768u + lane * 4u, pes);
             if (lane == 31u && icb == lo) exec_cp4(sd + R * 768u + 16u, base + (exec_u64)irg * R);  // aligned word
+            if (lane == 30u && ivalid > 0u) exec_cp4(sd + R * 768u + 20u, flags + (exec_u64)icb * M4 + irg * R);  // the 4 rows' flags
 #pragma unroll
             for (exec_u32 r = 0; r < R; ++r) ps[r] += 512;
 #pragma unroll
@@ -142,27 +153,47 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
             }
         }
         if (cb == lo) b4 = __shfl_sync(EXEC_FULL, lane == 31u ? *reinterpret_cast<const exec_u32*>(sd + R * 768u + 16u) : 0u, 31);
-        const exec_u32 e0 = lane < valid ? *reinterpret_cast<const exec_u32*>(sd + R * 768u + lane * 4u) : 0u;
+        const exec_u32 fl = *reinterpret_cast<const exec_u32*>(sd + R * 768u + 20u);  // same word in every lane
         float acc[R];
+        if (PROBE == 2) {
+            // Ceiling probe, loads only: the pipeline, the stage reads, the tree and the loop,
+            // no decode and no fma (a few XORs keep the loads alive).
 #pragma unroll
-        for (exec_u32 r = 0; r < R; ++r) {
-            const exec_u32 rb = (b4 >> (8u * r)) & 0xffu;
-            exec_u32 w[8];
-            if (__all_sync(EXEC_FULL, exec_plain16(c[r]))) {
+            for (exec_u32 r = 0; r < R; ++r) acc[r] = __uint_as_float(s[r].x ^ s[r].y ^ s[r].z ^ s[r].w ^ c[r].x ^ c[r].y);
+        } else if (PROBE == 1) {
+            // Ceiling probe, no decode: the stage words themselves as the 8 BF16 pairs of a row
+            // (no fast decode, no patch), then the same conversion and fma chain as the kernel.
+#pragma unroll
+            for (exec_u32 r = 0; r < R; ++r) {
+                const exec_u32 w[8] = {s[r].x, s[r].y, s[r].z, s[r].w, c[r].x, c[r].y, s[r].x ^ c[r].y, s[r].w ^ c[r].x};
+                float a = 0.0f;
+#pragma unroll
+                for (int p = 0; p < 8; ++p) {
+                    a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
+                    a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
+                }
+                acc[r] = a;
+            }
+        } else {
+#pragma unroll
+            for (exec_u32 r = 0; r < R; ++r) {
+                const exec_u32 rb = (b4 >> (8u * r)) & 0xffu;
+                exec_u32 w[8];
                 exec_pairs16_fast(c[r], s[r], exec_b2(rb), w);
-            } else {
-                const exec_u32 n15 = exec_count15(c[r].x) + exec_count15(c[r].y);
-                const exec_u32 before = exec_warp_excl(n15, lane);
-                const exec_u32 t0 = __shfl_sync(EXEC_FULL, e0, r);
-                exec_pairs16_general(c[r], s[r], rb, esc, (exec_u64)t0 + before, w);
-            }
-            float a = 0.0f;
+                if ((fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
+                    const exec_u32 n15 = exec_count15(c[r].x) + exec_count15(c[r].y);
+                    const exec_u32 before = exec_warp_excl(n15, lane);
+                    const exec_u32 t0 = *reinterpret_cast<const exec_u32*>(sd + R * 768u + r * 4u);
+                    if (!exec_plain16(c[r])) exec_patch_pairs(c[r], s[r], rb, esc, (exec_u64)t0 + before, w);
+                }
+                float a = 0.0f;
 #pragma unroll
-            for (int p = 0; p < 8; ++p) {
-                a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
-                a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
+                for (int p = 0; p < 8; ++p) {
+                    a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
+                    a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
+                }
+                acc[r] = a;
             }
-            acc[r] = a;
         }
         const float P = exec_tree<R>(acc, lane);
         const exec_u32 idx = exec_tree_index<R>(lane);
@@ -209,16 +240,16 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
     exec_cp_wait<0>();
 }
 
-// Same arguments as EXEC_MV3 (ldx, ldy unused: one column, x and y contiguous).
-#define EXEC_LEAN(NAME, D)                                                                                   \
+// Same arguments as EXEC_MV3 (ldx, ldy unused: one column, x and y contiguous), then the tile flags.
+#define EXEC_LEAN(NAME, D, PROBE)                                                                            \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                     \
         NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
              const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
              const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G) {                                     \
-        exec_lean_body<D>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, G);             \
+             void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G, const exec_u8* __restrict__ flags) {  \
+        exec_lean_body<D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, G, flags);  \
     }
 
-EXEC_LEAN(exec_matvec_lean_d4, 4)
-EXEC_LEAN(exec_matvec_lean_d3, 3)
-EXEC_LEAN(exec_matvec_lean_d2, 2)
+EXEC_LEAN(exec_matvec_lean_d4, 4, 0)
+EXEC_LEAN(exec_matvec_lean_d3, 3, 0)
+EXEC_LEAN(exec_matvec_lean_d2, 2, 0)

@@ -6,41 +6,8 @@
 // + {2,3} for k-step q, A and B alike). Two kernel families: the stream kernel (items of 16 rows x
 // 128 columns; up to 32 columns per decode) and the tile kernel (a whole 512-column tile per
 // item; 64 columns). Escapes: every pair is decoded by the fast path, then the pairs holding a
-// code 0 or 15 are rewritten (exec_tc_patch); escape order inside a tile follows the items, then
+// code 0 or 15 are rewritten (exec_patch_pairs); escape order inside a tile follows the items, then
 // the threads t, then the thread's columns.
-
-// Non-plain pairs only (codes 0 or 15 in a pair): the fast decode (exec_pairs16_fast) ran on
-// every pair of the lane first; this rewrites each pair that holds a code 0 or 15 from its sm
-// bytes and codes (spec 20.13), taking the lane's code-15 exponents esc[off], esc[off + 1], ... in
-// column order. Pairs are unrolled (no run-time index into w): a plain pair costs a test, so a
-// lane with one escape pays ~40 instructions instead of the 16-weight general decode's ~200.
-// The fast decode of a code-15 half may carry into the other half when base = 242; the whole
-// pair is rewritten, so that carry never survives.
-__device__ __forceinline__ void exec_tc_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
-                                              exec_u64 off, exec_u32 (&w)[8]) {
-    const exec_u32 cw[2] = {c.x, c.y};
-    const exec_u32 pb[2] = {exec_plain_bits(c.x), exec_plain_bits(c.y)};
-    const exec_u32 sw[4] = {s.x, s.y, s.z, s.w};
-#pragma unroll
-    for (int p = 0; p < 8; ++p) {
-        if (((pb[p >> 2] >> (8 * (p & 3))) & 0x88u) != 0x88u) {
-            exec_u32 word = 0u;
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const exec_u32 code = (cw[p >> 2] >> (8 * (p & 3) + 4 * j)) & 15u;
-                const exec_u32 sb = (sw[p >> 1] >> (16 * (p & 1) + 8 * j)) & 0xffu;
-                exec_u32 e = base - 1u + code;
-                if (code == 0u) e = 0u;
-                if (code == 15u) {
-                    e = esc[off];
-                    ++off;
-                }
-                word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
-            }
-            w[p] = word;
-        }
-    }
-}
 
 // The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
 // (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
@@ -113,7 +80,7 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 // each fed to 4 mma k-steps with the k order permuted per thread, A and B alike). Compared with
 // the step kernel above (64-column items): half the items, copies and bookkeeping per weight, no
 // pad masking (pad codes are 0 and take the patch path, spec 20.5), and the general decode is
-// replaced by the fast decode plus exec_tc_patch of the pairs holding a code 0 or 15 (the warp
+// replaced by the fast decode plus exec_patch_pairs of the pairs holding a code 0 or 15 (the warp
 // votes once per item). Escape order inside a tile: items, then lanes t, then chunks. CTAs of W
 // warps are persistent over 16-row groups; warps split the tiles of a row group and add their
 // partial sums in warp order through shared memory. Stage: sm [16][128], codes [16][64],
@@ -262,7 +229,7 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
                     for (int h = 0; h < 2; ++h) {
                         exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
                         if (patch && !exec_plain16(cv[h][j]))
-                            exec_tc_patch(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                            exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
                     }
 #pragma unroll
                     for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);

@@ -148,7 +148,7 @@ __device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, c
                         for (int h = 0; h < 2; ++h) {
                             const exec_u32 n = exec_count15(cv[rg][h].x) + exec_count15(cv[rg][h].y);
                             const exec_u32 off = exec_tc_esc_offset(n, t, tesc[rg][h], rel[rg][h]);
-                            if (!exec_plain16(cv[rg][h])) exec_tc_patch(cv[rg][h], sv[rg][h], rbase[rg][h], esc, off, w[rg][h]);
+                            if (!exec_plain16(cv[rg][h])) exec_patch_pairs(cv[rg][h], sv[rg][h], rbase[rg][h], esc, off, w[rg][h]);
                         }
                 }
 #pragma unroll

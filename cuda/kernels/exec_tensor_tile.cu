@@ -107,7 +107,7 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
                     for (int h = 0; h < 2; ++h) {
                         const exec_u32 n = exec_count15(cv[h].x) + exec_count15(cv[h].y);
                         const exec_u32 off = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
-                        if (!exec_plain16(cv[h])) exec_tc_patch(cv[h], sv[h], rbase[h], esc, off, w[h]);
+                        if (!exec_plain16(cv[h])) exec_patch_pairs(cv[h], sv[h], rbase[h], esc, off, w[h]);
                     }
                 }
 #pragma unroll

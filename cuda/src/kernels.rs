@@ -42,7 +42,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
-    include_str!("../kernels/bench/exec_tensor_variants.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -97,7 +96,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 52] = [
+pub const PRODUCTION: [(&str, u32); 53] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -137,6 +136,7 @@ pub const PRODUCTION: [(&str, u32); 52] = [
     ("exec_enc_scan_b", 0),
     ("exec_enc_scan_c", 0),
     ("exec_enc_emit", 0),
+    ("exec_tile_flags", 0),
     // Exact matvec, 1, 2 or 4 columns per decode, pipeline depth 4/3/2 or x from global (exec_matvec.cu).
     ("exec_matvec_c1_d4", SMEM_OPTIN),
     ("exec_matvec_c1_d3", SMEM_OPTIN),
@@ -171,7 +171,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 33] = [
+pub const BENCH: [(&str, u32); 27] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -201,22 +201,13 @@ pub const BENCH: [(&str, u32); 33] = [
     ("bench_fp8_native_matvec", 0),
     // The execution layout's step kernel at 16 columns per decode (exec_tensor_step.cu).
     ("bench_exec_tensor_step_n2", SMEM_OPTIN),
-    // Variants of the lean one-column exact matvec (exec_matvec_variants.cu): interleaved row
-    // chains (ilp4), 8-row items (r8), 24 warps per SM (w24).
-    ("bench_exec_ilp4_d4", SMEM_OPTIN),
-    ("bench_exec_ilp4_d3", SMEM_OPTIN),
-    ("bench_exec_ilp4_d2", SMEM_OPTIN),
-    ("bench_exec_r8_d2", SMEM_OPTIN),
-    ("bench_exec_w24_d2", SMEM_OPTIN),
-    // The stream tensor-core kernel with the next item's activation fragments loaded one item
-    // ahead (xpf), with the split-barrier row-group reduction (red), and both (xpfred):
-    // exec_tensor_variants.cu.
-    ("bench_exec_tc_xpf_n1", SMEM_OPTIN),
-    ("bench_exec_tc_xpf_n2", SMEM_OPTIN),
-    ("bench_exec_tc_xpfred_n1", SMEM_OPTIN),
-    ("bench_exec_tc_xpfred_n2", SMEM_OPTIN),
-    ("bench_exec_tc_red_n1", SMEM_OPTIN),
-    ("bench_exec_tc_red_n2", SMEM_OPTIN),
+    // Ceiling probes of the lean one-column matvec: no decode, loads only (not exact).
+    ("bench_exec_probe_nodecode_d4", SMEM_OPTIN),
+    ("bench_exec_probe_loads_d4", SMEM_OPTIN),
+    // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
+    ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
+    ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
+    ("bench_exec_probe_stream1x4_d4", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

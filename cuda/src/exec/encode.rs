@@ -6,7 +6,7 @@
 use super::{base_alloc_len, check_len, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
 use crate::gpu::Gpu;
 use crate::{GpuError, GpuMatrix};
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use nwc_reference::exec::{ExecEncodeError, ExecGeometry};
 use nwc_reference::{ElemType, Shape};
 use std::sync::Arc;
@@ -93,6 +93,7 @@ impl GpuExecMatrix {
             unsafe { b.launch(cfg((t * 32).div_ceil(256), 256)) }?;
         }
         drop((_gw, _g1, _g2, _g3));
+        let flags = tile_flags(gpu, &g, &codes)?;
         Ok(GpuExecMatrix {
             gpu: gpu.clone(),
             shape,
@@ -106,6 +107,28 @@ impl GpuExecMatrix {
             escapes: total,
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
+            flags,
         })
     }
+}
+
+/// The derived tile flags of a matrix (`GpuExecMatrix::flags`): CB x roundup(M, 4) bytes, zeroed,
+/// then `exec_tile_flags` writes rows 0..M - 1.
+pub(super) fn tile_flags(gpu: &Arc<Gpu>, g: &ExecGeometry, codes: &CudaSlice<u8>) -> Result<CudaSlice<u8>, GpuError> {
+    let s = &gpu.stream;
+    let (m, cb) = (g.shape.rows, g.col_tiles);
+    let mut flags = s.alloc_zeros::<u8>((cb * m.div_ceil(4) * 4) as usize)?;
+    let (m32, k32) = (m as u32, g.shape.cols as u32);
+    let cfg = LaunchConfig { grid_dim: ((m * cb).div_ceil(8).min(4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    {
+        let (pc, _gc) = codes.device_ptr(s);
+        let (pf, _gf) = flags.device_ptr_mut(s);
+        let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
+        b.arg(&pc).arg(&m32).arg(&k32).arg(&pf);
+        // SAFETY: argument list of exec_tile_flags (exec_encode.cu); codes holds M x K16 / 2
+        // bytes (validated or GPU-encoded), flags CB x roundup(M, 4) bytes; the kernel strides over
+        // the M x CB tiles, one warp each.
+        unsafe { b.launch(cfg) }?;
+    }
+    Ok(flags)
 }

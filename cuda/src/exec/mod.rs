@@ -55,6 +55,11 @@ pub struct GpuExecMatrix {
     escapes: u64,
     matvec_kernel: ExecMatvecKernel,
     dequant_kernel: ExecDequantKernel,
+    /// Derived at load, not part of the layout (spec 20.3): one byte per tile, laid out
+    /// [cb][M rounded up to 4], 1 when the tile's columns k < K hold a code 0 or 15
+    /// (`exec_tile_flags`, kernels/exec_encode.cu), so a matvec finds the tiles that need more
+    /// than the fast decode without testing every code.
+    flags: CudaSlice<u8>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -87,19 +92,22 @@ impl GpuExecMatrix {
         let mut base = m.base.clone();
         base.resize(base_alloc_len(g.shape.rows), 0);
         let esc = if m.esc.is_empty() { vec![0u8] } else { m.esc.clone() };
+        let codes = s.clone_htod(&m.codes)?;
+        let flags = encode::tile_flags(gpu, &g, &codes)?;
         Ok(GpuExecMatrix {
             gpu: gpu.clone(),
             shape: m.shape,
             k16: g.k16,
             col_tiles: g.col_tiles,
             sm: s.clone_htod(&m.sm)?,
-            codes: s.clone_htod(&m.codes)?,
+            codes,
             base: s.clone_htod(&base)?,
             esc_start: s.clone_htod(&m.esc_start)?,
             esc: s.clone_htod(&esc)?,
             escapes: m.esc.len() as u64,
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
+            flags,
         })
     }
 
@@ -136,6 +144,7 @@ impl GpuExecMatrix {
             escapes: self.escapes,
             matvec_kernel: self.matvec_kernel,
             dequant_kernel: self.dequant_kernel,
+            flags: s.clone_dtod(&self.flags)?,
         })
     }
 
@@ -161,10 +170,11 @@ impl GpuExecMatrix {
         self.escapes
     }
 
-    /// VRAM bytes of the five stored fields (spec 20.6 sizes; base counted at M bytes).
+    /// VRAM bytes of the matrix: the five stored fields (spec 20.18 sizes; base counted at M
+    /// bytes) and the derived tile flags (one byte per tile and row of M rounded up to 4).
     pub fn stored_bytes(&self) -> u64 {
         let (m, t) = (self.shape.rows, self.shape.rows * self.col_tiles);
-        m * self.k16 + m * self.k16 / 2 + m + 4 * (t + 1) + self.escapes
+        m * self.k16 + m * self.k16 / 2 + m + 4 * (t + 1) + self.escapes + self.flags.len() as u64
     }
 
     pub fn matvec_kernel(&self) -> ExecMatvecKernel {

@@ -137,9 +137,11 @@ impl GpuExecMatrix {
     fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
         // (rows per item, (kernel, depth) in order of preference, warps per CTA in order)
         let (r, kernels, warp_list): (u64, &[(&'static str, u64)], &[u64]) = match k {
-            ExecMatvecKernel::VarIlp4 => (4, &[("bench_exec_ilp4_d4", 4), ("bench_exec_ilp4_d3", 3), ("bench_exec_ilp4_d2", 2)], &[16]),
-            ExecMatvecKernel::VarRows8 => (8, &[("bench_exec_r8_d2", 2)], &[16, 12, 8]),
-            ExecMatvecKernel::VarWarps24 => (4, &[("bench_exec_w24_d2", 2)], &[24]),
+            ExecMatvecKernel::ProbeNoDecode => (4, &[("bench_exec_probe_nodecode_d4", 4)], &[16]),
+            ExecMatvecKernel::ProbeLoads => (4, &[("bench_exec_probe_loads_d4", 4)], &[16]),
+            ExecMatvecKernel::ProbeStream4x1 => (4, &[("bench_exec_probe_stream4x1_d4", 4)], &[16]),
+            ExecMatvecKernel::ProbeStream2x2 => (4, &[("bench_exec_probe_stream2x2_d4", 4)], &[16]),
+            ExecMatvecKernel::ProbeStream1x4 => (4, &[("bench_exec_probe_stream1x4_d4", 4)], &[16]),
             _ => return Ok(None),
         };
         if self.k16 % 32 != 0 {
@@ -196,7 +198,15 @@ impl GpuExecMatrix {
             ExecMatvecKernel::RowsNoPrefetch => true,
             // a variant that does not apply runs what Exact runs
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarIlp4 | ExecMatvecKernel::VarRows8 | ExecMatvecKernel::VarWarps24 if left == 1 => small(),
+            ExecMatvecKernel::ProbeNoDecode
+            | ExecMatvecKernel::ProbeLoads
+            | ExecMatvecKernel::ProbeStream4x1
+            | ExecMatvecKernel::ProbeStream2x2
+            | ExecMatvecKernel::ProbeStream1x4
+                if left == 1 =>
+            {
+                small()
+            }
             ExecMatvecKernel::Exact if left == 1 => small(),
             _ => false,
         };
@@ -235,6 +245,12 @@ impl GpuExecMatrix {
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
         if p.groups > 0 {
             b.arg(&p.groups);
+        }
+        // The lean kernels (and their bench probes) take the tile flags last.
+        let flags_guard =
+            (p.name.starts_with("exec_matvec_lean") || p.name.starts_with("bench_exec_probe")).then(|| self.flags.device_ptr(s));
+        if let Some((fp, _)) = &flags_guard {
+            b.arg(fp);
         }
         // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1; EXEC_LEAN
         // and the bench EXEC_VAR take the same list, and their plans size shared memory likewise) or

@@ -23,17 +23,22 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
-    /// Bench variants of the lean one-column kernel (kernels/bench/exec_matvec_variants.cu), one
-    /// column where K16 % 32 == 0 and x fits shared memory (else what [`ExecMatvecKernel::Exact`]
-    /// runs), at every size (no rows-kernel rule): the 4 rows' fma chains interleaved.
+    /// Bench, ceiling probe (not exact): the lean one-column kernel with the stage words used as
+    /// weights, no decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
-    VarIlp4,
-    /// Bench: 8-row items (two interleaved groups of 4 rows), depth 2, 16 (or 12, 8) warps.
+    ProbeNoDecode,
+    /// Bench, ceiling probe (not exact): the lean kernel with neither decode nor fma (the copies,
+    /// x, the stage reads, the tree and the loop).
     #[cfg(feature = "bench")]
-    VarRows8,
-    /// Bench: the interleaved 4-row body under 80 registers, 24 warps per SM, depth 2.
+    ProbeLoads,
+    /// Bench, streaming probes (not a matvec): the copy pipeline alone with items of 4 rows x 1
+    /// tile, 2 x 2 and 1 row x 4 tiles.
     #[cfg(feature = "bench")]
-    VarWarps24,
+    ProbeStream4x1,
+    #[cfg(feature = "bench")]
+    ProbeStream2x2,
+    #[cfg(feature = "bench")]
+    ProbeStream1x4,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
     /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
@@ -50,18 +55,6 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
-    /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel replaced, up to 16 columns
-    /// per decode, by its variant that loads the next item's activation fragments while the
-    /// current item runs (kernels/bench/exec_tensor_variants.cu `bench_exec_tc_xpf_n*`).
-    #[cfg(feature = "bench")]
-    BoundedXpf,
-    /// Bench: [`ExecMatvecKernel::BoundedXpf`] with the split-barrier row-group reduction (one
-    /// reducer warp per row group; `bench_exec_tc_xpfred_n*`).
-    #[cfg(feature = "bench")]
-    BoundedXpfRed,
-    /// Bench: the split-barrier row-group reduction alone (`bench_exec_tc_red_n*`).
-    #[cfg(feature = "bench")]
-    BoundedRed,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -90,17 +83,15 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarIlp4,
+        ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarRows8,
+        ExecMatvecKernel::ProbeLoads,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarWarps24,
+        ExecMatvecKernel::ProbeStream4x1,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedXpf,
+        ExecMatvecKernel::ProbeStream2x2,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedXpfRed,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedRed,
+        ExecMatvecKernel::ProbeStream1x4,
     ];
 
     pub fn name(self) -> &'static str {
@@ -118,17 +109,15 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarIlp4 => "var-ilp4",
+            ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarRows8 => "var-r8",
+            ExecMatvecKernel::ProbeLoads => "probe-loads",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarWarps24 => "var-w24",
+            ExecMatvecKernel::ProbeStream4x1 => "probe-stream4x1",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedXpf => "bounded-xpf",
+            ExecMatvecKernel::ProbeStream2x2 => "probe-stream2x2",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedXpfRed => "bounded-xpf-red",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedRed => "bounded-red",
+            ExecMatvecKernel::ProbeStream1x4 => "probe-stream1x4",
         }
     }
 
@@ -139,15 +128,15 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile
-            | ExecMatvecKernel::BoundedStep
-            | ExecMatvecKernel::BoundedXpf
-            | ExecMatvecKernel::BoundedXpfRed
-            | ExecMatvecKernel::BoundedRed => false,
+            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarIlp4 | ExecMatvecKernel::VarRows8 | ExecMatvecKernel::VarWarps24 => true,
+            ExecMatvecKernel::ProbeNoDecode
+            | ExecMatvecKernel::ProbeLoads
+            | ExecMatvecKernel::ProbeStream4x1
+            | ExecMatvecKernel::ProbeStream2x2
+            | ExecMatvecKernel::ProbeStream1x4 => true,
         }
     }
 }

@@ -16,10 +16,6 @@ enum TensorFamily {
     Step,
     /// `exec_tensor_n*`: a whole tile per item, up to 64 columns per decode.
     Tile,
-    /// Bench: a variant of the stream kernel with the same launch (kernels/bench/
-    /// exec_tensor_variants.cu), named by its entry points' prefix (`_n1` or `_n2` appended).
-    #[cfg(feature = "bench")]
-    StreamVariant(&'static str),
 }
 
 impl GpuExecMatrix {
@@ -56,12 +52,6 @@ impl GpuExecMatrix {
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedXpf if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_xpf"),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedXpfRed if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_xpfred"),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedRed if nt <= 2 => TensorFamily::StreamVariant("bench_exec_tc_red"),
             _ if nt <= 2 => TensorFamily::Stream,
             _ if nt == 4 => TensorFamily::Step,
             _ => TensorFamily::Tile,
@@ -72,19 +62,6 @@ impl GpuExecMatrix {
                 // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
                 // the warps' 16 x 8 NT partial sums
                 let (name, nt) = if nt == 1 { ("exec_tensor_stream_n1", 1u64) } else { ("exec_tensor_stream_n2", 2) };
-                (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
-            }
-            // same stages and partial sums as the stream kernel (one buffer of partials)
-            #[cfg(feature = "bench")]
-            TensorFamily::StreamVariant(prefix) => {
-                let (name, nt) = match (prefix, nt) {
-                    ("bench_exec_tc_xpf", 1) => ("bench_exec_tc_xpf_n1", 1u64),
-                    ("bench_exec_tc_xpf", _) => ("bench_exec_tc_xpf_n2", 2),
-                    ("bench_exec_tc_xpfred", 1) => ("bench_exec_tc_xpfred_n1", 1),
-                    ("bench_exec_tc_xpfred", _) => ("bench_exec_tc_xpfred_n2", 2),
-                    (_, 1) => ("bench_exec_tc_red_n1", 1),
-                    _ => ("bench_exec_tc_red_n2", 2),
-                };
                 (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
             }
             TensorFamily::Step => {

@@ -16,15 +16,12 @@ use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// Exact execution-layout matvec kernels timed side by side (production first).
-pub const MATVECS: [(&str, ExecMatvecKernel); 8] = [
+pub const MATVECS: [(&str, ExecMatvecKernel); 5] = [
     ("exact", ExecMatvecKernel::Exact),
     ("stream", ExecMatvecKernel::Stream),
     ("rows", ExecMatvecKernel::Rows),
     ("stream-generic", ExecMatvecKernel::StreamGeneric),
     ("rows-noes", ExecMatvecKernel::RowsNoPrefetch),
-    ("var-ilp4", ExecMatvecKernel::VarIlp4),
-    ("var-r8", ExecMatvecKernel::VarRows8),
-    ("var-w24", ExecMatvecKernel::VarWarps24),
 ];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =

@@ -13,15 +13,12 @@ use nwc_reference::Shape;
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 8] = [
+const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
-    ExecMatvecKernel::VarIlp4,
-    ExecMatvecKernel::VarRows8,
-    ExecMatvecKernel::VarWarps24,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {

@@ -10,11 +10,7 @@
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
 //! `exec_check.rs`; `--exec-variants [--real FILE]`: the lean kernel's bench variants beside
-//! cuBLAS and the production kernels, after the sweep when both are given, `exec_variants.rs`;
-//! `--exec-batch-variants [--quick]`: the bench variants of the stream tensor-core
-//! kernel beside cuBLAS and the production bounded kernel, `batch_variants.rs`;
-//! `--exec-batch-variants-check`: the same kernels once each on small ragged shapes, for
-//! compute-sanitizer)
+//! cuBLAS and the production kernels, after the sweep when both are given, `exec_variants.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -28,7 +24,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 mod batch;
-mod batch_variants;
 mod ceiling;
 mod exec;
 mod exec_check;
@@ -288,8 +283,6 @@ fn main() -> Res<()> {
     let mut batch_only = false;
     let mut ceiling_only = false;
     let mut exec_batch = false;
-    let mut batch_variants = false;
-    let mut batch_variants_check = false;
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
@@ -304,8 +297,6 @@ fn main() -> Res<()> {
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
             }
             "--exec-batch" => exec_batch = true,
-            "--exec-batch-variants" => batch_variants = true,
-            "--exec-batch-variants-check" => batch_variants_check = true,
             "--exec-profile" => exec_profile = true,
             "--exec-variants" => exec_variants = true,
             "--exec-sweep" => {
@@ -380,30 +371,6 @@ fn main() -> Res<()> {
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
     if ceiling_only {
         return ceiling::bench_ceiling(&gpu, &blas);
-    }
-    if batch_variants_check {
-        let mut failed = 0;
-        for &(m, k) in &batch_variants::CHECK_SHAPES {
-            failed += batch_variants::variants(&gpu, None, m, k, &batch_variants::CHECK_BATCHES, u64::MAX)?.1;
-        }
-        if failed > 0 {
-            println!("!!! {failed} variant check(s) FAILED (see the MISMATCH lines above)");
-            return Err(format!("{failed} variant check(s) failed").into());
-        }
-        println!("variant check: every output bit-identical to production and within the spec 19 bound");
-        return Ok(());
-    }
-    if batch_variants {
-        let (mut rows, mut failed) = (Vec::new(), 0);
-        for &(_, m, k) in &SHAPES {
-            if quick && m * k > 60_000_000 {
-                continue;
-            }
-            let (r, f) = batch_variants::variants(&gpu, Some(&blas), m, k, &batch_variants::VARIANT_BATCHES, 1 << 27)?;
-            rows.push(r);
-            failed += f;
-        }
-        return batch_variants::summary(&rows, failed);
     }
     if exec_batch {
         let mut rows = Vec::new();
