@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-variants]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -26,6 +26,12 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
+#   exec-record  the execution layout's numbers of record (docs/results.md, session 7) and the
+#          checks beside them, one call (~280 s): conformance (corpus and both sweeps, 1000),
+#          `--exec-sweep 24`, device tests, memcheck (conformance and exec sweeps), racecheck
+#          (exec sweep), the Python wheel's pytest suite on the GPU when B holds an nwc-*.whl
+#          (`maturin build` here), `--exec --real`, `--exec-variants --real` (the ceiling probes),
+#          `--exec-batch --quick` and the 0.10.1 library's peer_bench.py.
 #   exec-variants  the lean kernel's bench variants (kernels/bench/exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
@@ -117,10 +123,29 @@ exec-quick)
   exec_sweep
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
+exec-record)
+  conform 150
+  step "exec sweep"; timeout 150 $B/nwc-gpu-bench --exec-sweep 24 2>&1 | tail -3
+  step "gpu tests (--include-ignored)"; timeout 60 $B/gpu_tests --include-ignored 2>&1 | grep "test result"
+  sanitize memcheck
+  step "memcheck (exec sweep)"; timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -2
+  step "racecheck (exec sweep)"; timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 3:300000 | tail -2
+  if ls $B/nwc-*.whl >/dev/null 2>&1; then
+    step "python: the wheel's pytest suite (torch on the GPU)"
+    python3 -m pip install -q --no-index --no-deps --target /tmp/nwcpkg $B/nwc-*.whl &&
+      PYTHONPATH=/tmp/nwcpkg timeout 150 python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -4
+  fi
+  step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
+  timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "ceiling probes"; timeout 100 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "exec batched (N = 1..64)"; timeout 150 $B/nwc-gpu-bench --exec-batch --quick
+  step "peer bench"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
+    PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
 exec-variants)
   step "exec sweep (variants included), then the variants beside cuBLAS and lean, batch 1"
   timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick or exec-variants)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"
