@@ -155,30 +155,16 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
         if (cb == lo) b4 = __shfl_sync(EXEC_FULL, lane == 31u ? *reinterpret_cast<const exec_u32*>(sd + R * 768u + 16u) : 0u, 31);
         const exec_u32 fl = *reinterpret_cast<const exec_u32*>(sd + R * 768u + 20u);  // same word in every lane
         float acc[R];
-        if (PROBE == 2) {
-            // Ceiling probe, loads only: the pipeline, the stage reads, the tree and the loop,
-            // no decode and no fma (a few XORs keep the loads alive).
 #pragma unroll
-            for (exec_u32 r = 0; r < R; ++r) acc[r] = __uint_as_float(s[r].x ^ s[r].y ^ s[r].z ^ s[r].w ^ c[r].x ^ c[r].y);
-        } else if (PROBE == 1) {
-            // Ceiling probe, no decode: the stage words themselves as the 8 BF16 pairs of a row
-            // (no fast decode, no patch), then the same conversion and fma chain as the kernel.
+        for (exec_u32 r = 0; r < R; ++r) {
+            const exec_u32 rb = (b4 >> (8u * r)) & 0xffu;
+            exec_u32 w[8];
+            if (PROBE != 0) {
+                // Ceiling probes: the stage words themselves as the row's 8 BF16 pairs (no decode).
+                const exec_u32 raw[8] = {s[r].x, s[r].y, s[r].z, s[r].w, c[r].x, c[r].y, s[r].x ^ c[r].y, s[r].w ^ c[r].x};
 #pragma unroll
-            for (exec_u32 r = 0; r < R; ++r) {
-                const exec_u32 w[8] = {s[r].x, s[r].y, s[r].z, s[r].w, c[r].x, c[r].y, s[r].x ^ c[r].y, s[r].w ^ c[r].x};
-                float a = 0.0f;
-#pragma unroll
-                for (int p = 0; p < 8; ++p) {
-                    a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
-                    a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
-                }
-                acc[r] = a;
-            }
-        } else {
-#pragma unroll
-            for (exec_u32 r = 0; r < R; ++r) {
-                const exec_u32 rb = (b4 >> (8u * r)) & 0xffu;
-                exec_u32 w[8];
+                for (int p = 0; p < 8; ++p) w[p] = raw[p];
+            } else {
                 exec_pairs16_fast(c[r], s[r], exec_b2(rb), w);
                 if ((fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
                     const exec_u32 n15 = exec_count15(c[r].x) + exec_count15(c[r].y);
@@ -186,14 +172,19 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
                     const exec_u32 t0 = *reinterpret_cast<const exec_u32*>(sd + R * 768u + r * 4u);
                     if (!exec_plain16(c[r])) exec_patch_pairs(c[r], s[r], rb, esc, (exec_u64)t0 + before, w);
                 }
-                float a = 0.0f;
+            }
+            float a = 0.0f;
+            if (PROBE == 2) {
+                // Probe 2, no fma either: a few XORs keep the loads alive.
+                a = __uint_as_float(w[0] ^ w[1] ^ w[2] ^ w[3] ^ w[4] ^ w[5]);
+            } else {
 #pragma unroll
                 for (int p = 0; p < 8; ++p) {
                     a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
                     a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
                 }
-                acc[r] = a;
             }
+            acc[r] = a;
         }
         const float P = exec_tree<R>(acc, lane);
         const exec_u32 idx = exec_tree_index<R>(lane);

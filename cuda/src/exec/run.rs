@@ -11,11 +11,13 @@ use nwc_reference::ParamError;
 const ITEM_ROWS: u64 = 4;
 /// [`ExecMatvecKernel::Exact`] runs the streaming kernel for one column when every resident warp
 /// gets at least this many items (4 rows x 1 tile); below, the rows kernel. Measured on the H200
-/// (docs/gpu.md, 2026-12-01, the lean one-column kernel): the stream kernel won with 11.5 to 144
-/// items per warp (19456x2560 by 4%, 4096x12288, 24576x4096, 151936x4096 by 4-31%) and lost with
-/// 5.8 or fewer (6144x4096, 2560x9728, 4096x4096, 1000x3000, by 4-50%): its pipeline of 4 items
-/// needs several items per warp to fill, while the rows kernel's short CTAs start all loads at once.
-const STREAM_MIN_ITEMS: u64 = 10;
+/// (docs/gpu.md, session 7, the lean kernel with tile flags, two calls): the stream kernel won
+/// with 5.8 items per warp and more (2560x9728 by 3-8%, 6144x4096 by 0-3%; 11.5 to 144 items:
+/// 4-31%, session 6) and lost with 3.9 or fewer (4096x4096 by 0-8%, 1000x3000 by 45%): its
+/// pipeline of 4 items needs several items per warp to fill, while the rows kernel's short CTAs
+/// start all loads at once. (Session 6's lean kernel, without the flags, lost at 5.8 too: the
+/// rule was 10.)
+const STREAM_MIN_ITEMS: u64 = 5;
 
 /// One launch: kernel, grid, threads, dynamic shared memory, warps per row group (0 for the rows
 /// kernel, which takes no such argument).
