@@ -174,17 +174,19 @@ print("no error", flush=True)
 """
 
 
-@pytest.mark.parametrize("layout,bad", [(0, 50), ("exec", 50), ("exec", -1), ("exec", 2**32 + 1)])
-def test_an_out_of_range_id_stops_the_device(layout, bad):
+@pytest.mark.parametrize("layout,bad", [(0, 50), ("exec", 2**32 + 1)])
+def test_an_out_of_range_id_stops_the_device(layout, bad, tmp_path):
     """An id outside 0..rows-1 trips the device-side assert before the gather runs (as
-    F.embedding does), in both storage kinds; for the execution layout also an id that would
-    wrap into range as the kernel's int32. A tripped assert spoils the CUDA context, so each
-    case runs in a process of its own."""
+    F.embedding does), in both storage kinds; for the execution layout an id that would wrap
+    into range (to 1) as the kernel's int32, so the check must see the ids as given (the check
+    is one code path for both kinds). A tripped assert spoils the CUDA context, so each case
+    runs in a process of its own (about 20 s each: the process's first NVRTC compile)."""
     import subprocess
     import sys
 
+    # cwd: not a folder holding the source package, so the child imports the installed wheel
     r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE.format(layout=layout, bad=bad)], capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=300, cwd=tmp_path)
     out = r.stdout + r.stderr
     assert "in range: ok" in r.stdout, out
     assert r.returncode == 3 and "raised:" in r.stdout, out
