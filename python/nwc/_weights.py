@@ -66,12 +66,13 @@ def _stream(device: torch.device) -> int:
 
 
 class _Weight:
-    """What both kinds share: shape, device, and the checks on activations."""
+    """What both kinds share: shape, device, the checks on activations, dequant and gather."""
 
     device: torch.device
     rows: int
     cols: int
     scale: Optional[torch.Tensor] = None
+    _index_dtype: torch.dtype  # the dtype of the row indices the native gather takes
 
     def _check(self, x: torch.Tensor) -> None:
         if not isinstance(x, torch.Tensor):
@@ -94,12 +95,37 @@ class _Weight:
         self._native.dequant(w.data_ptr(), _stream(self.device))
         return w[:, : self.cols]
 
+    def gather(self, ids: torch.Tensor) -> torch.Tensor:
+        """The rows ``ids`` names (any integer shape) as BF16, shape ids.shape + (cols,), decoded
+        on the device without expanding the rest of the matrix (spec 15.3 for format 10, 20.14 for
+        the execution layout). Ids outside 0..rows-1 stop the device with an assertion, as
+        ``F.embedding`` does."""
+        flat = ids.reshape(-1)
+        n = flat.numel()
+        k16 = self._native.k16
+        out = torch.empty((n, k16), dtype=torch.bfloat16, device=self.device)
+        if n:
+            # Checked on the ids as given, before the conversion to the kernel's index type (an
+            # int64 id >= 2^31 must not wrap into range); the native gather relies on it.
+            ok = ((flat >= 0) & (flat < self.rows)).all()
+            try:
+                torch._assert_async(ok, f"NWCEmbedding: token ids must be in 0..{self.rows - 1}")
+            except TypeError:  # torch without the message argument
+                torch._assert_async(ok)
+            flat = flat.to(self._index_dtype).contiguous()
+            self._native.gather(flat.data_ptr(), n, out.data_ptr(), _stream(self.device))
+        rows = out[:, : self.cols]
+        if self.scale is not None:
+            rows = (rows.float() * self.scale[flat][:, None]).to(torch.bfloat16)
+        return rows.reshape(*ids.shape, self.cols)
+
 
 class CudaWeight(_Weight):
     """One format-10 matrix resident on a GPU: its stored fields (validated, spec 13) and the
     launches the layers use. Shared by every layer that uses the same matrix (tied heads)."""
 
     kind = "format 10"
+    _index_dtype = torch.int64  # the gather kernel's row indices (kernels/gather.cu)
 
     def __init__(self, matrix: Optional[Matrix], device=None, matvec_kernel: str = "exact", *, _native_matrix=None,
                  _scale=None, _elem=None, _layout=None):
@@ -142,26 +168,6 @@ class CudaWeight(_Weight):
         self._native.matvec_bf16(xp.data_ptr(), n, y.data_ptr(), bias_ptr, _stream(self.device))
         return y
 
-    def gather(self, ids: torch.Tensor) -> torch.Tensor:
-        """Spec 15.3: the rows ``ids`` names (any integer shape) as BF16, shape ids.shape + (cols,),
-        decoded on the device without expanding the rest of the matrix. Ids outside 0..rows-1 stop
-        the device with an assertion, as ``F.embedding`` does."""
-        flat = ids.reshape(-1).to(torch.int64).contiguous()
-        n = flat.numel()
-        k16 = self._native.k16
-        out = torch.empty((n, k16), dtype=torch.bfloat16, device=self.device)
-        if n:
-            ok = ((flat >= 0) & (flat < self.rows)).all()
-            try:
-                torch._assert_async(ok, f"NWCEmbedding: token ids must be in 0..{self.rows - 1}")
-            except TypeError:  # torch without the message argument
-                torch._assert_async(ok)
-            self._native.gather(flat.data_ptr(), n, out.data_ptr(), _stream(self.device))
-        rows = out[:, : self.cols]
-        if self.scale is not None:
-            rows = (rows.float() * self.scale[flat][:, None]).to(torch.bfloat16)
-        return rows.reshape(*ids.shape, self.cols)
-
     def to_exec(self) -> "ExecWeight":
         """Spec 20.12: this matrix in the execution layout, transcoded on the GPU (BF16 only)."""
         if self.elem != "bf16":
@@ -170,11 +176,13 @@ class CudaWeight(_Weight):
 
 
 class ExecWeight(_Weight):
-    """One execution-layout matrix (spec 20) resident on a GPU."""
+    """One execution-layout matrix (spec 20) resident on a GPU: the layers' matvec and dequant,
+    and the embedding's gather. Shared by every layer that uses the same matrix (tied heads)."""
 
     kind = "execution layout"
     elem = "bf16"
     layout = "exec"
+    _index_dtype = torch.int32  # the gather kernel's row indices are u32 (M <= 2^31, spec 3.2)
 
     def __init__(self, native_matrix, device):
         self._native = native_matrix

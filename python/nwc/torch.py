@@ -15,9 +15,10 @@
 
   ``NWCLinear.matvec_max_batch`` (1) and ``NWCLinear.tensor_max_batch`` (32; 1 makes every batch
   of the execution layout exact: dequant + cuBLAS) move the switches.
-- :class:`NWCEmbedding`: an embedding over a format-10 matrix; looks rows up with the gather
-  kernel (spec 15.3), never expanding the table. A tied input embedding shares the output head's
-  matrix.
+- :class:`NWCEmbedding`: an embedding over a compressed matrix in either storage kind; looks
+  rows up with the gather kernel (spec 15.3 for format 10, 20.14 for the execution layout),
+  never expanding the table. A tied input embedding shares the output head's matrix, in either
+  kind (one copy of the table on the GPU).
 - :func:`convert` (replace every ``nn.Linear``, sharing tied heads), :func:`load_checkpoint`
   (an NWC checkpoint folder in the 0.10.1 layout, ours or the 0.10.1 library's, spec 17).
 
@@ -133,21 +134,25 @@ class NWCLinear(nn.Module):
 
 
 class NWCEmbedding(nn.Module):
-    """``nn.Embedding`` over a format-10 matrix (rows = vocabulary): each call decodes only the
-    rows it looks up (the gather kernel, spec 15.3). Shares the matrix with a tied output head."""
+    """``nn.Embedding`` over a compressed matrix (rows = vocabulary), format 10 or the execution
+    layout: each call decodes only the rows it looks up (the gather kernel, spec 15.3 or 20.14;
+    the two give the same bits). Shares the matrix with a tied output head."""
 
-    def __init__(self, weight: CudaWeight, padding_idx: Optional[int] = None):
+    def __init__(self, weight: Union[CudaWeight, ExecWeight], padding_idx: Optional[int] = None):
         super().__init__()
-        if not isinstance(weight, CudaWeight):
-            raise TypeError(f"NWCEmbedding looks rows up in a format-10 CudaWeight, got {type(weight).__name__}")
+        if not isinstance(weight, (CudaWeight, ExecWeight)):
+            raise TypeError(f"NWCEmbedding looks rows up in a CudaWeight or ExecWeight, got {type(weight).__name__}")
         self.weight_nwc = weight
         self.num_embeddings, self.embedding_dim = weight.rows, weight.cols
         self.padding_idx = padding_idx
 
     @classmethod
-    def from_embedding(cls, emb: nn.Embedding, layout: int = 0, device=None) -> "NWCEmbedding":
+    def from_embedding(cls, emb: nn.Embedding, layout: Layout = 0, device=None) -> "NWCEmbedding":
+        """Compresses ``emb.weight`` (BF16) onto ``device`` (default: the embedding's device if it
+        is a GPU, else the current one) in format 10 (``layout`` 0 or 1) or the execution layout
+        (``"exec"``, encoded on the GPU)."""
         dev = device if device is not None else (emb.weight.device if emb.weight.is_cuda else None)
-        return cls(CudaWeight.encode(emb.weight, layout, "bf16", dev), emb.padding_idx)
+        return cls(_compress(emb.weight, layout, "bf16", dev), emb.padding_idx)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         if not isinstance(ids, torch.Tensor) or ids.dtype not in (torch.int64, torch.int32):
@@ -183,10 +188,9 @@ def convert(model: nn.Module, layout: Layout = 0, elem: str = "bf16", device=Non
             skip: Iterable[str] = (), threads: Optional[int] = None) -> nn.Module:
     """Replaces every ``nn.Linear`` of a BF16 model by an :class:`NWCLinear` (in place; returns
     the model), in format 10 (``layout`` 0 or 1) or the execution layout (``"exec"``). A tied
-    output head and input embedding share one format-10 matrix (an :class:`NWCEmbedding` and an
-    :class:`NWCLinear`; with ``"exec"`` the head gets its own execution-layout copy, and the
-    embedding keeps the format-10 one for its gather). Modules whose path starts with an entry
-    of ``skip`` stay as they are.
+    output head and input embedding share one matrix of that kind (an :class:`NWCLinear` and an
+    :class:`NWCEmbedding` over the same weight: the table is on the GPU once). Modules whose path
+    starts with an entry of ``skip`` stay as they are.
 
     Format 10 is encoded on the CPU, ``threads`` matrices at a time (the codec releases the GIL
     and uses every core), and uploaded without decoding it again (valid by construction); the
@@ -212,8 +216,8 @@ def convert(model: nn.Module, layout: Layout = 0, elem: str = "bf16", device=Non
         head = model.get_submodule(head_path)
         emb = model.get_submodule(emb_path)
         dev = device if device is not None else (head.weight.device if head.weight.is_cuda else None)
-        shared = CudaWeight.encode(head.weight, 0 if layout == "exec" else layout, elem, dev)
-        _set(model, head_path, NWCLinear(shared.to_exec() if layout == "exec" else shared, head.bias))
+        shared = _compress(head.weight, layout, elem, dev)
+        _set(model, head_path, NWCLinear(shared, head.bias))
         _set(model, emb_path, NWCEmbedding(shared, emb.padding_idx))
     return model
 
@@ -244,8 +248,10 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
     ``load_checkpoint(folder)`` builds the model from the folder's ``config.json`` with
     transformers (BF16, on ``device``; the dense weights it allocates are dropped as the
     compressed ones replace them); ``load_checkpoint(model, folder)`` fills a model you built.
-    ``layout="exec"``: every BF16 linear layer runs the execution layout (spec 20), transcoded
-    on the GPU from the validated format-10 matrix at load time (embeddings keep format 10).
+    ``layout="exec"``: every BF16 linear layer and embedding runs the execution layout (spec
+    20), transcoded on the GPU from the validated format-10 matrix at load time; the format-10
+    matrices are then dropped, and a tied head and its embedding share one execution-layout
+    matrix.
     """
     if layout not in (None, "exec"):
         raise ValueError(f'layout must be None (run the stored format-10 matrices) or "exec", not {layout!r}')
@@ -293,9 +299,9 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
 
     exec_of = {}
 
-    def run_form(w: CudaWeight):
-        """The weight a linear layer runs: the stored one, or its execution layout (one per matrix)."""
-        if layout != "exec" or w.elem != "bf16":
+    def run_form(w):
+        """The weight a layer runs: the stored one, or its execution layout (one per matrix)."""
+        if layout != "exec" or not isinstance(w, CudaWeight) or w.elem != "bf16":
             return w
         if id(w) not in exec_of:
             exec_of[id(w)] = w.to_exec()
@@ -313,7 +319,7 @@ def load_checkpoint(model_or_folder: Union[nn.Module, str, os.PathLike], folder:
             _set(model, path, NWCLinear(run_form(w), bias))
             replaced.add(f"{path}.weight")
         elif kind == "embedding":
-            _set(model, path, NWCEmbedding(w, mod.get("padding_idx")))
+            _set(model, path, NWCEmbedding(run_form(w), mod.get("padding_idx")))
             replaced.add(f"{path}.weight")
         elif kind == "fused":
             whole, cache, start = NWCLinear(run_form(w)), {}, 0

@@ -1,5 +1,7 @@
 """nwc.torch on a CUDA device (skipped, and said so, without torch or without a GPU)."""
 
+import gc
+
 import pytest
 
 torch = pytest.importorskip("torch", reason="skipped: torch is not installed")
@@ -115,9 +117,10 @@ def test_execution_layout_matches_format_10():
         nt.NWCLinear.tensor_max_batch = 32
 
 
-def test_embedding_gathers_rows():
+@pytest.mark.parametrize("layout", [0, "exec"])
+def test_embedding_gathers_rows(layout):
     emb = nn.Embedding(5000, 300, device="cuda", dtype=torch.bfloat16)
-    q = nt.NWCEmbedding.from_embedding(emb)
+    q = nt.NWCEmbedding.from_embedding(emb, layout=layout)
     ids = torch.randint(0, 5000, (3, 7), device="cuda")
     assert torch.equal(q(ids), F.embedding(ids, emb.weight))
     assert torch.equal(q(ids.int()), F.embedding(ids, emb.weight))
@@ -128,6 +131,66 @@ def test_embedding_gathers_rows():
     assert torch.equal(y, F.embedding(ids, emb.weight))
     with pytest.raises(TypeError, match="int64"):
         q(ids.float())
+
+
+def test_exec_embedding_equals_format_10():
+    """The execution layout's gather (spec 20.14) gives the format-10 gather's bits (spec 15.3),
+    which are the BF16 table's rows: ragged K (300, not a multiple of 16), repeats, the first
+    and last rows, int64 and int32 ids, several shapes, no ids."""
+    torch.manual_seed(5)
+    emb = nn.Embedding(5000, 300, device="cuda", dtype=torch.bfloat16)
+    f, e = nt.NWCEmbedding.from_embedding(emb), nt.NWCEmbedding.from_embedding(emb, layout="exec")
+    assert isinstance(e.weight_nwc, nt.ExecWeight) and isinstance(f.weight_nwc, nt.CudaWeight)
+    cases = [
+        torch.tensor([4999], device="cuda"),
+        torch.tensor([0, 4999, 7, 7, 4999, 0, 123], device="cuda"),
+        torch.randint(0, 5000, (4, 33), device="cuda"),
+        torch.tensor([[4999, 4999], [1, 1]], device="cuda"),
+        torch.empty(0, dtype=torch.int64, device="cuda"),
+    ]
+    for ids in cases:
+        for i in (ids, ids.int()):
+            a, b = e(i), f(i)
+            assert a.shape == (*ids.shape, 300) and a.dtype == torch.bfloat16
+            assert torch.equal(a.view(torch.int16), b.view(torch.int16))
+            assert torch.equal(a.view(torch.int16), F.embedding(ids, emb.weight).view(torch.int16))
+
+
+_OUT_OF_RANGE = """
+import os, torch
+from torch import nn
+import nwc.torch as nt
+q = nt.NWCEmbedding.from_embedding(nn.Embedding(50, 40, device="cuda", dtype=torch.bfloat16), layout={layout!r})
+q(torch.tensor([0, 49], device="cuda"))
+torch.cuda.synchronize()
+print("in range: ok", flush=True)
+try:
+    q(torch.tensor([1, {bad}], device="cuda"))
+    torch.cuda.synchronize()
+except Exception as e:
+    print("raised:", type(e).__name__, e, flush=True)
+    os._exit(3)  # no teardown in the spoiled context
+print("no error", flush=True)
+"""
+
+
+@pytest.mark.parametrize("layout,bad", [(0, 50), ("exec", 2**32 + 1)])
+def test_an_out_of_range_id_stops_the_device(layout, bad, tmp_path):
+    """An id outside 0..rows-1 trips the device-side assert before the gather runs (as
+    F.embedding does), in both storage kinds; for the execution layout an id that would wrap
+    into range (to 1) as the kernel's int32, so the check must see the ids as given (the check
+    is one code path for both kinds). A tripped assert spoils the CUDA context, so each case
+    runs in a process of its own (about 20 s each: the process's first NVRTC compile)."""
+    import subprocess
+    import sys
+
+    # cwd: not a folder holding the source package, so the child imports the installed wheel
+    r = subprocess.run([sys.executable, "-c", _OUT_OF_RANGE.format(layout=layout, bad=bad)], capture_output=True,
+                       text=True, timeout=300, cwd=tmp_path)
+    out = r.stdout + r.stderr
+    assert "in range: ok" in r.stdout, out
+    assert r.returncode == 3 and "raised:" in r.stdout, out
+    assert "assert" in out.lower(), out
 
 
 def test_convert_shares_a_tied_head():
@@ -149,16 +212,26 @@ def test_convert_shares_a_tied_head():
             h = self.embed(ids)
             return self.head(h) + self.up(h).sum(-1, keepdim=True)
 
-    ids = torch.tensor([[1, 5, 300]], device="cuda")
+    def format_10_alive():
+        gc.collect()
+        return sum(isinstance(o, nt.CudaWeight) for o in gc.get_objects())
+
+    ids = torch.tensor([[1, 5, 300, 319, 5]], device="cuda")
     for layout in (0, "exec"):
         m = Tiny()
-        ref = m(ids)
+        ref, table = m(ids), m.embed.weight.detach().clone()
+        before = format_10_alive()
         nt.convert(m, layout=layout)
         assert isinstance(m.head, nt.NWCLinear) and isinstance(m.embed, nt.NWCEmbedding)
-        if layout == 0:
-            assert m.head.weight_nwc is m.embed.weight_nwc
-        else:
-            assert isinstance(m.head.weight_nwc, nt.ExecWeight) and isinstance(m.up.weight_nwc, nt.ExecWeight)
+        # one matrix, shared: the same Python weight over the same native matrix
+        assert m.head.weight_nwc is m.embed.weight_nwc
+        assert m.head.weight_nwc._native is m.embed.weight_nwc._native
+        kind = nt.CudaWeight if layout == 0 else nt.ExecWeight
+        assert all(type(q.weight_nwc) is kind for q in (m.head, m.embed, m.up))
+        if layout == "exec":  # no format-10 copy of the table kept anywhere
+            assert format_10_alive() == before
+            assert not any(isinstance(getattr(q, "weight_nwc", None), nt.CudaWeight) for q in m.modules())
+        assert torch.equal(m.embed(ids), F.embedding(ids, table))
         torch.testing.assert_close(m(ids).float(), ref.float(), rtol=2e-2, atol=2e-2)
 
 
@@ -206,10 +279,13 @@ def test_load_checkpoint_of_a_tiny_llama(tmp_path):
     for layout in (None, "exec"):
         model = nt.load_checkpoint(tmp_path / "ck", layout=layout).eval()
         assert isinstance(model.lm_head, nt.NWCLinear) and isinstance(model.model.embed_tokens, nt.NWCEmbedding)
-        if layout is None:
-            assert model.lm_head.weight_nwc is model.model.embed_tokens.weight_nwc
-        else:
-            assert isinstance(model.lm_head.weight_nwc, nt.ExecWeight)
+        # tied: one matrix for the head and the embedding, of the kind the layout asks for
+        assert model.lm_head.weight_nwc is model.model.embed_tokens.weight_nwc
+        kind = nt.CudaWeight if layout is None else nt.ExecWeight
+        assert type(model.lm_head.weight_nwc) is kind
+        if layout == "exec":  # every matrix in the execution layout: no format-10 one left
+            assert not any(isinstance(getattr(q, "weight_nwc", None), nt.CudaWeight) for q in model.modules())
+        assert torch.equal(model.model.embed_tokens(ids), F.embedding(ids, ref.model.embed_tokens.weight))
         with torch.no_grad():
             a, b = ref(ids).logits.float(), model(ids).logits.float()
         assert (a.argmax(-1) == b.argmax(-1)).float().mean() > 0.7

@@ -320,7 +320,7 @@ impl GpuExecMatrix {
             .arg(&ldo)
             .arg(&g32);
         // SAFETY: the argument list matches EXEC_DQ3 (kernels/exec_dequant.cu); rows (if any)
-        // holds nrows indices < M (checked by gather), out nrows x K16 words (checked above).
+        // holds nrows indices < M (gather_into's contract), out nrows x K16 words (checked above).
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
@@ -349,8 +349,31 @@ impl GpuExecMatrix {
         let s = &self.gpu.stream;
         let sel = s.clone_htod(&rows.iter().map(|&r| r as u32).collect::<Vec<_>>())?;
         let mut out = s.alloc_zeros::<u16>(rows.len() * self.row_stride())?;
-        self.expand(Some(&sel), rows.len(), &mut out)?;
+        // SAFETY: every index was checked against M above (M <= 2^31, spec 3.2, so it fits a u32).
+        unsafe { self.gather_into(&sel, &mut out) }?;
         Ok(s.clone_dtoh(&out)?)
+    }
+
+    /// Spec 20.14 gather on the device: the rows `rows` names (any order, repeats allowed) into
+    /// `out` (at least `rows.len()` x K16 words, row stride K16, pad columns 0), with no host
+    /// round trip, so a framework can capture it in a CUDA graph (the execution layout's
+    /// counterpart of [`crate::GpuMatrix::gather_into`]). Indices are u32, the kernel's: every
+    /// row index fits one (M <= 2^31, spec 3.2). [`GpuExecMatrix::gather`] runs through here, so
+    /// the conformance checks of gather cover this path.
+    ///
+    /// # Safety
+    /// Every index in `rows` must be below M: the kernel reads the fields of the rows it is
+    /// given, and an index is not checked on the device. ([`GpuExecMatrix::gather`] checks
+    /// indices given on the host.)
+    pub unsafe fn gather_into(&self, rows: &CudaSlice<u32>, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        if u32::try_from(rows.len()).is_err() {
+            // the kernel counts rows in a u32: refuse rather than write a partial output
+            return Err(GpuError::Unsupported("execution-layout gather: at most 2^32 - 1 rows per call"));
+        }
+        self.expand(Some(rows), rows.len(), out)
     }
 
     /// Spec 20.15 into a caller's BF16 buffer of batch x M words (no allocation: for timing).

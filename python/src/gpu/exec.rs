@@ -1,9 +1,9 @@
 //! Execution-layout matrices (spec 20) resident on a GPU (`CudaExecMatrix`): made on the GPU by
 //! the transcode from format 10 or the canonical encode of BF16 weights already there (spec
-//! 20.12: the same bytes); the exact matvec (spec 20.15), the tensor-core matvec (spec 19) and
-//! dequant (spec 20.14) on torch's buffers and stream (the contract of `super`).
+//! 20.12: the same bytes); the exact matvec (spec 20.15), the tensor-core matvec (spec 19),
+//! dequant and gather (spec 20.14) on torch's buffers and stream (the contract of `super`).
 
-use super::{lend, lend_exec_activations, lend_opt, view, Resident};
+use super::{gather_exec_rows, lend, lend_exec_activations, lend_opt, view, Resident};
 use crate::errors::{gpu_error, value_error};
 use numpy::IntoPyArray;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
@@ -89,6 +89,18 @@ impl CudaExecMatrix {
                     m.matvec_into_bf16(&act, bs.as_deref(), &mut lend::<u16>(g, y, batch * rows))
                 },
             )
+        })
+    }
+
+    /// Spec 20.14 gather: the rows named by `n` int32 ids at `ids` (each checked to be in
+    /// 0..rows on the device by the caller, before this launch) into `out` (n x k16 BF16 words).
+    fn gather(&self, py: Python<'_>, ids: u64, n: usize, out: u64, stream: usize) -> PyResult<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let k16 = self.k16 as usize;
+        py.allow_threads(|| {
+            self.r.run(stream, |_| {}, |m, g| gather_exec_rows(m, &lend::<u32>(g, ids, n), &mut lend::<u16>(g, out, n * k16)))
         })
     }
 

@@ -2,7 +2,7 @@
 //! `nwc.torch` and the `nwc-cuda` API. `f10` holds format-10 matrices (`CudaMatrix`), `exec` the
 //! execution layout (`CudaExecMatrix`, spec 20). This file is the wheel's only `unsafe` code:
 //! borrowing torch's stream and buffers, uploading our own encoder's output without decoding it
-//! again, and the device-side gather.
+//! again, and the device-side gathers.
 //!
 //! Context: cudarc's `CudaContext::new` retains the device's primary context, the one torch uses,
 //! so pointers from torch are valid here. Stream: every launch of a call is issued on the stream
@@ -157,6 +157,15 @@ fn gather_rows(m: &GpuMatrix, ids: &CudaSlice<u64>, out: &mut CudaSlice<u16>) ->
     // SAFETY: nwc.torch checks on the device that every id is in 0..M before it launches this
     // (torch._assert_async on the same stream, ahead of this kernel; a failed assert stops the
     // context before the gather runs), as F.embedding does for its table.
+    unsafe { m.gather_into(ids, out) }
+}
+
+/// Spec 20.14 gather on the device: rows `ids` (token ids lent from torch as int32, converted
+/// there after the check) into `out`.
+fn gather_exec_rows(m: &GpuExecMatrix, ids: &CudaSlice<u32>, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
+    // SAFETY: nwc.torch checks on the device that every id is in 0..M before it launches this
+    // (torch._assert_async on the same stream, on the ids as given, before their conversion to
+    // int32; a failed assert stops the context before the gather runs), as for format 10.
     unsafe { m.gather_into(ids, out) }
 }
 
