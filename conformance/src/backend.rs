@@ -38,20 +38,29 @@ impl Backend for ReferenceBackend {
     }
 }
 
-impl Loaded for ReferenceLoaded {
-    fn dequant(&mut self) -> Result<Vec<u16>, String> {
-        Ok(self.0.dequant())
-    }
-    fn gather(&mut self, rows: &[u64]) -> Result<Vec<u16>, String> {
-        self.0.gather(rows).map_err(|e| e.to_string())
-    }
-    fn matvec(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String> {
-        self.0.matvec(x, batch, bias).map_err(|e| e.to_string())
-    }
-    fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String> {
-        self.0.matvec_bf16(x, batch, bias).map_err(|e| e.to_string())
-    }
+/// `Loaded` for a wrapper around a reference matrix type (format 10's `DecodedMatrix`, the
+/// execution layout's `ExecDecoded`): both answer the four queries with the same signatures.
+macro_rules! reference_loaded {
+    ($wrapper:ty) => {
+        impl $crate::backend::Loaded for $wrapper {
+            fn dequant(&mut self) -> Result<Vec<u16>, String> {
+                Ok(self.0.dequant())
+            }
+            fn gather(&mut self, rows: &[u64]) -> Result<Vec<u16>, String> {
+                self.0.gather(rows).map_err(|e| e.to_string())
+            }
+            fn matvec(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String> {
+                self.0.matvec(x, batch, bias).map_err(|e| e.to_string())
+            }
+            fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String> {
+                self.0.matvec_bf16(x, batch, bias).map_err(|e| e.to_string())
+            }
+        }
+    };
 }
+pub(crate) use reference_loaded;
+
+reference_loaded!(ReferenceLoaded);
 
 fn u16s(bytes: &[u8]) -> Vec<u16> {
     bytes.chunks_exact(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect()

@@ -1,8 +1,8 @@
 //! Engines of the execution layout (spec 20) behind a trait, so the same corpus checks run on the
-//! reference and on a GPU. Separate from [`crate::backend`] (format 10), whose traits stay as
-//! they are.
+//! reference and on a GPU. Loading differs from format 10 ([`crate::backend`]: stored fields,
+//! and a transcoder to judge); a loaded matrix answers format 10's four [`Loaded`] queries.
 
-use crate::backend::{check_outputs_class, Backend, Loaded, MatvecClass};
+use crate::backend::{check_outputs_class, reference_loaded, Backend, Loaded, MatvecClass};
 use crate::corpus::Corpus;
 use crate::manifest::Vector;
 use nwc_reference::exec::{decode_exec, transcode, ExecDecoded, ExecMatrix};
@@ -21,14 +21,10 @@ pub trait ExecBackend {
     fn transcode(&self, m: &EncodedMatrix) -> Result<ExecMatrix, String>;
 }
 
-/// One loaded execution layout (spec 20.14, 20.15). Dequant and gather give BF16 words with row
-/// stride K16 (pad columns 0x0000); `x` holds `batch` activation vectors of K values each.
-pub trait ExecLoaded {
-    fn dequant(&mut self) -> Result<Vec<u16>, String>;
-    fn gather(&mut self, rows: &[u64]) -> Result<Vec<u16>, String>;
-    fn matvec(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String>;
-    fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String>;
-}
+/// One loaded execution layout (spec 20.14, 20.15): the format-10 [`Loaded`] queries. Dequant and
+/// gather give BF16 words with row stride K16 (pad columns 0x0000); `x` holds `batch` activation
+/// vectors of K values each.
+pub use crate::backend::Loaded as ExecLoaded;
 
 /// The reference's execution layout as a backend.
 pub struct ReferenceExecBackend;
@@ -49,20 +45,7 @@ impl ExecBackend for ReferenceExecBackend {
     }
 }
 
-impl ExecLoaded for ReferenceExecLoaded {
-    fn dequant(&mut self) -> Result<Vec<u16>, String> {
-        Ok(self.0.dequant())
-    }
-    fn gather(&mut self, rows: &[u64]) -> Result<Vec<u16>, String> {
-        self.0.gather(rows).map_err(|e| e.to_string())
-    }
-    fn matvec(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String> {
-        self.0.matvec(x, batch, bias).map_err(|e| e.to_string())
-    }
-    fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String> {
-        self.0.matvec_bf16(x, batch, bias).map_err(|e| e.to_string())
-    }
-}
+reference_loaded!(ReferenceExecLoaded);
 
 /// Presents one loaded execution layout as a format-10 [`Backend`] for exactly one `load`, so the
 /// output checks of [`check_outputs_class`] (same files, same comparisons, spec 19 bounds) serve
@@ -72,30 +55,12 @@ struct OneShot<'a> {
     loaded: RefCell<Option<Box<dyn ExecLoaded + 'a>>>,
 }
 
-struct AsLoaded<'a>(Box<dyn ExecLoaded + 'a>);
-
-impl Loaded for AsLoaded<'_> {
-    fn dequant(&mut self) -> Result<Vec<u16>, String> {
-        self.0.dequant()
-    }
-    fn gather(&mut self, rows: &[u64]) -> Result<Vec<u16>, String> {
-        self.0.gather(rows)
-    }
-    fn matvec(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String> {
-        self.0.matvec(x, batch, bias)
-    }
-    fn matvec_bf16(&mut self, x: &[f32], batch: usize, bias: Option<&[f32]>) -> Result<Vec<u16>, String> {
-        self.0.matvec_bf16(x, batch, bias)
-    }
-}
-
 impl Backend for OneShot<'_> {
     fn name(&self) -> &str {
         &self.name
     }
     fn load(&self, _: &EncodedMatrix) -> Result<Box<dyn Loaded + '_>, String> {
-        let loaded = self.loaded.borrow_mut().take().ok_or("the execution layout was loaded once already")?;
-        Ok(Box::new(AsLoaded(loaded)))
+        Ok(self.loaded.borrow_mut().take().ok_or("the execution layout was loaded once already")?)
     }
 }
 
