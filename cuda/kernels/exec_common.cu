@@ -20,6 +20,16 @@ typedef unsigned long long exec_u64;
 
 #define EXEC_FULL 0xffffffffu
 
+// The leading parameters of every execution-layout matvec entry point, in the order the host
+// pushes them (exec/run.rs `exact_launch`, exec/tensor.rs): the five fields (spec 20.3), the
+// shape, the activations (XT: float for the exact kernels, exec_u16 = BF16 for tensor cores) and
+// the outputs. Some kernels ignore some of them (one column: ldx, ldy).
+#define EXEC_MATVEC_PARAMS(XT)                                                                              \
+    const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base,    \
+        const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,     \
+        const XT* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,             \
+        void* __restrict__ y, exec_u64 ldy, int out_bf16
+
 // prmt with the sign-replicate selector bit (bit 3 of each nibble); __byte_perm drops that bit.
 __device__ __forceinline__ exec_u32 exec_prmt(exec_u32 a, exec_u32 b, exec_u32 sel) {
     exec_u32 d;

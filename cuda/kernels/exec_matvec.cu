@@ -204,10 +204,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
 
 #define EXEC_MV3(NAME, NB, D, XS, THREADS)                                                                   \
     extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G) {                                     \
+        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 G) {                                                    \
         exec_mv3_body<NB, D, XS>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, G); \
     }
 

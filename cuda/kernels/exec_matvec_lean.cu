@@ -234,10 +234,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
 // Same arguments as EXEC_MV3 (ldx, ldy unused: one column, x and y contiguous), then the tile flags.
 #define EXEC_LEAN(NAME, D, PROBE)                                                                            \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                     \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G, const exec_u8* __restrict__ flags) {  \
+        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 G, const exec_u8* __restrict__ flags) {                 \
         exec_lean_body<D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, G, flags);  \
     }
 

@@ -114,10 +114,7 @@ __device__ __forceinline__ void exec_matvec_body(const exec_u8* __restrict__ sm,
 
 #define EXEC_MATVEC(NAME, NB, RW, U, ES, THREADS, MINB)                                                          \
     extern "C" __global__ void __launch_bounds__(THREADS, MINB)                                             \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
+        NAME(EXEC_MATVEC_PARAMS(float)) {                                                                \
         exec_matvec_body<NB, RW, U, ES>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
     }
 

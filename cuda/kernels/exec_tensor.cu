@@ -90,12 +90,7 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 #define EXEC_TC_STAGE 3136
 
 template <int NT, int D>
-__device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                             const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                             const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
-                                             const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
-                                             int out_bf16) {
+__device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
@@ -248,10 +243,7 @@ __device__ __forceinline__ void exec_tc_body(const exec_u8* __restrict__ sm, con
 
 #define EXEC_TC(NAME, NT, D, MINB)                                                                          \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,       \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
         exec_tc_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);       \
     }
 

@@ -12,12 +12,7 @@ struct ExecMmaStage {
 };
 
 template <int RG, int NT, int D>
-__device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                               const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                               const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                               const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
-                                               const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
-                                               int out_bf16) {
+__device__ __forceinline__ void exec_mmas_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     typedef ExecMmaStage<RG> L;
     static_assert((D & (D - 1)) == 0, "stage index uses & (D - 1)");
     constexpr int ROWS = RG * 16, COLS = NT * 8;
@@ -172,10 +167,7 @@ __device__ __forceinline__ void exec_mmas_body(const exec_u8* __restrict__ sm, c
 
 #define EXEC_MMAS(NAME, RG, NT, D, MINB)                                                                    \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,       \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
         exec_mmas_body<RG, NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
     }
 

@@ -9,12 +9,7 @@
 #define EXEC_MM3_STAGE (16 * 768 + 64)
 
 template <int NT, int D>
-__device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                              const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                              const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                              const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols,
-                                              const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
-                                              int out_bf16) {
+__device__ __forceinline__ void exec_mm3_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     constexpr int COLS = NT * 8;
     static_assert((D & (D - 1)) == 0, "stage index uses & (D - 1)");
     extern __shared__ __align__(16) exec_u8 exec_stage[];
@@ -126,10 +121,7 @@ __device__ __forceinline__ void exec_mm3_body(const exec_u8* __restrict__ sm, co
 
 #define EXEC_MM3(NAME, NT, D, THREADS)                                                                      \
     extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,       \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16) {                                                 \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
         exec_mm3_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);      \
     }
 

@@ -67,10 +67,7 @@ __device__ __forceinline__ void exec_probe_stream_body(const exec_u8* __restrict
 // Same argument list as EXEC_FLAGS (most unused).
 #define EXEC_PROBE_STREAM(NAME, RR, TT)                                                                      \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                     \
-        NAME(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, const exec_u8* __restrict__ base, \
-             const exec_u32* __restrict__ esc_start, const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,    \
-             const float* __restrict__ x, exec_u64 ldx, exec_u32 ncols, const float* __restrict__ bias,          \
-             void* __restrict__ y, exec_u64 ldy, int out_bf16, exec_u32 G, const exec_u8* __restrict__ flags) {  \
+        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 G, const exec_u8* __restrict__ flags) {                 \
         exec_probe_stream_body<RR, TT>(sm, codes, M, K, y);                                                  \
     }
 
