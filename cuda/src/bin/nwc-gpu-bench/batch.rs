@@ -1,7 +1,7 @@
 //! `nwc-gpu-bench --batch`: batches 1..16 against cuBLAS GEMM.
 
-use super::timing::{gaussian_bf16, time_us, DenseGemm};
-use super::{Res, L2_BYTES};
+use super::timing::{gaussian_bf16, rotation, time_us, DenseGemm};
+use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::{Gpu, GpuMatrix, MatvecKernel};
@@ -20,19 +20,13 @@ pub fn bench_batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64) -> Res<()> {
     let words = gaussian_bf16((m * k) as usize, 11);
     let enc = encode(Mode::BF16_L0, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
     let (g0, _) = GpuMatrix::upload_and_decode(gpu, &enc)?;
-    let copies = (3 * L2_BYTES / g0.stored_bytes + 1).clamp(1, 8) as usize;
-    let mut mats = vec![g0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
+    let mut mats = rotation(g0.stored_bytes, g0, |m| m.try_clone())?;
+    let copies = mats.len();
     let enc1 = encode(Mode::BF16_L1, Shape::new(m, k), Weights::Bf16(&words))?.matrix;
     let (mut g1, dec1) = GpuMatrix::upload_and_decode(gpu, &enc1)?;
     g1.set_matvec_kernel(MatvecKernel::Bounded)?;
-    let copies1 = (3 * L2_BYTES / g1.stored_bytes + 1).clamp(1, 8) as usize;
-    let mut mats1 = vec![g1];
-    for _ in 1..copies1 {
-        mats1.push(mats1[0].try_clone()?);
-    }
+    let mats1 = rotation(g1.stored_bytes, g1, |m| m.try_clone())?;
+    let copies1 = mats1.len();
     let dense = DenseGemm::new(gpu, &words, m, k)?;
     println!("batched matvec, {m}x{k} synthetic BF16 (BF16 activations and outputs):");
     println!(

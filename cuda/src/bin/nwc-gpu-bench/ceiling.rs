@@ -6,8 +6,8 @@
 //! NWC_CEILING_CURVE set, also the whole matvec and the decode probe against the number of blocks
 //! at K = 4096, which says when a round of resident warps stops costing one block's latency.
 
-use super::timing::{cublas_matvec_us, gaussian_bf16, time_us};
-use super::{Res, L2_BYTES};
+use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, time_us};
+use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, Probe};
@@ -47,11 +47,8 @@ fn time_shape(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, probes: &[Probe],
     let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
     let expected = dec.matvec_bf16(&xf, 1, None)?;
     drop((dec, enc));
-    let copies = (3 * L2_BYTES / g0.stored_bytes + 1).clamp(1, 8) as usize;
-    let mut mats = vec![g0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
+    let mut mats = rotation(g0.stored_bytes, g0, |m| m.try_clone())?;
+    let copies = mats.len();
     let xd = mats[0].activations_bf16(&x, 1)?;
     let mut times = Vec::new();
     for &p in probes {

@@ -5,8 +5,8 @@
 //! batched kernel (checked against one launch per column) and the tensor-core kernels (spec 19:
 //! checked against the bound where the host reference is affordable).
 
-use super::timing::{gaussian_bf16, time_us, DenseGemm};
-use super::{Res, L2_BYTES};
+use super::timing::{gaussian_bf16, rotation, time_us, DenseGemm};
+use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
@@ -71,11 +71,8 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
     let e0 = GpuExecMatrix::transcode(gm)?;
     let stored = e0.stored_bytes();
     let escapes = e0.escapes();
-    let copies = (3 * L2_BYTES / stored + 1).clamp(1, 8) as usize;
-    let mut mats = vec![e0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
+    let mut mats = rotation(stored, e0, |m| m.try_clone())?;
+    let copies = mats.len();
     let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
     let xd = mats[0].activations_f32(&xf, 1)?;
     let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
@@ -135,11 +132,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let (gm, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
     let e0 = GpuExecMatrix::transcode(&gm)?;
     drop(gm);
-    let copies = (3 * L2_BYTES / e0.stored_bytes() + 1).clamp(1, 8) as usize;
-    let mut mats = vec![e0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
+    let mut mats = rotation(e0.stored_bytes(), e0, |m| m.try_clone())?;
+    let copies = mats.len();
     let dense = DenseGemm::new(gpu, &words, m, k)?;
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
@@ -333,11 +327,8 @@ pub fn run_rows(gpu: &Arc<Gpu>, blas: &CudaBlas, jobs: Vec<(String, u64, u64, Ve
             .map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits())
             .collect();
         let cublas_us = super::timing::cublas_matvec_us(gpu, blas, &words, &x, m, k)?;
-        let copies = (3 * L2_BYTES / gm.stored_bytes + 1).clamp(1, 8) as usize;
-        let mut mats = vec![gm];
-        for _ in 1..copies {
-            mats.push(mats[0].try_clone()?);
-        }
+        let mats = rotation(gm.stored_bytes, gm, |m| m.try_clone())?;
+        let copies = mats.len();
         let xd = mats[0].activations_bf16(&x, 1)?;
         let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
         let f10_us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;

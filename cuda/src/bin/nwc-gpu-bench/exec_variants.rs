@@ -6,8 +6,8 @@
 //! are `--exec`). Every output is compared with the production kernel's (`Exact`), which the
 //! sweep and `--exec` check against the reference.
 
-use super::timing::{cublas_matvec_us, gaussian_bf16, tile, time_us};
-use super::{Res, L2_BYTES};
+use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, tile, time_us};
+use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
@@ -72,11 +72,8 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
         gaussian_bf16(k as usize, 7).iter().map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits()).collect();
     let cublas_us = cublas_matvec_us(gpu, blas, words, &x, m, k)?;
     let e0 = GpuExecMatrix::from_bf16(gpu, Shape::new(m, k), words)?;
-    let copies = (3 * L2_BYTES / e0.stored_bytes() + 1).clamp(1, 8) as usize;
-    let mut mats = vec![e0];
-    for _ in 1..copies {
-        mats.push(mats[0].try_clone()?);
-    }
+    let mut mats = rotation(e0.stored_bytes(), e0, |m| m.try_clone())?;
+    let copies = mats.len();
     let xf: Vec<f32> = x.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
     let xd = mats[0].activations_f32(&xf, 1)?;
     let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;

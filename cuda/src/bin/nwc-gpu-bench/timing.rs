@@ -132,3 +132,15 @@ pub fn real_pool(path: &str) -> Res<Vec<u16>> {
 pub fn tile(pool: &[u16], n: usize) -> Vec<u16> {
     pool.iter().copied().cycle().take(n).collect()
 }
+
+/// Copies of a matrix that together exceed 3x the L2 (at most 8), so launches that rotate among
+/// them read their weights from HBM: `first` of `bytes` in VRAM, `clone` makes another copy.
+pub fn rotation<T, E>(bytes: u64, first: T, clone: impl Fn(&T) -> Result<T, E>) -> Result<Vec<T>, E> {
+    let copies = (3 * L2_BYTES / bytes + 1).clamp(1, 8) as usize;
+    let mut all = vec![first];
+    for _ in 1..copies {
+        let next = clone(&all[0])?;
+        all.push(next);
+    }
+    Ok(all)
+}
