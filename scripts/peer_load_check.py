@@ -40,6 +40,8 @@ import zipfile
 
 import numpy as np
 
+from safetensors_raw import read_folder, read_safetensors
+
 # fp8 refuses non-finite weights (spec 11.3): the matrix with NaN and Inf words stays BF16 there (copied).
 VARIANTS = {"bf16-l0": [], "bf16-l1": ["--layout", "1"], "fp8-l0": ["--elem", "fp8", "--exclude", "*.odd.weight"]}
 DTYPES = {"BF16": (np.uint16, 2), "F32": (np.float32, 4), "I64": (np.int64, 8), "U8": (np.uint8, 1), "I8": (np.int8, 1),
@@ -78,29 +80,6 @@ def write_safetensors(path, tensors, header_text=None):
         f.write(struct.pack("<Q", len(raw)) + raw)
         for _, _, _, data in tensors:
             f.write(data)
-
-
-def read_safetensors(path):
-    """name -> (dtype, shape, bytes)."""
-    with open(path, "rb") as f:
-        blob = f.read()
-    (n,) = struct.unpack_from("<Q", blob, 0)
-    header = json.loads(blob[8:8 + n])
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        a, b = e["data_offsets"]
-        out[name] = (e["dtype"], tuple(e["shape"]), blob[8 + n + a:8 + n + b])
-    return out
-
-
-def read_folder(folder):
-    out = {}
-    for f in sorted(os.listdir(folder)):
-        if f.endswith(".safetensors"):
-            out.update(read_safetensors(os.path.join(folder, f)))
-    return out
 
 
 def compare(expected, got, names=None):
