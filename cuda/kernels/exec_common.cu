@@ -253,6 +253,15 @@ __device__ __forceinline__ void exec_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+// The issue side's bookkeeping after an item's copies (stream kernels): count the item, move to
+// the next of the D stages (modulo D, so D = 3 works) and close its cp.async group.
+template <int D>
+__device__ __forceinline__ void exec_stage_commit(exec_u32& issued, exec_u32& istage) {
+    ++issued;
+    istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
+    exec_cp_commit();
+}
+
 // Decode with the escape offset of the tile already known to lane 0 (esc0, valid in lane 0 only).
 __device__ __forceinline__ void exec_decode_lane_s(uint2 c, uint4 s, exec_u32 base, exec_u32 lane, exec_u32 esc0,
                                                    const exec_u8* __restrict__ esc, exec_u32 (&w)[8]) {

@@ -104,9 +104,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
                 rowgroup();
             }
         }
-        ++issued;
-        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
-        exec_cp_commit();
+        exec_stage_commit<D>(issued, istage);
     };
 #pragma unroll
     for (int d = 0; d < D - 1; ++d) issue();
