@@ -255,8 +255,8 @@ __device__ __forceinline__ void exec_cp_wait() {
 
 // The issue side's bookkeeping after an item's copies (stream kernels): count the item, move to
 // the next of the D stages (modulo D, so D = 3 works) and close its cp.async group.
-template <int D>
-__device__ __forceinline__ void exec_stage_commit(exec_u32& issued, exec_u32& istage) {
+template <int D, class Count>
+__device__ __forceinline__ void exec_stage_commit(Count& issued, exec_u32& istage) {
     ++issued;
     istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
     exec_cp_commit();
