@@ -12,6 +12,8 @@ mod encode;
 mod run;
 mod select;
 mod tensor;
+#[cfg(feature = "bench")]
+mod tensor_pipe;
 
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 

@@ -8,8 +8,9 @@ use super::Res;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::Gpu;
+use nwc_reference::bounded as level2;
 use nwc_reference::exec::{decode_exec, encode_exec};
-use nwc_reference::Shape;
+use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
@@ -20,6 +21,9 @@ const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
 ];
+
+/// The bounded (tensor-core) kernels checked by the sweep against spec 19.4.
+const BOUNDED: [ExecMatvecKernel; 2] = [ExecMatvecKernel::Bounded, ExecMatvecKernel::BoundedPipe];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
     gaussian_bf16(k as usize, seed).iter().map(|&w| f32::from_bits(u32::from(w) << 16) * 50.0).collect()
@@ -74,7 +78,8 @@ fn same_bf16(a: u16, b: u16) -> bool {
 /// `--exec-sweep N[:W]`: N random shapes (up to W weights, default 8 M; K up to 60000 so that the x-from-global
 /// and the 3-stage plans run too) and four weight kinds (Gaussian; with 1/8 zeros; with 2% wide
 /// outliers, many escapes per tile; raw random words, escapes everywhere): every exact kernel of
-/// [`EXACT`] and both dequant kernels against the reference.
+/// [`EXACT`] and both dequant kernels against the reference; the bounded kernels of [`BOUNDED`]
+/// on 1, 3, 8 or 13 BF16 columns against spec 19's bound.
 pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     let s = &gpu.stream;
     let mut rng = Rng(0x5eed_1234_abcd_0001);
@@ -114,6 +119,29 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             let got = e.matvec_bf16(&x, 1, None)?;
             if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
+            }
+        }
+        // spec 19.6 on a batch of BF16 activations (outputs outside spec 19.2's domain skipped)
+        let nb = [1usize, 3, 8, 13][i % 4];
+        let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
+        let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+        let dec = DecodedMatrix {
+            mode: Mode::BF16_L0,
+            shape,
+            exp_of_rank: [0; 15],
+            elements: Elements::Bf16(reference.words.clone()),
+            scale: None,
+        };
+        let expected = level2::expected(&dec, &xw, nb, None)?;
+        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+        for kernel in BOUNDED {
+            e.set_matvec_kernel(kernel);
+            let xd = e.activations_bf16(&xs, nb)?;
+            s.memset_zeros(&mut y)?;
+            e.matvec_into_bf16(&xd, None, &mut y)?;
+            let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
+            if let Err(why) = level2::check_outputs(&expected, &got, true) {
+                bad.push(format!("{} on {nb} columns: {why}", kernel.name()));
             }
         }
         let deq_want = reference.dequant();
