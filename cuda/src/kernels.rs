@@ -42,7 +42,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
-    include_str!("../kernels/bench/exec_tensor_pipe.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -172,7 +171,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 31] = [
+pub const BENCH: [(&str, u32); 27] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -209,12 +208,6 @@ pub const BENCH: [(&str, u32); 31] = [
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream1x4_d4", SMEM_OPTIN),
-    // The bounded matvec built like the lean kernel (exec_tensor_pipe.cu): 8 or 16 columns per
-    // decode, 4/3 or 3/2 stages.
-    ("bench_exec_tensor_pipe_n1_d4", SMEM_OPTIN),
-    ("bench_exec_tensor_pipe_n1_d3", SMEM_OPTIN),
-    ("bench_exec_tensor_pipe_n2_d3", SMEM_OPTIN),
-    ("bench_exec_tensor_pipe_n2_d2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

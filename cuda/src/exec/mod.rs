@@ -12,8 +12,6 @@ mod encode;
 mod run;
 mod select;
 mod tensor;
-#[cfg(feature = "bench")]
-mod tensor_pipe;
 
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 

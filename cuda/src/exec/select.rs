@@ -55,12 +55,6 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
-    /// Bench: the bounded matvec built like the lean one-column kernel
-    /// (kernels/bench/exec_tensor_pipe.cu: 16 warps per SM, G warps per 16-row group, items of 16
-    /// rows x 128 columns, tile flags) up to 16 columns per decode where K16 % 32 == 0; elsewhere
-    /// what [`ExecMatvecKernel::Bounded`] runs.
-    #[cfg(feature = "bench")]
-    BoundedPipe,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -89,8 +83,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedPipe,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeLoads,
@@ -117,8 +109,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedPipe => "bounded-pipe",
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeLoads => "probe-loads",
@@ -138,7 +128,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep | ExecMatvecKernel::BoundedPipe => false,
+            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]

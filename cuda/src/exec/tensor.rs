@@ -44,10 +44,6 @@ impl GpuExecMatrix {
     }
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        #[cfg(feature = "bench")]
-        if self.pipe_launch(k, x, ncols, bias, out_bf16, y)? {
-            return Ok(());
-        }
         let nt = ncols.div_ceil(8).next_power_of_two();
         // Measured (docs/gpu.md, "Execution layout", 2026-12-01): the stream kernel up to 16
         // columns per decode, the step kernel at 32, the tile kernel at 64.

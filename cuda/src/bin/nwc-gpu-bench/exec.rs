@@ -117,8 +117,8 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,
-    /// Bounded (production), step (bench), tile (bench), pipe (bench) microseconds.
-    pub tensor_us: [f64; 4],
+    /// Bounded (production), step (bench), tile (bench) microseconds.
+    pub tensor_us: [f64; 3],
 }
 
 /// The batch sizes of `--exec-batch`.
@@ -138,8 +138,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
-        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB", "pipe us", "/cB"
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
+        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB"
     );
     for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
@@ -190,19 +190,16 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
-            tensor(ExecMatvecKernel::BoundedPipe, &mut mats, &mut tag)?,
         ];
         println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x |{tag}",
+            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x |{tag}",
             cublas_us / exact_us,
             tensor_us[0],
             cublas_us / tensor_us[0],
             tensor_us[1],
             cublas_us / tensor_us[1],
             tensor_us[2],
-            cublas_us / tensor_us[2],
-            tensor_us[3],
-            cublas_us / tensor_us[3]
+            cublas_us / tensor_us[2]
         );
         out.push(BatchRow { cublas_us, exact_us, tensor_us });
     }
@@ -212,7 +209,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 /// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
 pub fn batch_summary(rows: &[Vec<BatchRow>]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
-    println!("{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}", "N", "exact", "bounded", "step (bench)", "tile (bench)", "pipe (bench)");
+    println!("{:>4} | {:>22} | {:>22} | {:>22} | {:>22}", "N", "exact", "bounded", "step (bench)", "tile (bench)");
     for (i, n) in BATCHES.iter().enumerate() {
         let col = |f: &dyn Fn(&BatchRow) -> f64| {
             let r: Vec<f64> = rows.iter().filter_map(|s| s.get(i)).map(|b| b.cublas_us / f(b)).filter(|v| v.is_finite()).collect();
@@ -224,12 +221,11 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
         println!(
-            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22}",
             col(&|b| b.exact_us),
             col(&|b| b.tensor_us[0]),
             col(&|b| b.tensor_us[1]),
-            col(&|b| b.tensor_us[2]),
-            col(&|b| b.tensor_us[3])
+            col(&|b| b.tensor_us[2])
         );
     }
 }
