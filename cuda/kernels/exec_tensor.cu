@@ -89,7 +89,9 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 #define EXEC_TC_ESC 3072
 #define EXEC_TC_STAGE 3136
 
-template <int NT, int D>
+// PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
+// decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only.
+template <int NT, int D, int PROBE = 0>
 __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
@@ -206,7 +208,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                     if (sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
                 }
                 // escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
-                const bool patch = !__all_sync(EXEC_FULL, plain);
+                const bool patch = PROBE != 1 && !__all_sync(EXEC_FULL, plain);
                 exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
                 exec_u32 n0[2] = {0u, 0u};
                 if (patch) {
@@ -222,12 +224,30 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                     exec_u32 w[2][8];
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
-                        exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                        if (patch && !exec_plain16(cv[h][j]))
-                            exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                        if (PROBE == 1) {
+                            const uint4 a = sv[h][j];
+                            const uint2 c = cv[h][j];
+                            const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
+#pragma unroll
+                            for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
+                        } else {
+                            exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                            if (patch && !exec_plain16(cv[h][j]))
+                                exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                        }
                     }
 #pragma unroll
-                    for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
+                    for (int nt = 0; nt < NT; ++nt) {
+                        if (PROBE == 2) {
+                            // Probe 2, no mma: the decoded words and the activations folded by XOR.
+                            exec_u32 f = xv[nt][2 * j].x ^ xv[nt][2 * j + 1].w;
+#pragma unroll
+                            for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
+                            acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
+                        } else {
+                            exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
+                        }
+                    }
                 }
             }
         }
@@ -241,11 +261,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     exec_cp_wait<0>();
 }
 
-#define EXEC_TC(NAME, NT, D, MINB)                                                                          \
+#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
         NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
-        exec_tc_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);       \
+        exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
     }
+#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

@@ -42,6 +42,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
+    include_str!("../kernels/bench/exec_tensor_probes.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -171,7 +172,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 27] = [
+pub const BENCH: [(&str, u32); 29] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -208,6 +209,9 @@ pub const BENCH: [(&str, u32); 27] = [
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream1x4_d4", SMEM_OPTIN),
+    // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
+    ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
+    ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -39,6 +39,13 @@ pub enum ExecMatvecKernel {
     ProbeStream2x2,
     #[cfg(feature = "bench")]
     ProbeStream1x4,
+    /// Bench, ceiling probes of the bounded stream kernel (not a matvec; up to 8 columns, more
+    /// run [`ExecMatvecKernel::Bounded`]): the stage words as weights (no decode), and the decode
+    /// without mma (kernels/bench/exec_tensor_probes.cu).
+    #[cfg(feature = "bench")]
+    ProbeBoundedRaw,
+    #[cfg(feature = "bench")]
+    ProbeBoundedNoMma,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
     /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
@@ -92,6 +99,10 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::ProbeStream2x2,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStream1x4,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::ProbeBoundedRaw,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::ProbeBoundedNoMma,
     ];
 
     pub fn name(self) -> &'static str {
@@ -118,6 +129,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::ProbeStream2x2 => "probe-stream2x2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStream1x4 => "probe-stream1x4",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeBoundedRaw => "probe-bounded-raw",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeBoundedNoMma => "probe-bounded-nomma",
         }
     }
 
@@ -128,7 +143,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => false,
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile | ExecMatvecKernel::BoundedStep => false,
+            ExecMatvecKernel::BoundedTile
+            | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::ProbeBoundedRaw
+            | ExecMatvecKernel::ProbeBoundedNoMma => false,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]

@@ -61,7 +61,14 @@ impl GpuExecMatrix {
             TensorFamily::Stream => {
                 // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
                 // the warps' 16 x 8 NT partial sums
-                let (name, nt) = if nt == 1 { ("exec_tensor_stream_n1", 1u64) } else { ("exec_tensor_stream_n2", 2) };
+                let (name, nt) = match (k, nt) {
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
+                    (_, 1) => ("exec_tensor_stream_n1", 1u64),
+                    _ => ("exec_tensor_stream_n2", 2),
+                };
                 (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
             }
             TensorFamily::Step => {

@@ -119,6 +119,9 @@ pub struct BatchRow {
     pub exact_us: f64,
     /// Bounded (production), step (bench), tile (bench) microseconds.
     pub tensor_us: [f64; 3],
+    /// Ceiling probes of the bounded stream kernel up to 8 columns (NaN above): no decode, no
+    /// mma (kernels/bench/exec_tensor_probes.cu; timed, never checked).
+    pub probe_us: [f64; 2],
 }
 
 /// The batch sizes of `--exec-batch`.
@@ -138,8 +141,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | check",
-        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB"
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
+        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB", "no-decode /cB", "no-mma /cB"
     );
     for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
@@ -167,6 +170,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             f64::NAN
         };
         // the host reference (spec 19.6), once per batch size for the three tensor-core kernels
+        // (the probes are not checked)
         let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
         let mut tensor = |kernel: ExecMatvecKernel, mats: &mut Vec<GpuExecMatrix>, tag: &mut String| -> Res<f64> {
             for e in mats.iter_mut() {
@@ -175,6 +179,9 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
             let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+            if kernel.name().starts_with("probe-") {
+                return Ok(t); // a ceiling probe: timed, never checked
+            }
             if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
                 if let Err(why) = level2::check_outputs(expected, &got, true) {
@@ -191,17 +198,27 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
         ];
+        let probe_us = if n <= 8 {
+            [
+                tensor(ExecMatvecKernel::ProbeBoundedRaw, &mut mats, &mut tag)?,
+                tensor(ExecMatvecKernel::ProbeBoundedNoMma, &mut mats, &mut tag)?,
+            ]
+        } else {
+            [f64::NAN; 2]
+        };
         println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x |{tag}",
+            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
             cublas_us / exact_us,
             tensor_us[0],
             cublas_us / tensor_us[0],
             tensor_us[1],
             cublas_us / tensor_us[1],
             tensor_us[2],
-            cublas_us / tensor_us[2]
+            cublas_us / tensor_us[2],
+            cublas_us / probe_us[0],
+            cublas_us / probe_us[1]
         );
-        out.push(BatchRow { cublas_us, exact_us, tensor_us });
+        out.push(BatchRow { cublas_us, exact_us, tensor_us, probe_us });
     }
     Ok(out)
 }
@@ -209,7 +226,10 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 /// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
 pub fn batch_summary(rows: &[Vec<BatchRow>]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
-    println!("{:>4} | {:>22} | {:>22} | {:>22} | {:>22}", "N", "exact", "bounded", "step (bench)", "tile (bench)");
+    println!(
+        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+        "N", "exact", "bounded", "step (bench)", "tile (bench)", "probe: no decode", "probe: no mma"
+    );
     for (i, n) in BATCHES.iter().enumerate() {
         let col = |f: &dyn Fn(&BatchRow) -> f64| {
             let r: Vec<f64> = rows.iter().filter_map(|s| s.get(i)).map(|b| b.cublas_us / f(b)).filter(|v| v.is_finite()).collect();
@@ -221,11 +241,13 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
         println!(
-            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22}",
+            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
             col(&|b| b.exact_us),
             col(&|b| b.tensor_us[0]),
             col(&|b| b.tensor_us[1]),
-            col(&|b| b.tensor_us[2])
+            col(&|b| b.tensor_us[2]),
+            col(&|b| b.probe_us[0]),
+            col(&|b| b.probe_us[1])
         );
     }
 }
