@@ -19,14 +19,26 @@ const ITEM_ROWS: u64 = 4;
 /// rule was 10.)
 const STREAM_MIN_ITEMS: u64 = 5;
 
-/// One launch: kernel, grid, threads, dynamic shared memory, warps per row group (0 for the rows
-/// kernel, which takes no such argument).
+/// What an exact matvec kernel takes after `EXEC_MATVEC_PARAMS` (kernels/exec_common.cu), as
+/// its entry point declares it; set where each plan is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Tail {
+    /// `EXEC_MATVEC` (exec_matvec_rows.cu): nothing more.
+    Bare,
+    /// `EXEC_MV3` (exec_matvec.cu): G, the warps per row group.
+    Groups(u32),
+    /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
+    /// the tile flags.
+    GroupsFlags(u32),
+}
+
+/// One launch: kernel, grid, threads, dynamic shared memory, the trailing arguments.
 struct Plan {
     name: &'static str,
     grid: u32,
     threads: u32,
     smem: u32,
-    groups: u32,
+    tail: Tail,
 }
 
 impl GpuExecMatrix {
@@ -60,31 +72,33 @@ impl GpuExecMatrix {
                 0
             }
         };
-        // (kernel, pipeline depth, x in shared memory, x bytes per column there)
+        // (kernel, pipeline depth, x in shared memory, x bytes per column there, its trailing
+        // arguments given G)
         let lean_x = self.col_tiles * 512 * 4;
         let x = self.k16 * 4;
-        let lean_list = [
-            ("exec_matvec_lean_d4", 4, true, lean_x),
-            ("exec_matvec_lean_d3", 3, true, lean_x),
-            ("exec_matvec_lean_d2", 2, true, lean_x),
-            ("exec_matvec_c1_xg", 4, false, 0),
+        type Candidate = (&'static str, u64, bool, u64, fn(u32) -> Tail);
+        let lean_list: [Candidate; 4] = [
+            ("exec_matvec_lean_d4", 4, true, lean_x, Tail::GroupsFlags),
+            ("exec_matvec_lean_d3", 3, true, lean_x, Tail::GroupsFlags),
+            ("exec_matvec_lean_d2", 2, true, lean_x, Tail::GroupsFlags),
+            ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
         ];
-        let generic = [
-            ("exec_matvec_c1_d4", 4, true, x),
-            ("exec_matvec_c1_d3", 3, true, x),
-            ("exec_matvec_c1_d2", 2, true, x),
-            ("exec_matvec_c1_xg", 4, false, 0),
+        let generic: [Candidate; 4] = [
+            ("exec_matvec_c1_d4", 4, true, x, Tail::Groups),
+            ("exec_matvec_c1_d3", 3, true, x, Tail::Groups),
+            ("exec_matvec_c1_d2", 2, true, x, Tail::Groups),
+            ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
         ];
-        let c2 = [("exec_matvec_c2_d2", 2, true, x)];
-        let c4 = [("exec_matvec_c4_d2", 2, true, x)];
-        let candidates: &[(&'static str, u64, bool, u64)] = match nb {
+        let c2: [Candidate; 1] = [("exec_matvec_c2_d2", 2, true, x, Tail::Groups)];
+        let c4: [Candidate; 1] = [("exec_matvec_c4_d2", 2, true, x, Tail::Groups)];
+        let candidates: &[Candidate] = match nb {
             1 if lean => &lean_list,
             1 => &generic,
             2 => &c2,
             _ => &c4,
         };
         let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
-        for &(name, depth, x_in_smem, x_col) in candidates {
+        for &(name, depth, x_in_smem, x_col, tail) in candidates {
             let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
             let base = nb * x_col + w * depth * u64::from(EXEC_STAGE);
             if base + pbuf(8) > optin {
@@ -94,7 +108,7 @@ impl GpuExecMatrix {
             let slots = u64::from(self.gpu.sm_count) * per_sm * w;
             let g = u64::from(self.groups(row_groups, slots)).min(w);
             let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
-            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base + pbuf(g)) as u32, groups: g as u32 }));
+            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base + pbuf(g)) as u32, tail: tail(g as u32) }));
         }
         Ok(None)
     }
@@ -167,7 +181,9 @@ impl GpuExecMatrix {
                 }
                 let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?);
                 let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
-                return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, groups: g as u32 }));
+                // every probe takes lean's argument list (EXEC_LEAN, EXEC_PROBE_STREAM)
+                let tail = Tail::GroupsFlags(g as u32);
+                return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail }));
             }
         }
         Ok(None)
@@ -220,7 +236,7 @@ impl GpuExecMatrix {
             let name = if k == ExecMatvecKernel::RowsNoPrefetch { "exec_matvec_rows_noprefetch" } else { "exec_matvec_rows" };
             #[cfg(not(feature = "bench"))]
             let name = "exec_matvec_rows";
-            return Ok((Plan { name, grid, threads, smem, groups: 0 }, 1));
+            return Ok((Plan { name, grid, threads, smem, tail: Tail::Bare }, 1));
         }
         #[cfg(feature = "bench")]
         let lean = k != ExecMatvecKernel::StreamGeneric;
@@ -245,21 +261,24 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        if p.groups > 0 {
-            b.arg(&p.groups);
+        let groups = match p.tail {
+            Tail::Bare => None,
+            Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
+        };
+        if let Some(g) = &groups {
+            b.arg(g);
         }
-        // The lean kernels (and their bench probes) take the tile flags last.
-        let flags_guard =
-            (p.name.starts_with("exec_matvec_lean") || p.name.starts_with("bench_exec_probe")).then(|| self.flags.device_ptr(s));
+        let flags_guard = matches!(p.tail, Tail::GroupsFlags(_)).then(|| self.flags.device_ptr(s));
         if let Some((fp, _)) = &flags_guard {
             b.arg(fp);
         }
-        // SAFETY: the argument list matches EXEC_MV3 (kernels/exec_matvec.cu, groups >= 1; EXEC_LEAN
-        // and the bench EXEC_VAR take the same list, and their plans size shared memory likewise) or
-        // EXEC_MATVEC (exec_matvec_rows.cu, groups 0: no such argument); the fields passed the spec 20.9 rules or came from the GPU encode; x holds
-        // ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
-        // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
-        // shared memory fits the device (exact_plan) and G divides the CTA's warps.
+        // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
+        // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups) or EXEC_LEAN
+        // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
+        // rounded up to 4 bytes); the fields passed the spec 20.9 rules or came from the GPU
+        // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
+        // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
+        // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
