@@ -62,7 +62,7 @@ struct Row {
     us: Vec<f64>,
     /// Exact ran the rows kernel (below the stream rule's items per warp).
     exact_rows: bool,
-    /// Per KERNELS entry: it ran its own variant kernel with its full warp count (16), the condition under which it would replace lean (docs/gpu.md, "session 6, late").
+    /// Per KERNELS entry: it ran its own variant kernel with its full warp count (16), the condition under which it would replace lean (docs/gpu-history.md, "session 6, late").
     full_plan: Vec<bool>,
 }
 
