@@ -22,7 +22,7 @@ const STREAM_MIN_ITEMS: u64 = 5;
 /// What an exact matvec kernel takes after `EXEC_MATVEC_PARAMS` (kernels/exec_common.cu), as
 /// its entry point declares it; set where each plan is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Tail {
+pub(super) enum Tail {
     /// `EXEC_MATVEC` (exec_matvec_rows.cu): nothing more.
     Bare,
     /// `EXEC_MV3` (exec_matvec.cu): G, the warps per row group.
@@ -30,21 +30,45 @@ enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
+    /// Bench, `EXEC_TMA` (kernels/bench/exec_matvec_variants.cu): G, the tile flags, then the
+    /// tensor maps of the sm and code planes (exec/variant.rs).
+    #[cfg(feature = "bench")]
+    GroupsFlagsMaps(u32),
+}
+
+impl Tail {
+    fn groups(self) -> Option<u32> {
+        match self {
+            Tail::Bare => None,
+            Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
+            #[cfg(feature = "bench")]
+            Tail::GroupsFlagsMaps(g) => Some(g),
+        }
+    }
+
+    fn flags(self) -> bool {
+        match self {
+            Tail::Bare | Tail::Groups(_) => false,
+            Tail::GroupsFlags(_) => true,
+            #[cfg(feature = "bench")]
+            Tail::GroupsFlagsMaps(_) => true,
+        }
+    }
 }
 
 /// One launch: kernel, grid, threads, dynamic shared memory, the trailing arguments.
-struct Plan {
-    name: &'static str,
-    grid: u32,
-    threads: u32,
-    smem: u32,
-    tail: Tail,
+pub(super) struct Plan {
+    pub name: &'static str,
+    pub grid: u32,
+    pub threads: u32,
+    pub smem: u32,
+    pub tail: Tail,
 }
 
 impl GpuExecMatrix {
     /// Warps per row group: the fewest rounds x tiles per warp over the resident warps
     /// (G = 1, 2, 4, 8, at most the tiles per row).
-    fn groups(&self, row_groups: u64, slots: u64) -> u32 {
+    pub(super) fn groups(&self, row_groups: u64, slots: u64) -> u32 {
         let mut best = (u64::MAX, 1u32);
         for g in [1u32, 2, 4, 8] {
             if u64::from(g) > self.col_tiles {
@@ -147,48 +171,6 @@ impl GpuExecMatrix {
         }
     }
 
-    /// Bench: the plan of a lean variant (kernels/bench/exec_matvec_variants.cu) for one column,
-    /// or None where it does not apply (K16 % 32 != 0, x does not fit, not a variant).
-    #[cfg(feature = "bench")]
-    fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
-        // (rows per item, (kernel, depth) in order of preference, warps per CTA in order)
-        let (r, kernels, warp_list): (u64, &[(&'static str, u64)], &[u64]) = match k {
-            ExecMatvecKernel::ProbeNoDecode => (4, &[("bench_exec_probe_nodecode_d4", 4)], &[16]),
-            ExecMatvecKernel::ProbeLoads => (4, &[("bench_exec_probe_loads_d4", 4)], &[16]),
-            ExecMatvecKernel::ProbeStream4x1 => (4, &[("bench_exec_probe_stream4x1_d4", 4)], &[16]),
-            ExecMatvecKernel::ProbeStream2x2 => (4, &[("bench_exec_probe_stream2x2_d4", 4)], &[16]),
-            ExecMatvecKernel::ProbeStream1x4 => (4, &[("bench_exec_probe_stream1x4_d4", 4)], &[16]),
-            _ => return Ok(None),
-        };
-        if self.k16 % 32 != 0 {
-            return Ok(None);
-        }
-        let optin = u64::from(self.gpu.smem_optin);
-        let stage = r * 768 + 32 * (r / 4);
-        let x = self.col_tiles * 512 * 4;
-        let row_groups = self.shape.rows.div_ceil(r);
-        for &w in warp_list {
-            for &(name, depth) in kernels {
-                let base = x + w * depth * stage;
-                // one CTA per SM (launch bounds and shared memory); G divides the CTA's warps
-                let mut g = u64::from(self.groups(row_groups, u64::from(self.gpu.sm_count) * w)).min(w);
-                while w % g != 0 {
-                    g /= 2;
-                }
-                let smem = base + if g > 1 { (w / g) * 2 * r * self.col_tiles * 4 } else { 0 };
-                if smem > optin {
-                    continue;
-                }
-                let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?);
-                let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
-                // every probe takes lean's argument list (EXEC_LEAN, EXEC_PROBE_STREAM)
-                let tail = Tail::GroupsFlags(g as u32);
-                return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail }));
-            }
-        }
-        Ok(None)
-    }
-
     /// Bench: the kernel a one-column matvec launches with this matrix's kernel choice, and its
     /// threads per CTA.
     #[cfg(feature = "bench")]
@@ -221,6 +203,7 @@ impl GpuExecMatrix {
             | ExecMatvecKernel::ProbeStream4x1
             | ExecMatvecKernel::ProbeStream2x2
             | ExecMatvecKernel::ProbeStream1x4
+            | ExecMatvecKernel::VarTma
                 if left == 1 =>
             {
                 small()
@@ -261,21 +244,28 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        let groups = match p.tail {
-            Tail::Bare => None,
-            Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
-        };
+        let groups = p.tail.groups();
         if let Some(g) = &groups {
             b.arg(g);
         }
-        let flags_guard = matches!(p.tail, Tail::GroupsFlags(_)).then(|| self.flags.device_ptr(s));
+        let flags_guard = p.tail.flags().then(|| self.flags.device_ptr(s));
         if let Some((fp, _)) = &flags_guard {
             b.arg(fp);
+        }
+        #[cfg(feature = "bench")]
+        let maps = match p.tail {
+            Tail::GroupsFlagsMaps(_) => Some(self.tensor_maps(f.sm, f.codes)?),
+            _ => None,
+        };
+        #[cfg(feature = "bench")]
+        if let Some((sm_map, codes_map)) = &maps {
+            b.arg(sm_map).arg(codes_map);
         }
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
         // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups) or EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes); the fields passed the spec 20.9 rules or came from the GPU
+        // rounded up to 4 bytes) or the bench EXEC_TMA (Tail::GroupsFlagsMaps: then two
+        // 128-byte tensor maps of this matrix's sm and code planes, by value); the fields passed the spec 20.9 rules or came from the GPU
         // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
         // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
         // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.

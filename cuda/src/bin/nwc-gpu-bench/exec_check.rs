@@ -13,13 +13,15 @@ use nwc_reference::exec::{decode_exec, encode_exec};
 use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
-/// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 5] = [
+/// The exact one-column kernels compared (production default first; the `var-` ones are bench
+/// variants of the lean kernel, counted where they ran their own kernel).
+const EXACT: [ExecMatvecKernel; 6] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
+    ExecMatvecKernel::VarTma,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
