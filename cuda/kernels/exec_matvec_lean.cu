@@ -19,30 +19,16 @@
 //   (docs/gpu.md, session 7).
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the stage words as weights (no
 // decode), 2 = no decode and no fma; production instantiates PROBE = 0 only.
-// Feed: how an item's 4 sm rows and 4 code rows reach its stage. Production: ExecLeanCopies (the
-// per-lane cp.async below, PER_LANE); the bench TMA variant (kernels/bench/exec_matvec_variants.cu)
-// brings them by bulk tensor copies instead and reuses everything else of this body (the small
-// pieces, x, decode, fma, tree, partials), so its results are bit-identical by construction.
-// Stage: [4 sm rows x 512][4 code rows x 256][4 escape offsets][base word][flag word] (EXEC3_STAGE;
-// stages Feed::STAGE bytes apart).
-// Shared memory: [x: CB * 512 f32][stages: W * D * Feed::STAGE][pbuf: (W / G) * 2 * 4 * CB f32].
+// Stage: [4 sm rows x 512][4 code rows x 256][4 escape offsets][base word][flag word] (EXEC3_STAGE).
+// Shared memory: [x: CB * 512 f32][stages: W * D * EXEC3_STAGE][pbuf: (W / G) * 2 * 4 * CB f32].
 
-// The production feed: no state, no wait beyond cp.async.wait_group (the copies are the body's).
-// Constants as enumerators: a static constexpr member would be emitted as a global in the PTX.
-struct ExecLeanCopies {
-    enum : exec_u32 { PER_LANE = 1, STAGE = EXEC3_STAGE };
-    __device__ __forceinline__ void start(exec_u32, exec_u32) {}
-    __device__ __forceinline__ void rows(exec_u32, exec_u32, exec_u32, exec_u32) {}
-    __device__ __forceinline__ void ready(exec_u32) {}
-};
-
-template <int D, int PROBE, class Feed>
+template <int D, int PROBE>
 __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
                                                const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
                                                void* __restrict__ y, int out_bf16, exec_u32 G,
-                                               const exec_u8* __restrict__ flags, Feed& feed) {
+                                                const exec_u8* __restrict__ flags) {
     constexpr exec_u32 R = EXEC3_R;
     const exec_u32 M4 = (M + 3u) & ~3u;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
@@ -63,12 +49,11 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
     if (gi >= nrg) return;  // the whole group (after the only CTA barrier)
     const exec_u32 lo = (exec_u32)((exec_u64)q * CB / G), hi = (exec_u32)((exec_u64)(q + 1) * CB / G);
     const exec_u32 nitems = ((nrg - gi + GG - 1) / GG) * (hi - lo);
-    const exec_u32 st = exec_sa(exec_stage + xbytes) + warp * (D * Feed::STAGE);
-    const exec_u8* stg = exec_stage + xbytes + warp * (D * Feed::STAGE);
-    float* pbuf = reinterpret_cast<float*>(exec_stage + xbytes + nwarps * D * Feed::STAGE) + grp * 2 * R * CB;
-    feed.start(st, lane);
+    const exec_u32 st = exec_sa(exec_stage + xbytes) + warp * (D * EXEC3_STAGE);
+    const exec_u8* stg = exec_stage + xbytes + warp * (D * EXEC3_STAGE);
+    float* pbuf = reinterpret_cast<float*>(exec_stage + xbytes + nwarps * D * EXEC3_STAGE) + grp * 2 * R * CB;
 
-    // Issue side (PER_LANE): lane L copies 16 bytes of each sm row at L * 16, and of the code rows 2 i +
+    // Issue side: lane L copies 16 bytes of each sm row at L * 16, and of the code rows 2 i +
     // (L >> 4) at (L & 15) * 16 (stage layout as exec_mv3_body: code row r at 4 * 512 + r * 256).
     const exec_u64 K16c = K16 >> 1;
     const exec_u32 hl = lane >> 4, cl = (lane & 15u) * 16u;
@@ -80,22 +65,18 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
     auto rowgroup = [&]() {
         const exec_u32 row0 = irg * R;
         ivalid = row0 < M ? min(R, M - row0) : 0u;
-        if constexpr (Feed::PER_LANE) {
 #pragma unroll
-            for (exec_u32 r = 0; r < R; ++r) ps[r] = sm + (exec_u64)(row0 + r) * K16 + lo * 512u + lane * 16u;
+        for (exec_u32 r = 0; r < R; ++r) ps[r] = sm + (exec_u64)(row0 + r) * K16 + lo * 512u + lane * 16u;
 #pragma unroll
-            for (exec_u32 i = 0; i < R / 2; ++i) pc[i] = codes + (exec_u64)(row0 + 2u * i + hl) * K16c + lo * 256u + cl;
-        }
+        for (exec_u32 i = 0; i < R / 2; ++i) pc[i] = codes + (exec_u64)(row0 + 2u * i + hl) * K16c + lo * 256u + cl;
         pes = esc_start + (exec_u64)(row0 + (lane & 3u)) * CB + lo;
     };
     rowgroup();
     auto issue = [&]() {
         if (issued < nitems) {
-            const exec_u32 sd = st + istage * Feed::STAGE;
+            const exec_u32 sd = st + istage * EXEC3_STAGE;
             const exec_u32 kw = K16 - icb * 512u;  // columns of this tile in K16 (a multiple of 32)
-            if constexpr (!Feed::PER_LANE) {
-                feed.rows(sd, istage, icb, irg * R);
-            } else if (ivalid == R && kw >= 512u) {  // warp-uniform: the whole item, no predicates
+            if (ivalid == R && kw >= 512u) {  // warp-uniform: the whole item, no predicates
 #pragma unroll
                 for (exec_u32 r = 0; r < R; ++r) exec_cp16(sd + r * 512u + lane * 16u, ps[r]);
 #pragma unroll
@@ -112,12 +93,10 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
             if (lane < ivalid) exec_cp4(sd + R * 768u + lane * 4u, pes);
             if (lane == 31u && icb == lo) exec_cp4(sd + R * 768u + 16u, base + (exec_u64)irg * R);  // aligned word
             if (lane == 30u && ivalid > 0u) exec_cp4(sd + R * 768u + 20u, flags + (exec_u64)icb * M4 + irg * R);  // the 4 rows' flags
-            if constexpr (Feed::PER_LANE) {
 #pragma unroll
-                for (exec_u32 r = 0; r < R; ++r) ps[r] += 512;
+            for (exec_u32 r = 0; r < R; ++r) ps[r] += 512;
 #pragma unroll
-                for (exec_u32 i = 0; i < R / 2; ++i) pc[i] += 256;
-            }
+            for (exec_u32 i = 0; i < R / 2; ++i) pc[i] += 256;
             pes += 1;
             if (++icb == hi) {
                 icb = lo;
@@ -149,8 +128,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
             xv[4 * qq + 3] = v.w;
         }
         exec_cp_wait<D - 1>();
-        feed.ready(cstage);
-        const exec_u8* sd = stg + cstage * Feed::STAGE;
+        const exec_u8* sd = stg + cstage * EXEC3_STAGE;
         cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
         uint4 s[R];
         uint2 c[R];
@@ -255,8 +233,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
 #define EXEC_LEAN(NAME, D, PROBE)                                                                            \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                     \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 G, const exec_u8* __restrict__ flags) {                 \
-        ExecLeanCopies feed;                                                                                 \
-        exec_lean_body<D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, G, flags, feed); \
+        exec_lean_body<D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, G, flags);  \
     }
 
 EXEC_LEAN(exec_matvec_lean_d4, 4, 0)

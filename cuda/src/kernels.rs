@@ -89,11 +89,6 @@ pub const EXEC_THREADS: u32 = 512;
 pub const EXEC_STAGE: u32 = 4 * 768 + 32;
 
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
-/// Bench: the stage of the TMA variant of the lean kernel (kernels/bench/exec_matvec_variants.cu
-/// `EXEC_TMA_STAGE`): [`EXEC_STAGE`] rounded up to 128 bytes, the alignment of a tensor copy's
-/// shared-memory destination; its mbarrier lies in the stage's tail.
-#[cfg(feature = "bench")]
-pub const EXEC_TMA_STAGE: u32 = EXEC_STAGE.div_ceil(128) * 128;
 /// The stream tensor-core kernel's stage (exec_tensor.cu `EXEC_TC_STAGE`): 16 rows x 128 columns
 /// of sm bytes and codes, and the 16 rows' escape offsets.
 pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
@@ -177,7 +172,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 32] = [
+pub const BENCH: [(&str, u32); 29] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -217,10 +212,6 @@ pub const BENCH: [(&str, u32); 32] = [
     // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
-    // The lean one-column matvec with its sm and code rows brought by TMA (exact), 4/3/2 stages.
-    ("bench_exec_tma_d4", SMEM_OPTIN),
-    ("bench_exec_tma_d3", SMEM_OPTIN),
-    ("bench_exec_tma_d2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -30,10 +30,6 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
-    /// Bench, `EXEC_TMA` (kernels/bench/exec_matvec_variants.cu): G, the tile flags, then the
-    /// tensor maps of the sm and code planes (exec/variant.rs).
-    #[cfg(feature = "bench")]
-    GroupsFlagsMaps(u32),
 }
 
 impl Tail {
@@ -41,8 +37,6 @@ impl Tail {
         match self {
             Tail::Bare => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
-            #[cfg(feature = "bench")]
-            Tail::GroupsFlagsMaps(g) => Some(g),
         }
     }
 
@@ -50,8 +44,6 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) => true,
-            #[cfg(feature = "bench")]
-            Tail::GroupsFlagsMaps(_) => true,
         }
     }
 }
@@ -203,7 +195,6 @@ impl GpuExecMatrix {
             | ExecMatvecKernel::ProbeStream4x1
             | ExecMatvecKernel::ProbeStream2x2
             | ExecMatvecKernel::ProbeStream1x4
-            | ExecMatvecKernel::VarTma
                 if left == 1 =>
             {
                 small()
@@ -252,20 +243,10 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             b.arg(fp);
         }
-        #[cfg(feature = "bench")]
-        let maps = match p.tail {
-            Tail::GroupsFlagsMaps(_) => Some(self.tensor_maps(f.sm, f.codes)?),
-            _ => None,
-        };
-        #[cfg(feature = "bench")]
-        if let Some((sm_map, codes_map)) = &maps {
-            b.arg(sm_map).arg(codes_map);
-        }
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
         // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups) or EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes) or the bench EXEC_TMA (Tail::GroupsFlagsMaps: then two
-        // 128-byte tensor maps of this matrix's sm and code planes, by value); the fields passed the spec 20.9 rules or came from the GPU
+        // rounded up to 4 bytes); the fields passed the spec 20.9 rules or came from the GPU
         // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
         // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
         // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.

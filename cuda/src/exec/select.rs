@@ -46,13 +46,6 @@ pub enum ExecMatvecKernel {
     ProbeBoundedRaw,
     #[cfg(feature = "bench")]
     ProbeBoundedNoMma,
-    /// Bench, exact: the lean one-column kernel with its sm and code rows brought by Hopper TMA
-    /// (one mbarrier per warp and stage, one elected lane issues two 2D tensor copies per item;
-    /// kernels/bench/exec_matvec_variants.cu, host tensor maps in exec/variant.rs) where it applies
-    /// (K16 % 32 == 0, sm_90 or later, the plan fits); elsewhere what
-    /// [`ExecMatvecKernel::Exact`] runs.
-    #[cfg(feature = "bench")]
-    VarTma,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
     /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
@@ -110,8 +103,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::ProbeBoundedRaw,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeBoundedNoMma,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTma,
     ];
 
     pub fn name(self) -> &'static str {
@@ -142,8 +133,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::ProbeBoundedRaw => "probe-bounded-raw",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedNoMma => "probe-bounded-nomma",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTma => "var-tma",
         }
     }
 
@@ -159,7 +148,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch | ExecMatvecKernel::VarTma => true,
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode
             | ExecMatvecKernel::ProbeLoads

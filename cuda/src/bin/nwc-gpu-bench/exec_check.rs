@@ -15,13 +15,12 @@ use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first; the `var-` ones are bench
 /// variants of the lean kernel, counted where they ran their own kernel).
-const EXACT: [ExecMatvecKernel; 6] = [
+const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
-    ExecMatvecKernel::VarTma,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {

@@ -17,10 +17,9 @@ use std::sync::Arc;
 
 /// Timed after cuBLAS, in this order; the first is the production default and the reference.
 /// The `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 8] = [
+const KERNELS: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
-    ExecMatvecKernel::VarTma,
     ExecMatvecKernel::ProbeNoDecode,
     ExecMatvecKernel::ProbeLoads,
     ExecMatvecKernel::ProbeStream4x1,
