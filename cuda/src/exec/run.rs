@@ -123,7 +123,26 @@ impl GpuExecMatrix {
             let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, (base + pbuf(2)) as u32)?);
             let slots = u64::from(self.gpu.sm_count) * per_sm * w;
             let g = u64::from(self.groups(row_groups, slots)).min(w);
-            let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1);
+            let sms = u64::from(self.gpu.sm_count);
+            if lean && x_in_smem && per_sm == 1 && row_groups <= sms * w {
+                // The lean kernel when one round of row groups fits the device at one warp per
+                // group: s row groups per CTA (every SM gets one CTA) and each split over as many
+                // warps as the CTA's 16 allow (G need not be a power of 2), so no warp waits for a
+                // second round. Measured on the H200 against `groups()`'s plan (docs/gpu.md,
+                // session 8): 2560x9728 -10 to -14% (G = 3 in CTAs of 15 warps instead of G = 8 in
+                // 2.4 rounds), 6144x4096 -3 to -5% (12 warps at G = 1 instead of G = 4 in 2.9
+                // rounds), the other shapes unchanged.
+                let s = row_groups.div_ceil(sms);
+                let g2 = (w / s).clamp(1, self.col_tiles);
+                let w2 = g2 * s;
+                let smem =
+                    nb * x_col + w2 * depth * u64::from(EXEC_STAGE) + if g2 > 1 { s * 2 * ITEM_ROWS * nb * self.col_tiles * 4 } else { 0 };
+                if smem <= optin {
+                    let grid = row_groups.div_ceil(s);
+                    return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w2 as u32, smem: smem as u32, tail: tail(g2 as u32) }));
+                }
+            }
+            let grid = (sms * per_sm).min(row_groups.div_ceil(w / g)).max(1);
             return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base + pbuf(g)) as u32, tail: tail(g as u32) }));
         }
         Ok(None)
