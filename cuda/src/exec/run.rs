@@ -81,9 +81,12 @@ impl GpuExecMatrix {
         let optin = u64::from(self.gpu.smem_optin);
         let lean = lean && nb == 1 && self.k16 % 32 == 0;
         let warps = u64::from(EXEC_THREADS / 32);
-        let pbuf = |g: u64| {
+        // the partial sums of w warps, G per row group (none at G = 1); the plans below size
+        // them for all 16 warps (more than the 8 of an x-from-global CTA need), the one-round plan
+        // for its own warps
+        let pbuf = |w: u64, g: u64| {
             if g > 1 {
-                (warps / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4
+                (w / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4
             } else {
                 0
             }
@@ -116,11 +119,12 @@ impl GpuExecMatrix {
         let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
         for &(name, depth, x_in_smem, x_col, tail) in candidates {
             let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
-            let base = nb * x_col + w * depth * u64::from(EXEC_STAGE);
-            if base + pbuf(8) > optin {
+            // x and the stages of a CTA of w warps
+            let base = |w: u64| nb * x_col + w * depth * u64::from(EXEC_STAGE);
+            if base(w) + pbuf(warps, 8) > optin {
                 continue;
             }
-            let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, (base + pbuf(2)) as u32)?);
+            let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, (base(w) + pbuf(warps, 2)) as u32)?);
             let slots = u64::from(self.gpu.sm_count) * per_sm * w;
             let g = u64::from(self.groups(row_groups, slots)).min(w);
             let sms = u64::from(self.gpu.sm_count);
@@ -135,15 +139,14 @@ impl GpuExecMatrix {
                 let s = row_groups.div_ceil(sms);
                 let g2 = (w / s).clamp(1, self.col_tiles);
                 let w2 = g2 * s;
-                let smem =
-                    nb * x_col + w2 * depth * u64::from(EXEC_STAGE) + if g2 > 1 { s * 2 * ITEM_ROWS * nb * self.col_tiles * 4 } else { 0 };
+                let smem = base(w2) + pbuf(w2, g2);
                 if smem <= optin {
                     let grid = row_groups.div_ceil(s);
                     return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w2 as u32, smem: smem as u32, tail: tail(g2 as u32) }));
                 }
             }
             let grid = (sms * per_sm).min(row_groups.div_ceil(w / g)).max(1);
-            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base + pbuf(g)) as u32, tail: tail(g as u32) }));
+            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base(w) + pbuf(warps, g)) as u32, tail: tail(g as u32) }));
         }
         Ok(None)
     }

@@ -13,8 +13,7 @@ use nwc_reference::exec::{decode_exec, encode_exec};
 use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
-/// The exact one-column kernels compared (production default first; the `var-` ones are bench
-/// variants of the lean kernel, counted where they ran their own kernel).
+/// The exact one-column kernels compared (production default first).
 const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
