@@ -5,6 +5,8 @@
 //! matvec (tensor cores, spec 19: every output checked against the bound B) and its exact dequant.
 //! Needs the `bench` feature (the superseded kernels and probes are compiled only there).
 //! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--production] [--batch] [--ceiling]
+//! (`--profile`: each kernel twice for Nsight Compute, on NWC_PROFILE_SHAPE=MxK or 6144x4096)
+//! (`--l0-variants`: of the layout 0 matvecs only the production kernel and its bench variants)
 //! (`--production`: only the production kernels, no fp8 baseline; `--quick`: shapes up to 60M weights)
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
@@ -49,8 +51,14 @@ const LAUNCHES_PER_GRAPH: usize = 20;
 
 /// Matvec kernels timed side by side (label, kernel); the last is the production one. History:
 /// codewise = version 1, staged = version 6, exact = version 7 (docs/gpu-history.md).
-const MATVECS: [(&str, MatvecKernel); 3] =
-    [("codewise", MatvecKernel::Codewise), ("staged", MatvecKernel::Staged), ("exact", MatvecKernel::Exact)];
+/// direct and direct32 = the exact kernel without stream staging (session 9).
+const MATVECS: [(&str, MatvecKernel); 5] = [
+    ("codewise", MatvecKernel::Codewise),
+    ("staged", MatvecKernel::Staged),
+    ("direct", MatvecKernel::ExactDirect),
+    ("direct32", MatvecKernel::ExactDirect32),
+    ("exact", MatvecKernel::Exact),
+];
 /// Dequant kernels timed side by side; `staged` (version 6) is the production one of layout 0,
 /// gather = version 1, pairs = version 7.
 const DEQUANTS: [(&str, DequantKernel); 3] =
@@ -61,8 +69,13 @@ static PRODUCTION_ONLY: AtomicBool = AtomicBool::new(false);
 /// kernels, BF16 only (implies `--production`, no FP8 rows).
 static EXEC_ONLY: AtomicBool = AtomicBool::new(false);
 
+/// `--l0-variants`: the exact layout 0 kernel and its bench variants only.
+static L0_VARIANTS: AtomicBool = AtomicBool::new(false);
+
 fn matvecs() -> &'static [(&'static str, MatvecKernel)] {
     if PRODUCTION_ONLY.load(Ordering::Relaxed) {
+        &MATVECS[MATVECS.len() - 1..]
+    } else if L0_VARIANTS.load(Ordering::Relaxed) {
         &MATVECS[2..]
     } else {
         &MATVECS
@@ -276,6 +289,13 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
     Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k, exec })
 }
 
+/// `--profile`'s shape: NWC_PROFILE_SHAPE=MxK, 6144x4096 when unset.
+fn profile_shape() -> Res<(u64, u64)> {
+    let Ok(v) = std::env::var("NWC_PROFILE_SHAPE") else { return Ok((6144, 4096)) };
+    let (m, k) = v.split_once('x').ok_or_else(|| format!("NWC_PROFILE_SHAPE={v}: expected MxK"))?;
+    Ok((m.parse()?, k.parse()?))
+}
+
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
@@ -292,6 +312,7 @@ fn main() -> Res<()> {
             "--real" => real = args.next(),
             "--quick" => quick = true,
             "--production" => PRODUCTION_ONLY.store(true, Ordering::Relaxed),
+            "--l0-variants" => L0_VARIANTS.store(true, Ordering::Relaxed),
             "--exec" => {
                 EXEC_ONLY.store(true, Ordering::Relaxed);
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
@@ -332,23 +353,27 @@ fn main() -> Res<()> {
         return exec_variants::run(&gpu, &blas, &SHAPES, pool.as_deref());
     }
     if profile {
-        // For ncu: two launches of each matvec version and of each dequant on 6144x4096
-        // synthetic BF16 (the profiler times and counts each launch itself).
-        let p = prepare(&gpu, "profile".into(), 6144, 4096, gaussian_bf16(6144 * 4096, 1), false)?;
+        // For ncu: two launches of each matvec version and of each dequant on 6144x4096 (or
+        // NWC_PROFILE_SHAPE=MxK) synthetic BF16 (the profiler times and counts each launch itself).
+        let (m, k) = profile_shape()?;
+        let p = prepare(&gpu, "profile".into(), m, k, gaussian_bf16((m * k) as usize, 1), false)?;
         let mut g = p.gm;
         let xd = g.activations_bf16(&p.x, 1)?;
-        let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(6144)?;
-        let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros(6144 * 4096)?;
-        for (&(v, matvec), &(_, dequant)) in MATVECS.iter().zip(&DEQUANTS) {
+        let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(m as usize)?;
+        let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros((m * k) as usize)?;
+        for (i, &(v, matvec)) in MATVECS.iter().enumerate() {
             g.set_matvec_kernel(matvec)?;
-            g.set_dequant_kernel(dequant)?;
+            let dequant = DEQUANTS.get(i).map(|d| d.1);
             for _ in 0..2 {
                 g.matvec_into_bf16(&xd, None, &mut y)?;
             }
             gpu.stream.synchronize()?;
             let ok = gpu.stream.clone_dtoh(&y)? == p.expected;
             println!("profile: {v} matvec exact: {ok}");
-            g.dequant_into(&mut deq)?;
+            if let Some(d) = dequant {
+                g.set_dequant_kernel(d)?;
+                g.dequant_into(&mut deq)?;
+            }
         }
         // Layout 1: the bounded matvec (checked against spec 19.4) and the dequant.
         let g1 = p.gm1;
