@@ -153,9 +153,8 @@ struct XKind<true, 1> {
 // Spec 15.4 on layout 0, for NX activation columns at once (spec 15.4.7: each column is
 // computed exactly as alone). `partial` holds 8 floats per block and column, `count` one counter
 // per row block (zero before the launch; the kernel leaves it zero again). Column n of x starts
-// at element n * Kp, column n of y at element n * M. STREAM_STAGE: bytes of staged stream per warp
-// and buffer; 0 reads every block's stream from global memory (a bench variant).
-template <bool FP8, bool XBF16, int NX, int STAGES = STAGE_ALL, u32 STREAM_STAGE = EXACT_STAGE>
+// at element n * Kp, column n of y at element n * M.
+template <bool FP8, bool XBF16, int NX, int STAGES = STAGE_ALL>
 __device__ void exact_matvec_l0(const u8* __restrict__ data, const u32* __restrict__ bases, const u8* __restrict__ hdr,
                         const u32* __restrict__ pairs, const u8* __restrict__ low, const float* __restrict__ scale,
                         const void* x, const float* __restrict__ bias, void* y, int out_bf16, Geo g,
@@ -232,7 +231,7 @@ __device__ void exact_matvec_l0(const u8* __restrict__ data, const u32* __restri
     auto prefetch = [&](u32 rb, u32 cb) {
         if (STAGES >= STAGE_WEIGHTS) prefetch_raw_rows<FP8>(low, g, rb, cb, lane);
     };
-    warp_block_loop<STREAM_STAGE>(exact_dyn, data, bases, hdr, pairs, g, prefetch, work);
+    warp_block_loop<EXACT_STAGE>(exact_dyn, data, bases, hdr, pairs, g, prefetch, work);
 }
 
 // Entry points: NX = 1 (batch 1; 2 CTAs of 16 warps per SM) and NX = 2, 4 (a batch's columns in

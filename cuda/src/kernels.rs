@@ -43,7 +43,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
     include_str!("../kernels/bench/exec_tensor_probes.cu"),
-    include_str!("../kernels/bench/exact_l0_variants.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
@@ -173,7 +172,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 39] = [
+pub const BENCH: [(&str, u32); 31] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -216,15 +215,6 @@ pub const BENCH: [(&str, u32); 39] = [
     // The bounded stream kernel with its previous copy scheme (exec_tensor_probes.cu).
     ("bench_exec_tensor_percopy_n1", SMEM_OPTIN),
     ("bench_exec_tensor_percopy_n2", SMEM_OPTIN),
-    // The exact layout 0 matvec without stream staging (exact_l0_variants.cu).
-    ("bench_exact_direct_bf16_l0_xf32", 0),
-    ("bench_exact_direct_bf16_l0_xbf16", 0),
-    ("bench_exact_direct_fp8_l0_xf32", 0),
-    ("bench_exact_direct_fp8_l0_xbf16", 0),
-    ("bench_exact_direct32_bf16_l0_xf32", 0),
-    ("bench_exact_direct32_bf16_l0_xbf16", 0),
-    ("bench_exact_direct32_fp8_l0_xf32", 0),
-    ("bench_exact_direct32_fp8_l0_xbf16", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -56,25 +56,6 @@ impl GpuMatrix {
         Ok(())
     }
 
-    /// The exact layout 0 matvec without stream staging (kernels/bench/exact_l0_variants.cu), CTAs
-    /// of `threads` (512: "exact-direct", 1024: "exact-direct32"); one column per launch.
-    pub(super) fn exact_direct(&self, c: &Columns, threads: u32) -> Result<(), GpuError> {
-        let s = &self.gpu.stream;
-        let tag = if threads == 512 { "direct" } else { "direct32" };
-        let name = format!("bench_exact_{tag}_{}_{}", self.suffix(), c.xname);
-        let grid = self.warp_per_block_grid(&name, threads, 0)?;
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
-        let p = self.dev.ptrs(s);
-        let mut b = s.launch_builder(self.gpu.function(&name)?);
-        p.push_stream(&mut b, Table::Pairs);
-        b.arg(&p.scale).arg(&c.x).arg(&c.bias).arg(&c.y).arg(&c.out_bf16).arg(&self.geo).arg(&p.partial).arg(&p.count);
-        // SAFETY: as exact_l0 (exact.rs): the same argument list and kernel body
-        // (NWC_EXACT_DIRECT instantiates exact_matvec_l0 with no staging, so no dynamic shared
-        // memory); one column per launch.
-        unsafe { b.launch(cfg) }?;
-        Ok(())
-    }
-
     /// "Version 7" dequant (layout 0): the pair-table decoder, one warp per block.
     pub(super) fn dequant_pair_table(&self, out: &mut CudaSlice<u16>) -> Result<(), GpuError> {
         let name = if self.mode.elem == ElemType::Bf16 { "bench_dequant_v7_bf16_l0" } else { "bench_dequant_v7_fp8_l0" };

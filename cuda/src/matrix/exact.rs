@@ -71,10 +71,6 @@ impl GpuMatrix {
                 (MatvecKernel::Codewise, Layout::Rows8) => self.codewise(&format!("bench_matvec_v1_{}_{xname}", self.suffix()), &c)?,
                 #[cfg(feature = "bench")]
                 (MatvecKernel::Staged, _) => self.staged_matvec(&c)?,
-                #[cfg(feature = "bench")]
-                (MatvecKernel::ExactDirect, _) => self.exact_direct(&c, 512)?,
-                #[cfg(feature = "bench")]
-                (MatvecKernel::ExactDirect32, _) => self.exact_direct(&c, 1024)?,
                 (_, Layout::Rows8) => self.exact_l0(&c)?,
                 (_, Layout::Fragment16) => self.codewise(&format!("nwc_exact_matvec_{}_{xname}", self.suffix()), &c)?,
             }

@@ -25,12 +25,6 @@ pub enum MatvecKernel {
     /// Bench: "version 6" on layout 0, a staged reader with the raw plane copied to shared memory.
     #[cfg(feature = "bench")]
     Staged,
-    /// Bench, layout 0: the exact kernel without stream staging, 2 CTAs of 16 warps per SM.
-    #[cfg(feature = "bench")]
-    ExactDirect,
-    /// Bench, layout 0: the same in one CTA of 32 warps per SM.
-    #[cfg(feature = "bench")]
-    ExactDirect32,
 }
 
 /// The dequant kernel of a matrix (gather always runs the gather kernel).
@@ -57,10 +51,6 @@ impl MatvecKernel {
         MatvecKernel::Codewise,
         #[cfg(feature = "bench")]
         MatvecKernel::Staged,
-        #[cfg(feature = "bench")]
-        MatvecKernel::ExactDirect,
-        #[cfg(feature = "bench")]
-        MatvecKernel::ExactDirect32,
     ];
 
     pub fn name(self) -> &'static str {
@@ -73,10 +63,6 @@ impl MatvecKernel {
             MatvecKernel::Codewise => "codewise",
             #[cfg(feature = "bench")]
             MatvecKernel::Staged => "staged",
-            #[cfg(feature = "bench")]
-            MatvecKernel::ExactDirect => "exact-direct",
-            #[cfg(feature = "bench")]
-            MatvecKernel::ExactDirect32 => "exact-direct32",
         }
     }
 
@@ -88,9 +74,7 @@ impl MatvecKernel {
             #[cfg(feature = "bench")]
             MatvecKernel::Codewise => true,
             #[cfg(feature = "bench")]
-            MatvecKernel::ExactPerColumn | MatvecKernel::Staged | MatvecKernel::ExactDirect | MatvecKernel::ExactDirect32 => {
-                mode.layout == Layout::Rows8
-            }
+            MatvecKernel::ExactPerColumn | MatvecKernel::Staged => mode.layout == Layout::Rows8,
         };
         if fits {
             Ok(())

@@ -6,7 +6,6 @@
 //! Needs the `bench` feature (the superseded kernels and probes are compiled only there).
 //! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--production] [--batch] [--ceiling]
 //! (`--profile`: each kernel twice for Nsight Compute, on NWC_PROFILE_SHAPE=MxK or 6144x4096)
-//! (`--l0-variants`: of the layout 0 matvecs only the production kernel and its bench variants)
 //! (`--production`: only the production kernels, no fp8 baseline; `--quick`: shapes up to 60M weights)
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
@@ -51,14 +50,8 @@ const LAUNCHES_PER_GRAPH: usize = 20;
 
 /// Matvec kernels timed side by side (label, kernel); the last is the production one. History:
 /// codewise = version 1, staged = version 6, exact = version 7 (docs/gpu-history.md).
-/// direct and direct32 = the exact kernel without stream staging (session 9).
-const MATVECS: [(&str, MatvecKernel); 5] = [
-    ("codewise", MatvecKernel::Codewise),
-    ("staged", MatvecKernel::Staged),
-    ("direct", MatvecKernel::ExactDirect),
-    ("direct32", MatvecKernel::ExactDirect32),
-    ("exact", MatvecKernel::Exact),
-];
+const MATVECS: [(&str, MatvecKernel); 3] =
+    [("codewise", MatvecKernel::Codewise), ("staged", MatvecKernel::Staged), ("exact", MatvecKernel::Exact)];
 /// Dequant kernels timed side by side; `staged` (version 6) is the production one of layout 0,
 /// gather = version 1, pairs = version 7.
 const DEQUANTS: [(&str, DequantKernel); 3] =
@@ -69,14 +62,9 @@ static PRODUCTION_ONLY: AtomicBool = AtomicBool::new(false);
 /// kernels, BF16 only (implies `--production`, no FP8 rows).
 static EXEC_ONLY: AtomicBool = AtomicBool::new(false);
 
-/// `--l0-variants`: the exact layout 0 kernel and its bench variants only.
-static L0_VARIANTS: AtomicBool = AtomicBool::new(false);
-
 fn matvecs() -> &'static [(&'static str, MatvecKernel)] {
     if PRODUCTION_ONLY.load(Ordering::Relaxed) {
         &MATVECS[MATVECS.len() - 1..]
-    } else if L0_VARIANTS.load(Ordering::Relaxed) {
-        &MATVECS[2..]
     } else {
         &MATVECS
     }
@@ -312,7 +300,6 @@ fn main() -> Res<()> {
             "--real" => real = args.next(),
             "--quick" => quick = true,
             "--production" => PRODUCTION_ONLY.store(true, Ordering::Relaxed),
-            "--l0-variants" => L0_VARIANTS.store(true, Ordering::Relaxed),
             "--exec" => {
                 EXEC_ONLY.store(true, Ordering::Relaxed);
                 PRODUCTION_ONLY.store(true, Ordering::Relaxed);
