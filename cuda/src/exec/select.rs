@@ -144,6 +144,21 @@ impl ExecMatvecKernel {
         }
     }
 
+    /// True for the bench's ceiling probes: timed, never compared (they compute nothing usable).
+    pub fn is_probe(self) -> bool {
+        match self {
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeNoDecode
+            | ExecMatvecKernel::ProbeLoads
+            | ExecMatvecKernel::ProbeStream4x1
+            | ExecMatvecKernel::ProbeStream2x2
+            | ExecMatvecKernel::ProbeStream1x4
+            | ExecMatvecKernel::ProbeBoundedRaw
+            | ExecMatvecKernel::ProbeBoundedNoMma => true,
+            _ => false,
+        }
+    }
+
     /// True for the kernels of the exact class (bit-identical to the reference).
     pub fn is_exact(self) -> bool {
         match self {

@@ -192,7 +192,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
             let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
-            if kernel.name().starts_with("probe-") {
+            if kernel.is_probe() {
                 return Ok(t); // a ceiling probe: timed, never checked
             }
             if let Some(expected) = &expected {

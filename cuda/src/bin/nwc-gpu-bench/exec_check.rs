@@ -81,8 +81,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     let s = &gpu.stream;
     let mut rng = Rng(0x5eed_1234_abcd_0001);
     let mut failed = 0usize;
-    // per bench variant: shapes on which it ran its own kernel (the others run what Exact runs)
-    let mut own = [0usize; EXACT.len()];
     for i in 0..count {
         let k = match i % 4 {
             0 => 1 + rng.below(600),
@@ -110,9 +108,8 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         let want_y = reference.matvec_bf16(&x, 1, None)?;
         let mut e = GpuExecMatrix::upload(gpu, &want)?;
         let mut bad = Vec::new();
-        for (j, kernel) in EXACT.into_iter().enumerate() {
+        for kernel in EXACT {
             e.set_matvec_kernel(kernel);
-            own[j] += usize::from(e.one_column_kernel()?.0.starts_with("bench_exec_"));
             let got = e.matvec_bf16(&x, 1, None)?;
             if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
@@ -153,11 +150,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         failed += 1;
         if failed <= 5 {
             println!("FAIL {label} (escapes {}): {}", e.escapes(), bad.join("; "));
-        }
-    }
-    for (j, kernel) in EXACT.iter().enumerate() {
-        if kernel.name().starts_with("var-") {
-            println!("exec-sweep: {} ran its own kernel on {}/{count} shapes", kernel.name(), own[j]);
         }
     }
     println!("exec-sweep: {}/{count} passed", count - failed);

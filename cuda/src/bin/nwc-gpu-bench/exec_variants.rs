@@ -27,10 +27,6 @@ const KERNELS: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::ProbeStream1x4,
 ];
 
-fn is_probe(k: ExecMatvecKernel) -> bool {
-    k.name().starts_with("probe-")
-}
-
 /// N(0, 0.02) BF16 words from `gaussian_bf16` streams of 4 M words each, generated in parallel.
 fn gaussian_par(n: usize, seed: u64) -> Vec<u16> {
     const CHUNK: usize = 1 << 22;
@@ -96,7 +92,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
         let got = s.clone_dtoh(&y16)?;
         let want = expected.get_or_insert_with(|| got.clone());
-        let bad = if is_probe(kernel) { 0 } else { got.iter().zip(want.iter()).filter(|(a, b)| a != b).count() };
+        let bad = if kernel.is_probe() { 0 } else { got.iter().zip(want.iter()).filter(|(a, b)| a != b).count() };
         if bad > 0 {
             println!("MISMATCH {} {m}x{k}: {bad} rows differ from exact", kernel.name());
         }
@@ -125,7 +121,7 @@ fn summary(rows: &[Row]) {
         println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
         for (i, kn) in KERNELS.iter().enumerate() {
             let alone: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
-            if i < 2 || is_probe(*kn) {
+            if i < 2 || kn.is_probe() {
                 println!("  {:<10} alone {:.3}x", kn.name(), geo(&alone));
                 continue;
             }
