@@ -26,10 +26,10 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
-#   exec-record  the execution layout's numbers of record (docs/results.md, session 7) and the
-#          checks beside them, one call (~280 s): conformance (corpus and both sweeps, 1000),
-#          `--exec-sweep 24`, device tests, memcheck (conformance and exec sweeps), racecheck
-#          (exec sweep), the Python wheel's pytest suite on the GPU when B holds an nwc-*.whl
+#   exec-record  the execution layout's numbers of record (docs/results.md) and the
+#          checks beside them, one call (~360 s): conformance (corpus and both sweeps, 1000),
+#          `--exec-sweep 24`, device tests, memcheck (conformance and exec sweeps), racecheck (exec
+#          sweep; `--exec-profile` on 1024x4096, where the lean kernel runs), the Python wheel's pytest suite on the GPU when B holds an nwc-*.whl
 #          (`maturin build` here), `--exec --real`, `--exec-variants --real` (the ceiling probes),
 #          `--exec-batch --quick` and the 0.10.1 library's peer_bench.py.
 #   exec-variants  the lean kernel's bench variants (kernels/bench/exec_matvec_variants.cu), one
@@ -130,6 +130,8 @@ exec-record)
   sanitize memcheck
   step "memcheck (exec sweep)"; timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -2
   step "racecheck (exec sweep)"; timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 3:300000 | tail -2
+  step "racecheck (every exact one-column kernel, lean included, and the dequants on 1024x4096)"
+  NWC_PROFILE_SHAPE=1024x4096 timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-profile | tail -2
   if ls $B/nwc-*.whl >/dev/null 2>&1; then
     step "python: the wheel's pytest suite (torch on the GPU)"
     python3 -m pip install -q --no-index --no-deps --target /tmp/nwcpkg $B/nwc-*.whl &&

@@ -236,7 +236,9 @@ __device__ __forceinline__ bool exec_tree_writer(exec_u32 lane) {
     return (lane & (32u / R - 1u)) == 0u;
 }
 
-// ---- cp.async (sm_80+): every lane copies the bytes it later reads; wait_group orders them ----
+// ---- cp.async (sm_80+): wait_group covers the calling thread's copies only; a kernel whose lanes
+// read bytes other lanes copied puts __syncwarp() (or a CTA barrier) after the wait and before
+// the copies that refill a stage ----
 __device__ __forceinline__ exec_u32 exec_sa(const void* p) { return (exec_u32)__cvta_generic_to_shared(p); }
 __device__ __forceinline__ void exec_cp16(exec_u32 dst, const void* src) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");

@@ -113,6 +113,10 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
     float S = 0.0f;
     const float* xk = xs + lo * 512u + lane * 4u;
     for (exec_u32 j = 0; j < nitems; ++j) {
+        // Lanes read stage bytes other lanes copied (the code rows, the tail words): every lane
+        // is done with the stage this issue refills, and after the wait, every lane's copies of
+        // the current stage have landed (cp.async.wait_group covers only the calling thread's).
+        __syncwarp();
         issue();
         const exec_u32 valid = min(R, M - rg * R);
         const bool full = valid == R && cb * 512u + 512u <= K;  // warp-uniform
@@ -128,6 +132,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
             xv[4 * qq + 3] = v.w;
         }
         exec_cp_wait<D - 1>();
+        __syncwarp();
         const exec_u8* sd = stg + cstage * EXEC3_STAGE;
         cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
         uint4 s[R];

@@ -228,8 +228,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                         }
                     }
                 }
+                // Lanes read stage bytes other lanes copied (ISSUE 1): every lane is done with the
+                // stage this issue refills, and after the wait every lane's copies have landed.
+                __syncwarp();
                 issue();
                 exec_cp_wait<D - 1>();
+                __syncwarp();
                 const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
                 cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
                 uint4 sv[2][2];

@@ -5,7 +5,8 @@
 //! matvec (tensor cores, spec 19: every output checked against the bound B) and its exact dequant.
 //! Needs the `bench` feature (the superseded kernels and probes are compiled only there).
 //! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--production] [--batch] [--ceiling]
-//! (`--profile`: each kernel twice for Nsight Compute, on NWC_PROFILE_SHAPE=MxK or 6144x4096)
+//! (`--profile`: each kernel twice for Nsight Compute, on NWC_PROFILE_SHAPE=MxK or 6144x4096;
+//! `--exec-profile` takes the same variable for one shape instead of its three)
 //! (`--production`: only the production kernels, no fp8 baseline; `--quick`: shapes up to 60M weights)
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
@@ -326,6 +327,9 @@ fn main() -> Res<()> {
     let gpu = Gpu::get(0)?;
     let blas = CudaBlas::new(gpu.stream.clone())?;
     if exec_profile {
+        if std::env::var_os("NWC_PROFILE_SHAPE").is_some() {
+            return exec_check::profile(&gpu, &[profile_shape()?]);
+        }
         return exec_check::profile(&gpu, &[(6144, 4096), (24576, 4096), (1000, 3000)]);
     }
     if let Some((n, w)) = exec_sweep {
