@@ -27,9 +27,12 @@ impl Reporter {
     }
 
     fn report(&self, bytes: u64) {
-        let done = self.done.fetch_add(bytes, Ordering::Relaxed) + bytes;
         let Some(cb) = &self.callback else { return };
         Python::with_gil(|py| {
+            // Counted under the GIL, which orders the callbacks too: the callable sees a
+            // non-decreasing total even when workers finish at once (counted before taking the
+            // GIL, a worker could report a smaller total after another's larger one).
+            let done = self.done.fetch_add(bytes, Ordering::Relaxed) + bytes;
             if let Err(e) = cb.call1(py, (done,)) {
                 let mut slot = self.error.lock().unwrap_or_else(|p| p.into_inner());
                 slot.get_or_insert(e);

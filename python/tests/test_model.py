@@ -38,6 +38,24 @@ def test_compress_inspect_verify_decompress(model, tmp_path):
     assert read_safetensors(tmp_path / "out" / "model.safetensors") == read_safetensors(model)
 
 
+def test_progress_totals_never_decrease_with_many_workers(tmp_path):
+    # 96 small matrices over 8 workers finish close together: every callback must still see a
+    # total at least the previous one (the count is taken under the GIL that orders the calls).
+    tensors = {f"model.layers.{i}.mlp.up_proj.weight": ("BF16", (32, 48), bf16_weights(32, 48, seed=10 + i).tobytes())
+               for i in range(96)}
+    path = tmp_path / "many.safetensors"
+    write_safetensors(path, tensors)
+    for op in ("compress", "verify", "decompress"):
+        seen = []
+        if op == "compress":
+            nwc.compress(path, tmp_path / "ck", threads=8, progress=seen.append)
+        elif op == "verify":
+            nwc.verify(tmp_path / "ck", against=path, threads=8, progress=seen.append)
+        else:
+            nwc.decompress(tmp_path / "ck", tmp_path / "out", threads=8, progress=seen.append)
+        assert seen and all(a <= b for a, b in zip(seen, seen[1:])), (op, seen)
+
+
 def test_outputs_never_overwrite(model, tmp_path):
     nwc.compress(model, tmp_path / "ck")
     with pytest.raises(nwc.UsageError):
