@@ -1,7 +1,7 @@
 //! Bench: launch plans of the lean one-column kernel's ceiling probes
 //! (kernels/bench/exec_matvec_variants.cu).
 
-use super::run::{Plan, Tail};
+use super::plan::{Plan, Tail};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
