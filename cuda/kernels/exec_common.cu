@@ -21,7 +21,7 @@ typedef unsigned long long exec_u64;
 #define EXEC_FULL 0xffffffffu
 
 // The leading parameters of every execution-layout matvec entry point, in the order the host
-// pushes them (exec/run.rs `exact_launch`, exec/tensor.rs): the five fields (spec 20.3), the
+// pushes them (exec/plan.rs `exact_launch`, exec/tensor.rs): the five fields (spec 20.3), the
 // shape, the activations (XT: float for the exact kernels, exec_u16 = BF16 for tensor cores) and
 // the outputs. Some kernels ignore some of them (one column: ldx, ldy).
 #define EXEC_MATVEC_PARAMS(XT)                                                                              \

@@ -1,6 +1,6 @@
 // Execution layout: the exact "rows" matvec (spec 20.15, bit-identical to the streaming kernel of
 // exec_matvec.cu and to the reference): short-lived CTAs of 2 rows, one column per launch. The
-// default exact kernel for matrices too small to fill the streaming pipeline (cuda/src/exec/run.rs).
+// default exact kernel for matrices too small to fill the streaming pipeline (cuda/src/exec/plan.rs).
 
 // ---- the "rows" kernel (version 1): a CTA owns 2 rows, its warps take the tiles cb = warp,
 // warp + W, ... two at a time (loads of both before the first decode), partials through shared
