@@ -35,6 +35,7 @@
 mod bits;
 mod decode;
 mod encode;
+mod kind;
 mod runs;
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 mod simd;

@@ -5,7 +5,8 @@
 
 #[cfg(not(all(feature = "simd", target_arch = "x86_64")))]
 use crate::decode::decode_row_block as decode_row_block_best;
-use crate::decode::{Bf16, Tables};
+use crate::decode::Tables;
+use crate::kind::Bf16;
 #[cfg(all(feature = "simd", target_arch = "x86_64"))]
 use crate::simd::decode_row_block_best;
 use nwc_reference::{check_structure, DecodeError, ElemType, Elements, EncodedMatrix, Geometry, Limits};

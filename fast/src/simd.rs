@@ -7,8 +7,9 @@
 #![allow(unsafe_code)]
 
 use crate::bits::Broken;
-use crate::decode::{Kind, RowBlockArgs};
+use crate::decode::RowBlockArgs;
 use crate::encode::{EncodeArgs, RowBlockStreams};
+use crate::kind::Kind;
 
 /// Whether this processor has BMI2, LZCNT and AVX2, for which the `v3` functions below are compiled.
 /// The hot loops shift by variable amounts all the time: without BMI2 such a shift is three
