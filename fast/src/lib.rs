@@ -33,6 +33,7 @@
 #![cfg_attr(feature = "simd", deny(unsafe_code))]
 
 mod bits;
+mod codebook;
 mod decode;
 mod encode;
 mod kind;
