@@ -24,6 +24,9 @@ cargo fmt --all --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p nwc-fast --all-targets --features bench,simd -- -D warnings # the bench binary and the simd build
 cargo clippy -p nwc-cuda --all-targets --features bench -- -D warnings # bench-only kernels and the GPU bench
+# API docs without broken or private intra-doc links (what docs.rs would render)
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+RUSTDOCFLAGS="-D warnings" cargo doc -p nwc-fast -p nwc-cuda --features nwc-fast/bench,nwc-fast/simd,nwc-cuda/bench --no-deps --quiet
 
 step "build (debug binaries used by the conformance runs)"
 cargo build --workspace --bins

@@ -14,7 +14,7 @@
 //! - [`verify`]: validates every matrix and checks digests, optionally against the original
 //!   (tensor for tensor and file for file, by SHA-256);
 //! - [`inspect`]: per-matrix statistics;
-//! - [`slice_rows`](nwc_fast::slice::slice_rows) (re-exported): spec 18 row slices.
+//! - [`slice_rows`] (re-exported): spec 18 row slices.
 
 pub mod checkpoint;
 pub mod config;

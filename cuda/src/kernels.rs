@@ -3,7 +3,7 @@
 //!
 //! Production kernels live in `kernels/*.cu`, one file per role, compiled as one translation unit
 //! in the order of [`SOURCE`] (each file uses what the files before it define). With the `bench`
-//! feature, `kernels/bench/*.cu` ([`BENCH_SOURCE`]: superseded versions, timing probes, the fp8
+//! feature, `kernels/bench/*.cu` (`BENCH_SOURCE`: superseded versions, timing probes, the fp8
 //! baseline) is appended; production builds never compile it.
 //!
 //! Adding a kernel: put it in the file of its role (or a new file, added to [`SOURCE`] after the
@@ -45,7 +45,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_probes.cu"),
 );
 
-/// What this build compiles: [`SOURCE`], and [`BENCH_SOURCE`] with the `bench` feature.
+/// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
 pub fn source() -> String {
     #[cfg(feature = "bench")]
     return format!("{SOURCE}{BENCH_SOURCE}");

@@ -52,7 +52,7 @@ pub fn exchange_order(hist: &[u64]) -> Vec<usize> {
 /// Spec 5.3: the ranking of one matrix: which symbol each rank stands for and back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ranking {
-    /// exp_of_rank[r]: BF16: the 7-bit exponent of rank r; FP8: the symbol byte of rank r (spec 5.3),
+    /// `exp_of_rank[r]`: BF16: the 7-bit exponent of rank r; FP8: the symbol byte of rank r (spec 5.3),
     /// 0 for r >= 10.
     pub exp_of_rank: [u8; 16],
     /// Spec 5.4: rank of each symbol (BF16: index = 7-bit exponent; FP8: index = symbol 0..9).

@@ -280,7 +280,7 @@ impl Gguf {
         Ok(out)
     }
 
-    /// A 2-D tensor as a BF16 matrix (rows = dims[1], cols = dims[0]), rounded to nearest even.
+    /// A 2-D tensor as a BF16 matrix (rows = `dims[1]`, cols = `dims[0]`), rounded to nearest even.
     pub fn bf16_matrix(&self, name: &str) -> Result<NamedMatrix> {
         let t = self.tensor(name).ok_or_else(|| GgufError { offset: 0, what: format!("no tensor named {name}") })?;
         if t.dims.len() != 2 {

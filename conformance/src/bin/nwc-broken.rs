@@ -12,7 +12,7 @@
 //!   encode-silent      exits 0 and writes nothing
 //!   encode-hang        never finishes
 //!   encode-no-scales   ignores `--scales` (writes no scale.bin)
-//!   encode-wrong-scale stores the given scales with one bit of scale[0] flipped
+//!   encode-wrong-scale stores the given scales with one bit of `scale[0]` flipped
 //! Decoder modes (`nwc-broken MODE DIR OUT.raw`):
 //!   decode-ok            the reference decoder (control)
 //!   decode-no-validation writes zeros instead of rejecting an invalid encoding

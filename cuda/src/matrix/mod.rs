@@ -1,5 +1,5 @@
 //! An encoded matrix on the device, and the three operations of spec 15 on it. By role:
-//! `upload` here (validation, the device fields of [`fields`], kernel choice), the exact matvec
+//! `upload` here (validation, the device fields of `fields`, kernel choice), the exact matvec
 //! (`exact`), the bounded matvec (`bounded`), dequant and gather (`expand`), and the bench-only
 //! kernels (`bench`, feature `bench`).
 

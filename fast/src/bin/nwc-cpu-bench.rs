@@ -1,8 +1,10 @@
 //! CPU throughput, side by side in one run: the reference codec, nwc-fast on 1 thread and on all
 //! threads, and the 0.10.1 library's host encoder (fetched from PyPI by the test kit).
 //!
+//! ```text
 //! cargo run --release -p nwc-fast --features bench[,simd] --bin nwc-cpu-bench -- [ROWS COLS [REPS]] [--minilm]
 //!     [--fast-only] [--only-encode | --only-decode] [--case TEXT] [--one-thread]
+//! ```
 //!
 //! MB/s counts uncompressed input bytes (2 per BF16 weight, 1 per fp8 weight), best of REPS
 //! measurements, each of which repeats the work for at least 0.25 s.

@@ -62,7 +62,7 @@ impl ExecGeometry {
         Ok(ExecGeometry { shape, k16: cols.div_ceil(16) * 16, col_tiles, tiles: rows * col_tiles })
     }
 
-    /// Spec 20.3: the length in bytes of each field except `esc` (whose length is esc_start[T]).
+    /// Spec 20.3: the length in bytes of each field except `esc` (whose length is `esc_start[T]`).
     pub fn field_bytes(&self, field: ExecField) -> Option<u64> {
         let m = self.shape.rows;
         match field {

@@ -108,7 +108,7 @@ pub fn offset_first_nonzero(m: &EncodedMatrix) -> Vec<Corruption> {
     vec![corruption("offset-first-nonzero", "all-plus8", what, EncodedMatrix { data, bases, ..m.clone() })]
 }
 
-/// 13.6: bases[1] moved by 4. An offset that is not a multiple of 8 can never equal the aligned
+/// 13.6: `bases[1]` moved by 4. An offset that is not a multiple of 8 can never equal the aligned
 /// end of the block before it, so 13.7 breaks too (unavoidably). Needs two blocks.
 pub fn offset_misaligned(m: &EncodedMatrix) -> Vec<Corruption> {
     if m.bases.len() < 2 {
@@ -122,7 +122,7 @@ pub fn offset_misaligned(m: &EncodedMatrix) -> Vec<Corruption> {
 }
 
 /// 13.7: block `b` (1 and the last) moved 8 bytes later with its data, later blocks shifted with
-/// it: only bases[b] disagrees with the end of block b - 1.
+/// it: only `bases[b]` disagrees with the end of block b - 1.
 pub fn offset_mismatch(m: &EncodedMatrix) -> Vec<Corruption> {
     let nb = m.bases.len();
     let mut targets = vec![1, nb - 1];

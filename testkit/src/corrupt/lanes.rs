@@ -45,7 +45,7 @@ pub fn lane_words(m: &EncodedMatrix) -> Vec<Vec<u32>> {
 /// Rebuilds `data`, `bases` and `hdr` from lane streams (one entry per block and lane, in order):
 /// blocks at 8-aligned offsets with zero gaps, and a zero tail up to align8(end) + 64 (spec 9.2 -
 /// 9.4). Header bytes are the word counts, so a lane of 0 or more than 255 words is the caller's
-/// business (only [`lane_length_range`] builds one, on purpose, and 255 is the most it uses).
+/// business (only [`lane_length_range`](super::lane_length_range) builds one, on purpose, and 255 is the most it uses).
 pub fn assemble(m: &EncodedMatrix, lanes: &[Vec<u32>]) -> EncodedMatrix {
     let mut data = Vec::new();
     let mut bases = Vec::new();
