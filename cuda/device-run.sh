@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-variants]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -15,6 +15,9 @@
 #          staged and codewise matvecs, the bounded matvec on layout 1, the fp8 baseline) and the
 #          0.10.1 library's peer_bench.py in the same call.
 #   ncu    Nsight Compute on one launch of each kernel (`nwc-gpu-bench --profile`, 6144x4096).
+#   peer-ncu  Nsight Compute on the 0.10.1 library's fused BF16 kernel and on our format-10 exact
+#          kernel, same shapes (NWC_PEER_SHAPES, default 4096x4096 19456x2560 6144x4096); B must
+#          hold the library's wheel, as for exec-record.
 #   ceiling  where the exact matvec's time goes (`nwc-gpu-bench --ceiling`: stage probes, memory
 #          floor, time against the number of blocks).
 #   exec   the execution layout (spec 20): conformance (format-10 and exec vectors, both sweeps),
@@ -96,6 +99,21 @@ ncu)
     $B/nwc-gpu-bench --profile > "$OUT/ncu.log" 2>&1
   echo "ncu exit $?"
   grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
+peer-ncu)
+  # The format-10 exact kernel beside the 0.10.1 library's (docs/gpu.md, session 9): Nsight
+  # Compute on the library's fused kernel (cuda/peer_ncu_target.py) and on ours, same shapes.
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  m="gpu__time_duration.sum,smsp__inst_executed.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"
+  shapes="${NWC_PEER_SHAPES:-4096x4096 19456x2560 6144x4096}"
+  python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl
+  step "the 0.10.1 library ($shapes)"
+  PYTHONPATH=/tmp/peer timeout 200 $ncu --profile-from-start off --metrics "$m" python3 "$(dirname "$0")/peer_ncu_target.py" $shapes > "$OUT/peer-ncu.log" 2>&1
+  echo "ncu exit $?"
+  for s in $shapes; do
+    step "ours, format 10, $s"
+    NWC_PROFILE_SHAPE=$s timeout 120 $ncu --kill on -c 1 -k regex:nwc_exact_matvec_bf16_l0_xbf16 --metrics "$m" $B/nwc-gpu-bench --profile >> "$OUT/peer-ncu.log" 2>&1
+  done
+  grep -E "^== |^  [a-z_<>, 0-9]+\(|duration|inst_executed.sum|grid_size|block_size|registers_per|shared_mem_per|wavefronts|bank_conflicts|issue_active" "$OUT/peer-ncu.log" | head -120 ;;
 ceiling)
   step "ceiling"; timeout 500 $B/nwc-gpu-bench --ceiling ;;
 exec)
@@ -147,7 +165,7 @@ exec-record)
 exec-variants)
   step "exec sweep (variants included), then the variants beside cuBLAS and lean, batch 1"
   timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-*) echo "unknown part $part (check, verify, bench, ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"
