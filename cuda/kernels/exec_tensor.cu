@@ -90,9 +90,8 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 #define EXEC_TC_STAGE 3136
 
 // PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
-// decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only. ISSUE: the
-// copy scheme (below); production 1.
-template <int NT, int D, int PROBE = 0, int ISSUE = 1>
+// decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only.
+template <int NT, int D, int PROBE = 0>
 __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
@@ -107,13 +106,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
 
     // issue side: the same (row group, tile, item) sequence as the compute loop.
     exec_u32 igr = blockIdx.x, icb = warp, isub = 0, istage = 0;
-    // ISSUE 1 (production): lane L copies 16 bytes of sm rows (L >> 3) + 4 i (i < 4) at (L & 7) * 16
+    // Lane L copies 16 bytes of sm rows (L >> 3) + 4 i (i < 4) at (L & 7) * 16
     // and, in a whole item (16 rows, 128 columns, K16 % 32 == 0 so code rows are 16-byte aligned),
     // 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16, without predicates; other items
     // copy 8 bytes of code rows (L >> 3) + 4 i at (L & 7) * 8 beside each sm piece. Addresses: row
-    // pointers set once per row group, plus the item's column and a stride of 4 sm rows. ISSUE 0 (bench): 8 copies a lane (rows g, g + 8; 16 + 8 bytes each at
-    // 32 t + 16 j), every 64-bit address computed from the row, tile and item.
-    exec_u32 irow[2];
+    // pointers set once per row group, plus the item's column and a stride of 4 sm rows (session 9:
+    // +8-10% against 8 copies a lane whose 64-bit addresses came from row, tile and item).
     exec_u32 ivalid = 0;
     const exec_u8* ps = sm;
     const exec_u8* pc = codes;  // code row (L >> 2), 16-byte pieces
@@ -121,63 +119,38 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     const exec_u64 rs = 4ull * K16;  // 4 sm rows = 8 code rows, in bytes
     auto rowgroup = [&]() {
         const exec_u64 row0 = (exec_u64)igr * 16;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const exec_u64 m = row0 + 8 * h + g;
-            irow[h] = m < M ? (exec_u32)m : ~0u;
-        }
-        if (ISSUE == 1) {
-            ivalid = row0 < M ? (exec_u32)min((exec_u64)16, (exec_u64)M - row0) : 0u;
-            ps = sm + (row0 + (lane >> 3)) * K16 + (lane & 7u) * 16u;
-            pc = codes + (row0 + (lane >> 2)) * (K16 >> 1) + (lane & 3u) * 16u;
-            pe = codes + (row0 + (lane >> 3)) * (K16 >> 1) + (lane & 7u) * 8u;
-        }
+        ivalid = row0 < M ? (exec_u32)min((exec_u64)16, (exec_u64)M - row0) : 0u;
+        ps = sm + (row0 + (lane >> 3)) * K16 + (lane & 7u) * 16u;
+        pc = codes + (row0 + (lane >> 2)) * (K16 >> 1) + (lane & 3u) * 16u;
+        pe = codes + (row0 + (lane >> 3)) * (K16 >> 1) + (lane & 7u) * 8u;
     };
     rowgroup();
     auto issue = [&]() {
         if (igr < ngroups && icb < CB) {
             const exec_u32 sd = st + istage * EXEC_TC_STAGE;
             const exec_u32 off = icb * 512u + isub * 128u;
-            if (ISSUE == 1) {
-                const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
-                const exec_u8* s0 = ps + off;
-                if (ivalid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
-                    const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 2) * 64u + (lane & 3u) * 16u;
-                    const exec_u8* c0 = pc + (off >> 1);
+            const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
+            const exec_u8* s0 = ps + off;
+            if (ivalid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
+                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 2) * 64u + (lane & 3u) * 16u;
+                const exec_u8* c0 = pc + (off >> 1);
 #pragma unroll
-                    for (exec_u32 i = 0; i < 4; ++i) exec_cp16(dsm + i * 512u, s0 + i * rs);
+                for (exec_u32 i = 0; i < 4; ++i) exec_cp16(dsm + i * 512u, s0 + i * rs);
 #pragma unroll
-                    for (exec_u32 i = 0; i < 2; ++i) exec_cp16(dcd + i * 512u, c0 + i * rs);
-                } else {  // code rows as 8-byte pieces, mapped like the sm rows
-                    const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 3) * 64u + (lane & 7u) * 8u;
-                    const exec_u8* c0 = pe + (off >> 1);
-                    const bool lv = off + (lane & 7u) * 16u < K16;
+                for (exec_u32 i = 0; i < 2; ++i) exec_cp16(dcd + i * 512u, c0 + i * rs);
+            } else {  // code rows as 8-byte pieces, mapped like the sm rows
+                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 3) * 64u + (lane & 7u) * 8u;
+                const exec_u8* c0 = pe + (off >> 1);
+                const bool lv = off + (lane & 7u) * 16u < K16;
 #pragma unroll
-                    for (exec_u32 i = 0; i < 4; ++i)
-                        if (lv && (lane >> 3) + 4u * i < ivalid) {
-                            exec_cp16(dsm + i * 512u, s0 + i * rs);
-                            exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
-                        }
-                }
-                if (isub == 0u && lane < ivalid)
-                    exec_cp4(sd + EXEC_TC_ESC + lane * 4u, esc_start + ((exec_u64)igr * 16 + lane) * CB + icb);
-            } else {
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-                    if (irow[h] != ~0u) {
-                        const exec_u32 row = 8 * h + g;
-                        const exec_u64 roff = (exec_u64)irow[h] * K16;
-#pragma unroll
-                        for (int j = 0; j < 2; ++j)
-                            if (off + 32u * t + 16u * j < K16) {
-                                exec_cp16(sd + row * 128 + 32 * t + 16 * j, sm + roff + off + 32u * t + 16 * j);
-                                exec_cp8(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j,
-                                         codes + (roff >> 1) + (off >> 1) + 16u * t + 8 * j);
-                            }
-                        if (isub == 0u && t == 0u)
-                            exec_cp4(sd + EXEC_TC_ESC + row * 4, esc_start + (exec_u64)irow[h] * CB + icb);
+                for (exec_u32 i = 0; i < 4; ++i)
+                    if (lv && (lane >> 3) + 4u * i < ivalid) {
+                        exec_cp16(dsm + i * 512u, s0 + i * rs);
+                        exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
                     }
             }
+            if (isub == 0u && lane < ivalid)
+                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, esc_start + ((exec_u64)igr * 16 + lane) * CB + icb);
             ++isub;
             if (isub == 4u || off + 128u >= K16) {
                 isub = 0;
@@ -228,7 +201,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                         }
                     }
                 }
-                // Lanes read stage bytes other lanes copied (ISSUE 1): every lane is done with the
+                // Lanes read stage bytes other lanes copied: every lane is done with the
                 // stage this issue refills, and after the wait every lane's copies have landed.
                 __syncwarp();
                 issue();
@@ -308,13 +281,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     exec_cp_wait<0>();
 }
 
-#define EXEC_TC_VARIANT(NAME, NT, D, MINB, PROBE, ISSUE)                                                    \
+#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
         NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
-        exec_tc_body<NT, D, PROBE, ISSUE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
+        exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
     }
-#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE) EXEC_TC_VARIANT(NAME, NT, D, MINB, PROBE, 1)
-#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_VARIANT(NAME, NT, D, MINB, 0, 1)
+#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

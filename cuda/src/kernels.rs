@@ -172,7 +172,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 31] = [
+pub const BENCH: [(&str, u32); 29] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -212,9 +212,6 @@ pub const BENCH: [(&str, u32); 31] = [
     // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
-    // The bounded stream kernel with its previous copy scheme (exec_tensor_probes.cu).
-    ("bench_exec_tensor_percopy_n1", SMEM_OPTIN),
-    ("bench_exec_tensor_percopy_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

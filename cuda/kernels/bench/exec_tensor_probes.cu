@@ -8,7 +8,3 @@
 EXEC_TC_PROBE(bench_exec_tensor_probe_raw_n1, 1, 4, 2, 1)
 EXEC_TC_PROBE(bench_exec_tensor_probe_nomma_n1, 1, 4, 2, 2)
 
-// The bounded stream kernel with its previous copy scheme (ISSUE 0: 8 copies a lane, each 64-bit
-// address computed from the row, tile and item), timed beside production (session 9).
-EXEC_TC_VARIANT(bench_exec_tensor_percopy_n1, 1, 4, 2, 0, 0)
-EXEC_TC_VARIANT(bench_exec_tensor_percopy_n2, 2, 4, 2, 0, 0)

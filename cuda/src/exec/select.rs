@@ -62,10 +62,6 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
-    /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel's previous copy scheme (every
-    /// copy's 64-bit address computed from its row, tile and item; exec_tensor_probes.cu).
-    #[cfg(feature = "bench")]
-    BoundedPerCopy,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -107,8 +103,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::ProbeBoundedRaw,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeBoundedNoMma,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedPerCopy,
     ];
 
     pub fn name(self) -> &'static str {
@@ -139,8 +133,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::ProbeBoundedRaw => "probe-bounded-raw",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedNoMma => "probe-bounded-nomma",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedPerCopy => "bounded-percopy",
         }
     }
 
@@ -168,7 +160,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
-            | ExecMatvecKernel::BoundedPerCopy
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
             #[cfg(feature = "bench")]
