@@ -29,12 +29,13 @@
 #          dequant kernel (`nwc-gpu-bench --exec-profile`: 6144x4096, 24576x4096, 1000x3000), the
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
-#   exec-record  the execution layout's numbers of record (docs/results.md) and the
-#          checks beside them, one call (~360 s): conformance (corpus and both sweeps, 1000),
-#          `--exec-sweep 24`, device tests, memcheck (conformance and exec sweeps), racecheck (exec
-#          sweep; `--exec-profile` on 1024x4096, where the lean kernel runs), the Python wheel's pytest suite on the GPU when B holds an nwc-*.whl
-#          (`maturin build` here), `--exec --real`, `--exec-variants --real` (the ceiling probes),
-#          `--exec-batch --quick` and the 0.10.1 library's peer_bench.py.
+#   exec-record  the execution layout's numbers of record (docs/results.md) and the checks beside
+#          them, one call (~400 s): conformance (corpus and both sweeps, 1000), `--exec-sweep 24`,
+#          device tests, memcheck (conformance and exec sweeps), racecheck (exec sweep, and
+#          `--exec-profile` on 1024x4096, where the lean kernel runs), the Python wheel's pytest
+#          suite on the GPU when B holds an nwc-*.whl (`maturin build` here), `--exec --real`,
+#          `--exec-variants --real` (the ceiling probes), `--exec-batch --quick` and the 0.10.1
+#          library's peer_bench.py.
 #   exec-variants  the lean kernel's bench variants (kernels/bench/exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
