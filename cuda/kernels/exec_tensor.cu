@@ -110,8 +110,9 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     // and, in a whole item (16 rows, 128 columns, K16 % 32 == 0 so code rows are 16-byte aligned),
     // 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16, without predicates; other items
     // copy 8 bytes of code rows (L >> 3) + 4 i at (L & 7) * 8 beside each sm piece. Addresses: row
-    // pointers set once per row group, plus the item's column and a stride of 4 sm rows (session 9:
-    // +8-10% against 8 copies a lane whose 64-bit addresses came from row, tile and item).
+    // pointers set once per row group (64-bit: M * K16 < 2^41, spec 20.16), plus the item's column
+    // and a stride of 4 sm rows (session 9: +8-10% against 8 copies a lane whose 64-bit addresses
+    // came from row, tile and item).
     exec_u32 ivalid = 0;
     const exec_u8* ps = sm;
     const exec_u8* pc = codes;  // code row (L >> 2), 16-byte pieces
