@@ -32,7 +32,8 @@
 #   exec-record  the execution layout's numbers of record (docs/results.md) and the checks beside
 #          them, one call (~400 s): conformance (corpus and both sweeps, 1000), `--exec-sweep 24`,
 #          device tests, memcheck and racecheck (the sweeps, and `--exec-profile` on 1024x4096,
-#          where the lean kernel runs; the sweeps' seeded shapes never reach it), the Python wheel's pytest
+#          where the lean kernel runs: the racecheck sweep's three seeded shapes never reach it,
+#          the memcheck sweep's six reach it once), the Python wheel's pytest
 #          suite on the GPU when B holds an nwc-*.whl (`maturin build` here), `--exec --real`,
 #          `--exec-variants --real` (the ceiling probes), `--exec-batch --quick` and the 0.10.1
 #          library's peer_bench.py.
@@ -148,7 +149,7 @@ exec-record)
   step "gpu tests (--include-ignored)"; timeout 60 $B/gpu_tests --include-ignored 2>&1 | grep "test result"
   sanitize memcheck
   step "memcheck (exec sweep)"; timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -2
-  step "memcheck (every exact one-column kernel, lean included, and the dequants on 1024x4096)"
+  step "memcheck (every exact one-column kernel, lean included, and the dequants on 1024x4096)"  # lean on purpose
   NWC_PROFILE_SHAPE=1024x4096 timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-profile | tail -2
   step "racecheck (exec sweep)"; timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 3:300000 | tail -2
   step "racecheck (every exact one-column kernel, lean included, and the dequants on 1024x4096)"
