@@ -177,18 +177,8 @@ impl GpuExecMatrix {
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::RowsNoPrefetch => true,
-            // a variant that does not apply runs what Exact runs
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::ProbeNoDecode
-            | ExecMatvecKernel::ProbeLoads
-            | ExecMatvecKernel::ProbeStream4x1
-            | ExecMatvecKernel::ProbeStream2x2
-            | ExecMatvecKernel::ProbeStream1x4
-                if left == 1 =>
-            {
-                small()
-            }
-            ExecMatvecKernel::Exact if left == 1 => small(),
+            // a lean probe whose plan does not apply runs what Exact runs
+            k if (k == ExecMatvecKernel::Exact || k.is_lean_probe()) && left == 1 => small(),
             _ => false,
         };
         if rows {

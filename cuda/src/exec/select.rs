@@ -140,13 +140,20 @@ impl ExecMatvecKernel {
     pub fn is_probe(self) -> bool {
         match self {
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma => true,
+            k => k.is_lean_probe(),
+        }
+    }
+
+    /// True for the ceiling probes of the lean one-column kernel (exec/variant.rs has their plans).
+    pub fn is_lean_probe(self) -> bool {
+        match self {
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode
             | ExecMatvecKernel::ProbeLoads
             | ExecMatvecKernel::ProbeStream4x1
             | ExecMatvecKernel::ProbeStream2x2
-            | ExecMatvecKernel::ProbeStream1x4
-            | ExecMatvecKernel::ProbeBoundedRaw
-            | ExecMatvecKernel::ProbeBoundedNoMma => true,
+            | ExecMatvecKernel::ProbeStream1x4 => true,
             _ => false,
         }
     }
