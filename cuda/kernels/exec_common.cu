@@ -92,6 +92,34 @@ __device__ __forceinline__ void exec_pairs16_fast(uint2 c, uint4 s, exec_u32 b2,
     exec_pairs8(c.y, s.z, s.w, b2, w[4], w[5], w[6], w[7]);
 }
 
+// The exact BF16 pair word of one code byte cb (two weights, the even column in bits 0..3) and
+// their two sm bytes sh (even column in bits 0..7), spec 20.13: code 0 -> exponent 0, 1..14 ->
+// base - 1 + code, 15 -> esc[off], then off advances (column order).
+__device__ __forceinline__ exec_u32 exec_pair_word(exec_u32 cb, exec_u32 sh, exec_u32 base,
+                                                   const exec_u8* __restrict__ esc, exec_u64& off) {
+    exec_u32 word = 0u;
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        const exec_u32 code = (cb >> (4 * j)) & 15u;
+        const exec_u32 sb = (sh >> (8 * j)) & 0xffu;
+        exec_u32 e = base - 1u + code;
+        if (code == 0u) e = 0u;
+        if (code == 15u) {
+            e = esc[off];
+            ++off;
+        }
+        word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
+    }
+    return word;
+}
+
+// Bit 8p + 3 set for each pair p (weights 2p, 2p + 1) of a lane's 16 codes that holds a code 0 or 15.
+__device__ __forceinline__ exec_u64 exec_special_pairs(uint2 c) {
+    // Bit 3 of nibble i of ns set when weight i is not plain.
+    const exec_u64 ns = ((exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32) | (~exec_plain_bits(c.x) & 0x88888888u);
+    return (ns | (ns >> 4)) & 0x0808080808080808ull;
+}
+
 // Rewrites the pairs of a lane's 16 words that hold a code 0 or 15 (spec 20.13), after
 // exec_pairs16_fast ran on all of them: each such pair is rebuilt from its sm bytes and codes,
 // taking the lane's code-15 exponents esc[off], esc[off + 1], ... in column order. A loop over the
@@ -103,9 +131,7 @@ __device__ __forceinline__ void exec_pairs16_fast(uint2 c, uint4 s, exec_u32 b2,
 // that carry never survives.
 __device__ __forceinline__ void exec_patch_pairs(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
                                                  exec_u64 off, exec_u32 (&w)[8]) {
-    // Bit 3 of nibble i of ns set when weight i is not plain; pair p = weights 2p, 2p + 1.
-    const exec_u64 ns = ((exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32) | (~exec_plain_bits(c.x) & 0x88888888u);
-    exec_u64 pairs = (ns | (ns >> 4)) & 0x0808080808080808ull;  // bit 8p + 3 for pair p
+    exec_u64 pairs = exec_special_pairs(c);
     const exec_u64 c64 = ((exec_u64)c.y << 32) | c.x;
 #pragma unroll 1
     while (pairs != 0ull) {
@@ -113,20 +139,7 @@ __device__ __forceinline__ void exec_patch_pairs(uint2 c, uint4 s, exec_u32 base
         pairs &= pairs - 1ull;
         const exec_u32 cb = (exec_u32)(c64 >> (8u * p)) & 0xffu;
         const exec_u32 sw = p < 4u ? (p < 2u ? s.x : s.y) : (p < 6u ? s.z : s.w);
-        const exec_u32 sh = (sw >> (16u * (p & 1u))) & 0xffffu;
-        exec_u32 word = 0u;
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const exec_u32 code = (cb >> (4 * j)) & 15u;
-            const exec_u32 sb = (sh >> (8 * j)) & 0xffu;
-            exec_u32 e = base - 1u + code;
-            if (code == 0u) e = 0u;
-            if (code == 15u) {
-                e = esc[off];
-                ++off;
-            }
-            word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
-        }
+        const exec_u32 word = exec_pair_word(cb, (sw >> (16u * (p & 1u))) & 0xffffu, base, esc, off);
 #pragma unroll
         for (int q = 0; q < 8; ++q)
             if ((exec_u32)q == p) w[q] = word;

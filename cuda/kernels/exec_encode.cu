@@ -192,24 +192,3 @@ extern "C" __global__ void __launch_bounds__(256)
             if (((cw[j >> 3] >> (4 * (j & 7))) & 15u) == 15u) esc[off++] = (exec_u8)ebytes[j];
     }
 }
-
-// Derived tile flags (not part of the layout, spec 20.3; computed on the device from the validated
-// or GPU-encoded codes whenever a GpuExecMatrix is made): one warp per tile (m, cb), tiles grid-strided: flags[cb * M4 + m] = 1 when a column k < K of the
-// tile has code 0 or 15 (M4 = M rounded up to 4; the buffer is zeroed, rows M..M4 - 1 stay 0).
-extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, exec_u32 M, exec_u32 K,
-                                                 exec_u8* __restrict__ flags) {
-    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
-    const exec_u32 lane = threadIdx.x & 31u;
-    const exec_u64 T = (exec_u64)M * CB;
-    for (exec_u64 t = ((exec_u64)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < T; t += ((exec_u64)gridDim.x * blockDim.x) >> 5) {
-        const exec_u32 m = (exec_u32)(t / CB), cb = (exec_u32)(t % CB);
-        const exec_u32 k0 = cb * 512u + lane * 16u;
-        bool special = false;
-        if (k0 < K16) {
-            const uint2 c = exec_mask_pad(*reinterpret_cast<const uint2*>(codes + (exec_u64)m * (K16 >> 1) + (k0 >> 1)), k0, K);
-            special = !exec_plain16(c);
-        }
-        const bool any = __any_sync(EXEC_FULL, special);
-        if (lane == 0u) flags[(exec_u64)cb * M4 + m] = any ? 1u : 0u;
-    }
-}

@@ -89,10 +89,19 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 #define EXEC_TC_ESC 3072
 #define EXEC_TC_STAGE 3136
 
+// Codes 0 and 15 (LIST): production decodes every pair by the fast path and then overwrites the
+// pairs of the item's patch list (exec_derived.cu: the item's entries, whose offsets arrive with the
+// stage), so a clean item runs no code test, vote or escape count. VOTE (bench only, the kernel of
+// session 9, for one measurement side by side): the codes tested per item, a warp vote, escape
+// offsets by a prefix over the row's lanes and exec_patch_pairs.
+enum ExecTcSpecial { EXEC_TC_LIST = 0, EXEC_TC_VOTE = 1 };
+
 // PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
 // decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only.
-template <int NT, int D, int PROBE = 0>
-__device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
+template <int NT, int D, int PROBE = 0, int SPECIAL = EXEC_TC_LIST>
+__device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
+                                             const uint2* __restrict__ pent) {
+    constexpr bool LIST = SPECIAL == EXEC_TC_LIST;
     constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
@@ -150,8 +159,11 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                         exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
                     }
             }
-            if (isub == 0u && lane < ivalid)
+            if (LIST) {  // the item's patch-list range: off[i], off[i + 1]
+                if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + (((exec_u64)igr * CB + icb) * 4 + isub) + lane);
+            } else if (isub == 0u && lane < ivalid) {
                 exec_cp4(sd + EXEC_TC_ESC + lane * 4u, esc_start + ((exec_u64)igr * 16 + lane) * CB + icb);
+            }
             ++isub;
             if (isub == 4u || off + 128u >= K16) {
                 isub = 0;
@@ -224,12 +236,18 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                             sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
                             cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
                         }
-                        plain = plain && exec_plain16(cv[h][j]);
+                        if (!LIST) plain = plain && exec_plain16(cv[h][j]);
                     }
-                    if (sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
+                    if (!LIST && sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
                 }
-                // escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
-                const bool patch = PROBE != 1 && !__all_sync(EXEC_FULL, plain);
+                // LIST: the item's entries (warp-uniform range); the first is loaded before the decode
+                const uint2 range = LIST ? *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC) : make_uint2(0u, 0u);
+                const uint2 first = LIST && PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+                // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
+                const bool dense = LIST && PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+                const bool listed = LIST && PROBE != 1 && range.x != range.y && !dense;
+                // VOTE: escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
+                const bool patch = dense || (!LIST && PROBE != 1 && !__all_sync(EXEC_FULL, plain));
                 exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
                 exec_u32 n0[2] = {0u, 0u};
                 if (patch) {
@@ -237,7 +255,13 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                     for (int h = 0; h < 2; ++h) {
                         n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
                         const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-                        eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
+                        if (LIST) {
+                            exec_u32 item_rel = 0u;
+                            const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+                            eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
+                        } else {
+                            eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
+                        }
                     }
                 }
 #pragma unroll
@@ -255,6 +279,23 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                             exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
                             if (patch && !exec_plain16(cv[h][j]))
                                 exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                        }
+                    }
+                    if (listed) {
+                        // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
+#pragma unroll 1
+                        for (exec_u32 e = range.x; e < range.y; ++e) {
+                            const uint2 en = e == range.x ? first : __ldg(pent + e);
+                            const exec_u32 r = en.x >> 6, q = en.x & 63u;
+                            // one bit per word of w (h * 8 + p), set in the owner lane only: a
+                            // select per word keeps w in registers (an indexed store would not)
+                            const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
+                                                      ? 1u << ((r >> 3) * 8u + (q & 7u))
+                                                      : 0u;
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                                for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
                         }
                     }
 #pragma unroll
@@ -282,12 +323,14 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16)) {
     exec_cp_wait<0>();
 }
 
-#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
+// Parameters: EXEC_MATVEC_PARAMS, then the patch list's offsets and entries (exec_derived.cu).
+#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE, SPECIAL)                                                    \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
-        NAME(EXEC_MATVEC_PARAMS(exec_u16)) {                                                             \
-        exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16); \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent) { \
+        exec_tc_body<NT, D, PROBE, SPECIAL>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy,   \
+                                            out_bf16, poff, pent);                                              \
     }
-#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
+#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0, EXEC_TC_LIST)
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

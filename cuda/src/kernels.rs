@@ -25,6 +25,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/dequant_l1.cu"),
     include_str!("../kernels/exec_common.cu"),
     include_str!("../kernels/exec_encode.cu"),
+    include_str!("../kernels/exec_derived.cu"),
     include_str!("../kernels/exec_matvec.cu"),
     include_str!("../kernels/exec_matvec_rows.cu"),
     include_str!("../kernels/exec_matvec_lean.cu"),
@@ -97,7 +98,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 53] = [
+pub const PRODUCTION: [(&str, u32); 56] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -137,7 +138,11 @@ pub const PRODUCTION: [(&str, u32); 53] = [
     ("exec_enc_scan_b", 0),
     ("exec_enc_scan_c", 0),
     ("exec_enc_emit", 0),
+    // Derived at load (exec_derived.cu): tile flags, the patch list.
     ("exec_tile_flags", 0),
+    ("exec_plist_count", 0),
+    ("exec_plist_dense", 0),
+    ("exec_plist_emit", 0),
     // Exact matvec, 1, 2 or 4 columns per decode, pipeline depth 4/3/2 or x from global (exec_matvec.cu).
     ("exec_matvec_c1_d4", SMEM_OPTIN),
     ("exec_matvec_c1_d3", SMEM_OPTIN),
@@ -172,7 +177,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 29] = [
+pub const BENCH: [(&str, u32); 31] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -212,6 +217,9 @@ pub const BENCH: [(&str, u32); 29] = [
     // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
+    // The bounded stream kernel of session 9 (codes tested per item, vote, escape prefix).
+    ("bench_exec_tensor_vote_n1", SMEM_OPTIN),
+    ("bench_exec_tensor_vote_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

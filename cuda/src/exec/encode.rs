@@ -3,10 +3,11 @@
 //! then the planes and escape bytes), and the transcode from format 10 (spec 20.12: the format-10
 //! dequant kernel, then the same encode).
 
+use super::derived::Derived;
 use super::{base_alloc_len, check_len, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
 use crate::gpu::Gpu;
 use crate::{GpuError, GpuMatrix};
-use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::exec::{ExecEncodeError, ExecGeometry};
 use nwc_reference::{ElemType, Shape};
 use std::sync::Arc;
@@ -39,50 +40,40 @@ impl GpuExecMatrix {
     pub fn encode_device(gpu: &Arc<Gpu>, shape: Shape, words: &CudaSlice<u16>, ldw: u64) -> Result<GpuExecMatrix, GpuError> {
         let g = ExecGeometry::new(shape).map_err(|e| GpuError::ExecInvalid(e.into()))?;
         let (m, k) = (g.shape.rows, g.shape.cols);
-        if ldw < k || (words.len() as u64) < (m - 1) * ldw + k {
-            return Err(nwc_reference::ParamError::Length { what: "BF16 words", got: words.len() as u64, expected: m * ldw }.into());
-        }
-        let s = &gpu.stream;
-        let t = g.tiles;
-        let blocks = t.div_ceil(SCAN_BLOCK);
-        let base = s.alloc_zeros::<u8>(base_alloc_len(m))?;
-        let esc_start = s.alloc_zeros::<u32>((t + 1) as usize)?;
-        let scratch = s.alloc_zeros::<u64>((blocks + 1) as usize)?;
-        let sm = s.alloc_zeros::<u8>((m * g.k16) as usize)?;
-        let codes = s.alloc_zeros::<u8>((m * g.k16 / 2) as usize)?;
-        let (w, _gw) = words.device_ptr(s);
-        let (pb, _g1) = base.device_ptr(s);
-        let (pe, _g2) = esc_start.device_ptr(s);
-        let (ps, _g3) = scratch.device_ptr(s);
-        let (m32, k32) = (m as u32, k as u32);
         let cfg = |grid: u64, threads: u32| LaunchConfig {
             grid_dim: (grid.max(1) as u32, 1, 1),
             block_dim: (threads, 1, 1),
             shared_mem_bytes: 0,
         };
-        // SAFETY (all four launches): argument lists match exec_encode.cu; words holds M rows of
-        // stride ldw >= K (checked above); base has M (rounded up) bytes, esc_start T + 1 words,
-        // scratch blocks + 1 words; grids as the file's header says; shapes within spec 3.2.
-        unsafe {
+        if ldw < k || (words.len() as u64) < (m - 1) * ldw + k {
+            return Err(nwc_reference::ParamError::Length { what: "BF16 words", got: words.len() as u64, expected: m * ldw }.into());
+        }
+        let s = &gpu.stream;
+        let t = g.tiles;
+        let base = s.alloc_zeros::<u8>(base_alloc_len(m))?;
+        let esc_start = s.alloc_zeros::<u32>((t + 1) as usize)?;
+        let sm = s.alloc_zeros::<u8>((m * g.k16) as usize)?;
+        let codes = s.alloc_zeros::<u8>((m * g.k16 / 2) as usize)?;
+        let (w, _gw) = words.device_ptr(s);
+        let (m32, k32) = (m as u32, k as u32);
+        {
+            let (pb, _g1) = base.device_ptr(s);
+            let (pe, _g2) = esc_start.device_ptr(s);
             let mut b = s.launch_builder(gpu.function("exec_enc_stats")?);
             b.arg(&w).arg(&ldw).arg(&m32).arg(&k32).arg(&pb).arg(&pe);
-            b.launch(cfg(m.div_ceil(8), 256))?;
-            let mut b = s.launch_builder(gpu.function("exec_enc_scan_a")?);
-            b.arg(&pe).arg(&t).arg(&ps);
-            b.launch(cfg(blocks, 256))?;
-            let mut b = s.launch_builder(gpu.function("exec_enc_scan_b")?);
-            b.arg(&ps).arg(&blocks);
-            b.launch(cfg(1, 1024))?;
-            let mut b = s.launch_builder(gpu.function("exec_enc_scan_c")?);
-            b.arg(&pe).arg(&t).arg(&ps);
-            b.launch(cfg(blocks, 256))?;
+            // SAFETY: argument list of exec_enc_stats (exec_encode.cu); words holds M rows of
+            // stride ldw >= K (checked above); base has M (rounded up) bytes, esc_start T + 1
+            // words; one warp per row.
+            unsafe { b.launch(cfg(m.div_ceil(8), 256)) }?;
         }
-        let total = s.clone_dtoh(&scratch.slice(blocks as usize..))?[0];
+        let total = inclusive_scan(gpu, &esc_start, t)?;
         if total > u64::from(u32::MAX) {
             return Err(GpuError::ExecEncode(ExecEncodeError::TooManyEscapes { escapes: total }));
         }
         let esc = s.alloc_zeros::<u8>(total.max(1) as usize)?;
         {
+            let (pb, _g1) = base.device_ptr(s);
+            let (pe, _g2) = esc_start.device_ptr(s);
             let (psm, _g4) = sm.device_ptr(s);
             let (pc, _g5) = codes.device_ptr(s);
             let (pesc, _g6) = esc.device_ptr(s);
@@ -92,8 +83,8 @@ impl GpuExecMatrix {
             // E = esc_start[T] bytes the scan counted (at least one).
             unsafe { b.launch(cfg((t * 32).div_ceil(256), 256)) }?;
         }
-        drop((_gw, _g1, _g2, _g3));
-        let flags = tile_flags(gpu, &g, &codes)?;
+        drop(_gw);
+        let derived = Derived::new(gpu, &g, &sm, &codes, &base, &esc_start, &esc)?;
         Ok(GpuExecMatrix {
             gpu: gpu.clone(),
             shape,
@@ -107,28 +98,36 @@ impl GpuExecMatrix {
             escapes: total,
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
-            flags,
+            derived,
         })
     }
 }
 
-/// The derived tile flags of a matrix (`GpuExecMatrix::flags`): CB x roundup(M, 4) bytes, zeroed,
-/// then `exec_tile_flags` writes rows 0..M - 1.
-pub(super) fn tile_flags(gpu: &Arc<Gpu>, g: &ExecGeometry, codes: &CudaSlice<u8>) -> Result<CudaSlice<u8>, GpuError> {
+/// Makes `a[1..=n]` its own inclusive prefix sum on the device (`a[0]` must be 0, so `a[i]` is the
+/// sum of the first i counts) and returns the total: exec_enc_scan_a/b/c (exec_encode.cu).
+pub(super) fn inclusive_scan(gpu: &Arc<Gpu>, a: &CudaSlice<u32>, n: u64) -> Result<u64, GpuError> {
     let s = &gpu.stream;
-    let (m, cb) = (g.shape.rows, g.col_tiles);
-    let mut flags = s.alloc_zeros::<u8>((cb * m.div_ceil(4) * 4) as usize)?;
-    let (m32, k32) = (m as u32, g.shape.cols as u32);
-    let cfg = LaunchConfig { grid_dim: ((m * cb).div_ceil(8).min(4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+    check_len("scan words", a.len(), (n + 1) as usize)?;
+    let blocks = n.div_ceil(SCAN_BLOCK);
+    let scratch = s.alloc_zeros::<u64>((blocks + 1) as usize)?;
+    let cfg =
+        |grid: u64, threads: u32| LaunchConfig { grid_dim: (grid.max(1) as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
     {
-        let (pc, _gc) = codes.device_ptr(s);
-        let (pf, _gf) = flags.device_ptr_mut(s);
-        let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
-        b.arg(&pc).arg(&m32).arg(&k32).arg(&pf);
-        // SAFETY: argument list of exec_tile_flags (exec_encode.cu); codes holds M x K16 / 2
-        // bytes (validated or GPU-encoded), flags CB x roundup(M, 4) bytes; the kernel strides over
-        // the M x CB tiles, one warp each.
-        unsafe { b.launch(cfg) }?;
+        let (pa, _ga) = a.device_ptr(s);
+        let (ps, _gs) = scratch.device_ptr(s);
+        // SAFETY (three launches): argument lists match exec_encode.cu; a holds n + 1 words
+        // (checked above), scratch ceil(n / 1024) + 1; grids as the file's header says.
+        unsafe {
+            let mut b = s.launch_builder(gpu.function("exec_enc_scan_a")?);
+            b.arg(&pa).arg(&n).arg(&ps);
+            b.launch(cfg(blocks, 256))?;
+            let mut b = s.launch_builder(gpu.function("exec_enc_scan_b")?);
+            b.arg(&ps).arg(&blocks);
+            b.launch(cfg(1, 1024))?;
+            let mut b = s.launch_builder(gpu.function("exec_enc_scan_c")?);
+            b.arg(&pa).arg(&n).arg(&ps);
+            b.launch(cfg(blocks, 256))?;
+        }
     }
-    Ok(flags)
+    Ok(s.clone_dtoh(&scratch.slice(blocks as usize..))?[0])
 }

@@ -10,6 +10,7 @@
 //! (spec 20.14, 20.15); the tensor-core matvec ([`ExecMatvecKernel::Bounded`]) is the bounded
 //! class of spec 19. The GPU encode produces the canonical encoding byte for byte (spec 20.12).
 
+mod derived;
 mod encode;
 mod plan;
 mod run;
@@ -60,11 +61,8 @@ pub struct GpuExecMatrix {
     escapes: u64,
     matvec_kernel: ExecMatvecKernel,
     dequant_kernel: ExecDequantKernel,
-    /// Derived at load, not part of the layout (spec 20.3): one byte per tile, laid out
-    /// [cb][M rounded up to 4], 1 when the tile's columns k < K hold a code 0 or 15
-    /// (`exec_tile_flags`, kernels/exec_encode.cu), so a matvec finds the tiles that need more
-    /// than the fast decode without testing every code.
-    flags: CudaSlice<u8>,
+    /// Derived at load, not part of the layout (spec 20.3): the tile flags and the patch list.
+    derived: derived::Derived,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -97,22 +95,23 @@ impl GpuExecMatrix {
         let mut base = m.base.clone();
         base.resize(base_alloc_len(g.shape.rows), 0);
         let esc = if m.esc.is_empty() { vec![0u8] } else { m.esc.clone() };
-        let codes = s.clone_htod(&m.codes)?;
-        let flags = encode::tile_flags(gpu, &g, &codes)?;
+        let (sm, codes) = (s.clone_htod(&m.sm)?, s.clone_htod(&m.codes)?);
+        let (base, esc_start, esc) = (s.clone_htod(&base)?, s.clone_htod(&m.esc_start)?, s.clone_htod(&esc)?);
+        let derived = derived::Derived::new(gpu, &g, &sm, &codes, &base, &esc_start, &esc)?;
         Ok(GpuExecMatrix {
             gpu: gpu.clone(),
             shape: m.shape,
             k16: g.k16,
             col_tiles: g.col_tiles,
-            sm: s.clone_htod(&m.sm)?,
+            sm,
             codes,
-            base: s.clone_htod(&base)?,
-            esc_start: s.clone_htod(&m.esc_start)?,
-            esc: s.clone_htod(&esc)?,
+            base,
+            esc_start,
+            esc,
             escapes: m.esc.len() as u64,
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
-            flags,
+            derived,
         })
     }
 
@@ -149,7 +148,7 @@ impl GpuExecMatrix {
             escapes: self.escapes,
             matvec_kernel: self.matvec_kernel,
             dequant_kernel: self.dequant_kernel,
-            flags: s.clone_dtod(&self.flags)?,
+            derived: self.derived.try_clone(s)?,
         })
     }
 
@@ -176,10 +175,17 @@ impl GpuExecMatrix {
     }
 
     /// VRAM bytes of the matrix: the five stored fields (spec 20.18 sizes; base counted at M
-    /// bytes) and the derived tile flags (one byte per tile and row of M rounded up to 4).
+    /// bytes) and the derived data (tile flags: one byte per tile and row of M rounded up to 4;
+    /// the patch list: 4 bytes per item of 16 x 128 weights and 8 per entry).
     pub fn stored_bytes(&self) -> u64 {
         let (m, t) = (self.shape.rows, self.shape.rows * self.col_tiles);
-        m * self.k16 + m * self.k16 / 2 + m + 4 * (t + 1) + self.escapes + self.flags.len() as u64
+        m * self.k16 + m * self.k16 / 2 + m + 4 * (t + 1) + self.escapes + self.derived.bytes()
+    }
+
+    /// Entries of the derived patch list (pairs holding a code 0 or 15 that the bounded stream
+    /// kernel overwrites, plus one per row of each dense item; kernels/exec_derived.cu).
+    pub fn patch_entries(&self) -> u64 {
+        self.derived.plist_entries()
     }
 
     pub fn matvec_kernel(&self) -> ExecMatvecKernel {

@@ -218,7 +218,7 @@ impl GpuExecMatrix {
         if let Some(g) = &groups {
             b.arg(g);
         }
-        let flags_guard = p.tail.flags().then(|| self.flags.device_ptr(s));
+        let flags_guard = p.tail.flags().then(|| self.derived.flags.device_ptr(s));
         if let Some((fp, _)) = &flags_guard {
             b.arg(fp);
         }

@@ -4,7 +4,7 @@
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
 use crate::GpuError;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 /// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu and
 /// exec_tensor_tile.cu.
@@ -66,6 +66,10 @@ impl GpuExecMatrix {
                     (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
                     #[cfg(feature = "bench")]
                     (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::BoundedVote, 1) => ("bench_exec_tensor_vote_n1", 1u64),
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::BoundedVote, _) => ("bench_exec_tensor_vote_n2", 2),
                     (_, 1) => ("exec_tensor_stream_n1", 1u64),
                     _ => ("exec_tensor_stream_n2", 2),
                 };
@@ -92,12 +96,13 @@ impl GpuExecMatrix {
                 }
                 let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(w) as u32)?);
                 let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y);
+                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y, false);
             }
         };
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
         let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y)
+        let list = matches!(family, TensorFamily::Stream);
+        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, list)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -112,16 +117,25 @@ impl GpuExecMatrix {
         bias: u64,
         out_bf16: i32,
         y: u64,
+        list: bool,
     ) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
         let f = self.ptrs();
+        let (poff, _go) = self.derived.plist_off.device_ptr(s);
+        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
         let mut b = s.launch_builder(self.gpu.function(name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        // SAFETY: the argument list matches EXEC_TC (kernels/exec_tensor.cu), EXEC_MM3 (exec_tensor_tile.cu), EXEC_MMAS (exec_tensor_step.cu) or BENCH_TC (bench/exec_tensor_variants.cu); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
-        // values or null; shared memory within the device's opt-in limit.
+        if list {
+            b.arg(&poff).arg(&pent);
+        }
+        // SAFETY: the argument list matches EXEC_TC_PROBE (kernels/exec_tensor.cu, with the patch
+        // list: `list` is set for the stream family only), EXEC_MM3 (exec_tensor_tile.cu) or
+        // EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
+        // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
+        // shared memory within the device's opt-in limit.
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
