@@ -74,3 +74,263 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
         }
     }
 }
+
+// ---- batched, bounded (spec 19), streaming: an item is 16 rows x 128 columns of one tile; lane
+// (g, t) owns rows g and g + 8 and the 32 columns 32 t .. 32 t + 31 of the item (two chunks of 16,
+// each fed to 4 mma k-steps with the k order permuted per thread, A and B alike). Compared with
+// the step kernel above (64-column items): half the items, copies and bookkeeping per weight, no
+// pad masking (pad codes are 0 and take the patch path, spec 20.5), and the general decode is
+// replaced by the fast decode plus exec_patch_pairs of the pairs holding a code 0 or 15 (the warp
+// votes once per item). Escape order inside a tile: items, then lanes t, then chunks. CTAs of W
+// warps are persistent over 16-row groups; warps split the tiles of a row group and add their
+// partial sums in warp order through shared memory. Stage: sm [16][128], codes [16][64],
+// esc_start [16] of the item's tile (copied with its first item). ----
+#define EXEC_TC_CODES 2048
+#define EXEC_TC_ESC 3072
+#define EXEC_TC_STAGE 3136
+
+// Codes 0 and 15 (LIST): production decodes every pair by the fast path and then overwrites the
+// pairs of the item's patch list (exec_derived.cu: the item's entries, whose offsets arrive with the
+// stage), so a clean item runs no code test, vote or escape count. VOTE (bench only, the kernel of
+// session 9, for one measurement side by side): the codes tested per item, a warp vote, escape
+// offsets by a prefix over the row's lanes and exec_patch_pairs.
+enum ExecTcSpecial { EXEC_TC_LIST = 0, EXEC_TC_VOTE = 1 };
+
+// PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
+// decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only.
+template <int NT, int D, int PROBE = 0, int SPECIAL = EXEC_TC_LIST>
+__device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
+                                             const uint2* __restrict__ pent) {
+    constexpr bool LIST = SPECIAL == EXEC_TC_LIST;
+    constexpr int COLS = NT * 8;
+    extern __shared__ __align__(16) exec_u8 exec_stage[];
+    const exec_u32 K16 = (K + 15u) & ~15u;
+    const exec_u32 CB = (K + 511u) >> 9;
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const exec_u32 g = lane >> 2, t = lane & 3u;
+    const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
+    const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_TC_STAGE);
+    const exec_u8* sb = exec_stage + (exec_u64)warp * D * EXEC_TC_STAGE;
+    float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_TC_STAGE);
+
+    // issue side: the same (row group, tile, item) sequence as the compute loop.
+    exec_u32 igr = blockIdx.x, icb = warp, isub = 0, istage = 0;
+    // Lane L copies 16 bytes of sm rows (L >> 3) + 4 i (i < 4) at (L & 7) * 16
+    // and, in a whole item (16 rows, 128 columns, K16 % 32 == 0 so code rows are 16-byte aligned),
+    // 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16, without predicates; other items
+    // copy 8 bytes of code rows (L >> 3) + 4 i at (L & 7) * 8 beside each sm piece. Addresses: row
+    // pointers set once per row group (64-bit: M * K16 < 2^41, spec 20.16), plus the item's column
+    // and a stride of 4 sm rows (session 9: +8-10% against 8 copies a lane whose 64-bit addresses
+    // came from row, tile and item).
+    exec_u32 ivalid = 0;
+    const exec_u8* ps = sm;
+    const exec_u8* pc = codes;  // code row (L >> 2), 16-byte pieces
+    const exec_u8* pe = codes;  // code row (L >> 3), 8-byte pieces
+    const exec_u64 rs = 4ull * K16;  // 4 sm rows = 8 code rows, in bytes
+    auto rowgroup = [&]() {
+        const exec_u64 row0 = (exec_u64)igr * 16;
+        ivalid = row0 < M ? (exec_u32)min((exec_u64)16, (exec_u64)M - row0) : 0u;
+        ps = sm + (row0 + (lane >> 3)) * K16 + (lane & 7u) * 16u;
+        pc = codes + (row0 + (lane >> 2)) * (K16 >> 1) + (lane & 3u) * 16u;
+        pe = codes + (row0 + (lane >> 3)) * (K16 >> 1) + (lane & 7u) * 8u;
+    };
+    rowgroup();
+    auto issue = [&]() {
+        if (igr < ngroups && icb < CB) {
+            const exec_u32 sd = st + istage * EXEC_TC_STAGE;
+            const exec_u32 off = icb * 512u + isub * 128u;
+            const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
+            const exec_u8* s0 = ps + off;
+            if (ivalid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
+                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 2) * 64u + (lane & 3u) * 16u;
+                const exec_u8* c0 = pc + (off >> 1);
+#pragma unroll
+                for (exec_u32 i = 0; i < 4; ++i) exec_cp16(dsm + i * 512u, s0 + i * rs);
+#pragma unroll
+                for (exec_u32 i = 0; i < 2; ++i) exec_cp16(dcd + i * 512u, c0 + i * rs);
+            } else {  // code rows as 8-byte pieces, mapped like the sm rows
+                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 3) * 64u + (lane & 7u) * 8u;
+                const exec_u8* c0 = pe + (off >> 1);
+                const bool lv = off + (lane & 7u) * 16u < K16;
+#pragma unroll
+                for (exec_u32 i = 0; i < 4; ++i)
+                    if (lv && (lane >> 3) + 4u * i < ivalid) {
+                        exec_cp16(dsm + i * 512u, s0 + i * rs);
+                        exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
+                    }
+            }
+            if (LIST) {  // the item's patch-list range: off[i], off[i + 1]
+                if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + (((exec_u64)igr * CB + icb) * 4 + isub) + lane);
+            } else if (isub == 0u && lane < ivalid) {
+                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, esc_start + ((exec_u64)igr * 16 + lane) * CB + icb);
+            }
+            ++isub;
+            if (isub == 4u || off + 128u >= K16) {
+                isub = 0;
+                icb += nwarps;
+                if (icb >= CB) {
+                    icb = warp;
+                    igr += gridDim.x;
+                    rowgroup();
+                }
+            }
+        }
+        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
+        exec_cp_commit();
+    };
+#pragma unroll
+    for (int d = 0; d < D - 1; ++d) issue();
+
+    exec_u32 cstage = 0;
+    for (exec_u32 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
+        exec_u32 rbase[2];
+        bool rv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+            rv[h] = m < M;
+            rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
+        }
+        float acc[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+        for (exec_u32 cb = warp; cb < CB; cb += nwarps) {
+            exec_u32 rel[2] = {0u, 0u}, tesc[2] = {0u, 0u};
+            for (exec_u32 sub = 0; sub < 4u && cb * 512u + sub * 128u < K16; ++sub) {
+                const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
+                uint4 xv[NT][4];
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) {
+                    const exec_u32 n = nt * 8u + g;
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
+                        if (n < ncols && kc + 16u * j < K16) {
+                            const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
+                            xv[nt][2 * j] = __ldg(xp);
+                            xv[nt][2 * j + 1] = __ldg(xp + 1);
+                        }
+                    }
+                }
+                // Lanes read stage bytes other lanes copied: every lane is done with the
+                // stage this issue refills, and after the wait every lane's copies have landed.
+                __syncwarp();
+                issue();
+                exec_cp_wait<D - 1>();
+                __syncwarp();
+                const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
+                cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
+                uint4 sv[2][2];
+                uint2 cv[2][2];
+                bool plain = true;
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const exec_u32 row = 8 * h + g;
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+                        cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
+                        if (rv[h] && kc + 16u * j < K16) {
+                            sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
+                            cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
+                        }
+                        if (!LIST) plain = plain && exec_plain16(cv[h][j]);
+                    }
+                    if (!LIST && sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
+                }
+                // LIST: the item's entries (warp-uniform range); the first is loaded before the decode
+                const uint2 range = LIST ? *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC) : make_uint2(0u, 0u);
+                const uint2 first = LIST && PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+                // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
+                const bool dense = LIST && PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+                const bool listed = LIST && PROBE != 1 && range.x != range.y && !dense;
+                // VOTE: escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
+                const bool patch = dense || (!LIST && PROBE != 1 && !__all_sync(EXEC_FULL, plain));
+                exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
+                exec_u32 n0[2] = {0u, 0u};
+                if (patch) {
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
+                        const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
+                        if (LIST) {
+                            exec_u32 item_rel = 0u;
+                            const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+                            eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
+                        } else {
+                            eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
+                        }
+                    }
+                }
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    exec_u32 w[2][8];
+#pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        if (PROBE == 1) {
+                            const uint4 a = sv[h][j];
+                            const uint2 c = cv[h][j];
+                            const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
+#pragma unroll
+                            for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
+                        } else {
+                            exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                            if (patch && !exec_plain16(cv[h][j]))
+                                exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                        }
+                    }
+                    if (listed) {
+                        // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
+#pragma unroll 1
+                        for (exec_u32 e = range.x; e < range.y; ++e) {
+                            const uint2 en = e == range.x ? first : __ldg(pent + e);
+                            const exec_u32 r = en.x >> 6, q = en.x & 63u;
+                            // one bit per word of w (h * 8 + p), set in the owner lane only: a
+                            // select per word keeps w in registers (an indexed store would not)
+                            const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
+                                                      ? 1u << ((r >> 3) * 8u + (q & 7u))
+                                                      : 0u;
+#pragma unroll
+                            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                                for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
+                        }
+                    }
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt) {
+                        if (PROBE == 2) {
+                            // Probe 2, no mma: the decoded words and the activations folded by XOR.
+                            exec_u32 f = xv[nt][2 * j].x ^ xv[nt][2 * j + 1].w;
+#pragma unroll
+                            for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
+                            acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
+                        } else {
+                            exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
+                        }
+                    }
+                }
+            }
+        }
+        float* rw = red + (exec_u64)warp * 16 * COLS;
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
+        exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
+    }
+    exec_cp_wait<0>();
+}
+
+// Parameters: EXEC_MATVEC_PARAMS, then the patch list's offsets and entries (exec_derived.cu).
+#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE, SPECIAL)                                                    \
+    extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent) { \
+        exec_tc_body<NT, D, PROBE, SPECIAL>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy,   \
+                                            out_bf16, poff, pent);                                              \
+    }
+#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0, EXEC_TC_LIST)
+
+EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
+EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

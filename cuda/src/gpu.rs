@@ -7,7 +7,7 @@
 use crate::kernels;
 use crate::GpuError;
 use cudarc::driver::sys::{CUdevice_attribute, CUfunction_attribute, CUstream};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -23,16 +23,6 @@ pub struct Gpu {
     pub smem_optin: u32,
     /// The compiled kernels, shared by every view of this device ([`Gpu::with_borrowed_stream`]).
     kernels: Arc<Kernels>,
-    /// Reduction scratch of the kernels that split row groups across CTAs (the bounded stream
-    /// kernel, exec/tensor.rs): one per view, so launches that share it are ordered on its stream;
-    /// grown on demand, never shrunk.
-    scratch: Mutex<Option<Scratch>>,
-}
-
-/// Partial sums and per-row-group counters (zero before a launch; the kernels leave them zero).
-struct Scratch {
-    part: CudaSlice<f32>,
-    count: CudaSlice<u32>,
 }
 
 /// One device's loaded module and what is cached about its entry points.
@@ -130,7 +120,6 @@ impl Gpu {
             sm_count,
             smem_optin,
             kernels: Arc::new(Kernels { _module: module, functions, occupancy: Mutex::new(HashMap::new()) }),
-            scratch: Mutex::new(None),
         })
     }
 
@@ -155,34 +144,7 @@ impl Gpu {
             sm_count: self.sm_count,
             smem_optin: self.smem_optin,
             kernels: self.kernels.clone(),
-            scratch: Mutex::new(None),
         }
-    }
-
-    /// Runs `launch` with device pointers to at least `floats` scratch floats and `counters` zero
-    /// counters of this view (allocated or grown first); `launch` must enqueue on this view's
-    /// stream and leave the counters zero, as the kernels that take them do.
-    pub(crate) fn with_scratch<R>(
-        &self,
-        floats: usize,
-        counters: usize,
-        launch: impl FnOnce(u64, u64) -> Result<R, GpuError>,
-    ) -> Result<R, GpuError> {
-        let mut slot = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let s = match slot.take() {
-            Some(s) if s.part.len() >= floats && s.count.len() >= counters => slot.insert(s),
-            old => {
-                let (f, c) = old.as_ref().map_or((0, 0), |s| (s.part.len(), s.count.len()));
-                drop(old); // freed in stream order before the larger one is made
-                slot.insert(Scratch {
-                    part: self.stream.alloc_zeros::<f32>(floats.max(f).max(1))?,
-                    count: self.stream.alloc_zeros::<u32>(counters.max(c).max(1))?,
-                })
-            }
-        };
-        let (part, _gp) = s.part.device_ptr(&self.stream);
-        let (count, _gc) = s.count.device_ptr(&self.stream);
-        launch(part, count)
     }
 
     /// True when `other` is this device (the same context), whatever stream each issues on.

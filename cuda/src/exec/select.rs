@@ -62,6 +62,10 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
+    /// Bench: [`ExecMatvecKernel::Bounded`] with session 9's stream kernel up to 16 columns (codes
+    /// tested per item, a warp vote, escape offsets by a prefix; no patch list). Same results.
+    #[cfg(feature = "bench")]
+    BoundedVote,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -89,6 +93,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedVote,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
@@ -119,6 +125,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedVote => "bounded-vote",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
@@ -167,6 +175,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::BoundedVote
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
             #[cfg(feature = "bench")]

@@ -59,15 +59,21 @@ impl GpuExecMatrix {
         let warps = self.col_tiles.clamp(1, 8);
         let (name, smem) = match family {
             TensorFamily::Stream => {
+                // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
+                // the warps' 16 x 8 NT partial sums
                 let (name, nt) = match (k, nt) {
                     #[cfg(feature = "bench")]
                     (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
                     #[cfg(feature = "bench")]
                     (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::BoundedVote, 1) => ("bench_exec_tensor_vote_n1", 1u64),
+                    #[cfg(feature = "bench")]
+                    (ExecMatvecKernel::BoundedVote, _) => ("bench_exec_tensor_vote_n2", 2),
                     (_, 1) => ("exec_tensor_stream_n1", 1u64),
                     _ => ("exec_tensor_stream_n2", 2),
                 };
-                return self.stream_launch(name, nt, x, ncols, bias, out_bf16, y);
+                (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
             }
             TensorFamily::Step => {
                 // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
@@ -90,33 +96,13 @@ impl GpuExecMatrix {
                 }
                 let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(w) as u32)?);
                 let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y, None);
+                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y, false);
             }
         };
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
         let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, None)
-    }
-
-    /// The stream kernel (kernels/exec_tensor_stream.cu): CTAs of up to 8 warps, each with 4
-    /// stages of EXEC_TC_STAGE bytes, as many as fit the device at once but at most one warp per
-    /// item (its work split gives every warp an equal range of items), and the view's reduction
-    /// scratch: 2 slots of 16 x 8 NT floats per warp and a counter per row group.
-    #[allow(clippy::too_many_arguments)]
-    fn stream_launch(&self, name: &str, nt: u64, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        let groups = self.shape.rows.div_ceil(16);
-        let items = groups * self.col_tiles * 4;
-        // at least MIN_ITEMS items per warp where the matrix has them (a range shorter than the
-        // pipeline is mostly its prologue, and every split row group costs a reduction)
-        const MIN_ITEMS: u64 = 4;
-        let warps = items.div_ceil(MIN_ITEMS).min(8);
-        let smem = warps * 4 * u64::from(EXEC_TC_STAGE);
-        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
-        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(items / (warps * MIN_ITEMS)).max(1);
-        let floats = 2 * grid * warps * 16 * nt * 8;
-        self.gpu.with_scratch(floats as usize, groups as usize, |part, count| {
-            self.tensor_args(name, grid as u32, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, Some((part, count)))
-        })
+        let list = matches!(family, TensorFamily::Stream);
+        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, list)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -131,7 +117,7 @@ impl GpuExecMatrix {
         bias: u64,
         out_bf16: i32,
         y: u64,
-        scratch: Option<(u64, u64)>,
+        list: bool,
     ) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
         let f = self.ptrs();
@@ -142,18 +128,14 @@ impl GpuExecMatrix {
         let mut b = s.launch_builder(self.gpu.function(name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        let scratch_args;
-        if let Some((part, count)) = scratch {
-            scratch_args = [part, count];
-            b.arg(&poff).arg(&pent).arg(&scratch_args[0]).arg(&scratch_args[1]);
+        if list {
+            b.arg(&poff).arg(&pent);
         }
-        // SAFETY: the argument list matches EXEC_TC_PROBE (kernels/exec_tensor_stream.cu: with the
-        // patch list and the scratch, given for the stream kernel only), EXEC_MM3
-        // (exec_tensor_tile.cu) or EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16
-        // BF16 activations, y ncols x M outputs, bias M values or null; the patch list is the
-        // matrix's own (exec/derived.rs); the scratch holds 2 x 16 x 8 NT floats per warp of the
-        // grid and a zero counter per row group (`stream_launch`); shared memory within the
-        // device's opt-in limit.
+        // SAFETY: the argument list matches EXEC_TC_PROBE (kernels/exec_tensor.cu, with the patch
+        // list: `list` is set for the stream family only), EXEC_MM3 (exec_tensor_tile.cu) or
+        // EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
+        // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
+        // shared memory within the device's opt-in limit.
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
