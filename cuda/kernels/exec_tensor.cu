@@ -78,30 +78,27 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 // ---- batched, bounded (spec 19), streaming: an item is 16 rows x 128 columns of one tile; lane
 // (g, t) owns rows g and g + 8 and the 32 columns 32 t .. 32 t + 31 of the item (two chunks of 16,
 // each fed to 4 mma k-steps with the k order permuted per thread, A and B alike). Compared with
-// the step kernel above (64-column items): half the items, copies and bookkeeping per weight, no
-// pad masking (pad codes are 0 and take the patch path, spec 20.5), and the general decode is
-// replaced by the fast decode plus exec_patch_pairs of the pairs holding a code 0 or 15 (the warp
-// votes once per item). Escape order inside a tile: items, then lanes t, then chunks. CTAs of W
-// warps are persistent over 16-row groups; warps split the tiles of a row group and add their
-// partial sums in warp order through shared memory. Stage: sm [16][128], codes [16][64],
-// esc_start [16] of the item's tile (copied with its first item). ----
+// the step kernel (64-column items): half the items, copies and bookkeeping per weight, no pad
+// masking (a pad weight, code 0 and sm 0, decodes to a finite value that meets x = 0 unless its
+// pair is listed), and the codes 0 and 15 by the patch list (below). CTAs of W warps are
+// persistent over 16-row groups; warps split the tiles of a row group and add their partial sums
+// in warp order through shared memory (session 10 measured equal item ranges per warp with a
+// cross-CTA reduction instead: slower, docs/gpu.md). Stage: sm [16][128], codes [16][64], the
+// item's patch-list range (2 words, 64 bytes reserved). ----
 #define EXEC_TC_CODES 2048
 #define EXEC_TC_ESC 3072
 #define EXEC_TC_STAGE 3136
 
-// Codes 0 and 15 (LIST): production decodes every pair by the fast path and then overwrites the
-// pairs of the item's patch list (exec_derived.cu: the item's entries, whose offsets arrive with the
-// stage), so a clean item runs no code test, vote or escape count. VOTE (bench only, the kernel of
-// session 9, for one measurement side by side): the codes tested per item, a warp vote, escape
-// offsets by a prefix over the row's lanes and exec_patch_pairs.
-enum ExecTcSpecial { EXEC_TC_LIST = 0, EXEC_TC_VOTE = 1 };
-
+// Codes 0 and 15: every pair is decoded by the fast path, then the pairs of the item's patch list
+// (exec_derived.cu: the item's entries, whose offsets arrive with the stage) are overwritten, so a
+// clean item runs no code test, vote or escape count (session 10: +4% against the per-item vote,
+// prefix and exec_patch_pairs of session 9). A dense item's list holds each row's escape offset at
+// the item instead; the item then takes exec_patch_pairs after a prefix over the row's lanes.
 // PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
-// decode, no escapes), 2 = decode without mma; production instantiates PROBE = 0 only.
-template <int NT, int D, int PROBE = 0, int SPECIAL = EXEC_TC_LIST>
+// decode, no patch), 2 = decode without mma; production instantiates PROBE = 0 only.
+template <int NT, int D, int PROBE = 0>
 __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                              const uint2* __restrict__ pent) {
-    constexpr bool LIST = SPECIAL == EXEC_TC_LIST;
     constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
@@ -159,11 +156,8 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                         exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
                     }
             }
-            if (LIST) {  // the item's patch-list range: off[i], off[i + 1]
-                if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + (((exec_u64)igr * CB + icb) * 4 + isub) + lane);
-            } else if (isub == 0u && lane < ivalid) {
-                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, esc_start + ((exec_u64)igr * 16 + lane) * CB + icb);
-            }
+            if (lane < 2u)  // the item's patch-list range: off[i], off[i + 1]
+                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + (((exec_u64)igr * CB + icb) * 4 + isub) + lane);
             ++isub;
             if (isub == 4u || off + 128u >= K16) {
                 isub = 0;
@@ -197,7 +191,6 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
 #pragma unroll
             for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
         for (exec_u32 cb = warp; cb < CB; cb += nwarps) {
-            exec_u32 rel[2] = {0u, 0u}, tesc[2] = {0u, 0u};
             for (exec_u32 sub = 0; sub < 4u && cb * 512u + sub * 128u < K16; ++sub) {
                 const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
                 uint4 xv[NT][4];
@@ -224,7 +217,6 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                 cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
                 uint4 sv[2][2];
                 uint2 cv[2][2];
-                bool plain = true;
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
                     const exec_u32 row = 8 * h + g;
@@ -236,32 +228,24 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                             sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
                             cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
                         }
-                        if (!LIST) plain = plain && exec_plain16(cv[h][j]);
                     }
-                    if (!LIST && sub == 0u && t == 0u && rv[h]) tesc[h] = *reinterpret_cast<const exec_u32*>(sd + EXEC_TC_ESC + row * 4);
                 }
-                // LIST: the item's entries (warp-uniform range); the first is loaded before the decode
-                const uint2 range = LIST ? *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC) : make_uint2(0u, 0u);
-                const uint2 first = LIST && PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+                // the item's entries (warp-uniform range); the first is loaded before the decode
+                const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
+                const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
                 // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
-                const bool dense = LIST && PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
-                const bool listed = LIST && PROBE != 1 && range.x != range.y && !dense;
-                // VOTE: escape offsets (only when some lane holds a code 0 or 15: warp-uniform branch)
-                const bool patch = dense || (!LIST && PROBE != 1 && !__all_sync(EXEC_FULL, plain));
+                const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+                const bool listed = PROBE != 1 && range.x != range.y && !dense;
                 exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
                 exec_u32 n0[2] = {0u, 0u};
-                if (patch) {
+                if (dense) {
 #pragma unroll
                     for (int h = 0; h < 2; ++h) {
                         n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
                         const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-                        if (LIST) {
-                            exec_u32 item_rel = 0u;
-                            const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
-                            eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
-                        } else {
-                            eoff[h] = exec_tc_esc_offset(n, t, tesc[h], rel[h]);
-                        }
+                        exec_u32 item_rel = 0u;
+                        const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+                        eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
                     }
                 }
 #pragma unroll
@@ -277,7 +261,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                             for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
                         } else {
                             exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                            if (patch && !exec_plain16(cv[h][j]))
+                            if (dense && !exec_plain16(cv[h][j]))
                                 exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
                         }
                     }
@@ -324,13 +308,13 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, then the patch list's offsets and entries (exec_derived.cu).
-#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE, SPECIAL)                                                    \
+#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
     extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent) { \
-        exec_tc_body<NT, D, PROBE, SPECIAL>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy,   \
-                                            out_bf16, poff, pent);                                              \
+        exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, \
+                                   poff, pent);                                                             \
     }
-#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0, EXEC_TC_LIST)
+#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)

@@ -91,7 +91,7 @@ pub const EXEC_STAGE: u32 = 4 * 768 + 32;
 
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
 /// The stream tensor-core kernel's stage (exec_tensor.cu `EXEC_TC_STAGE`): 16 rows x 128 columns
-/// of sm bytes and codes, and the 16 rows' escape offsets.
+/// of sm bytes and codes, and 64 bytes for the item's patch-list range (two words used).
 pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 /// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
 /// layout kernels size their pipelines and activation copies to it at launch.
@@ -177,7 +177,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 31] = [
+pub const BENCH: [(&str, u32); 29] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -217,9 +217,6 @@ pub const BENCH: [(&str, u32); 31] = [
     // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
-    // The bounded stream kernel of session 9 (codes tested per item, vote, escape prefix).
-    ("bench_exec_tensor_vote_n1", SMEM_OPTIN),
-    ("bench_exec_tensor_vote_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -62,10 +62,6 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
-    /// Bench: [`ExecMatvecKernel::Bounded`] with session 9's stream kernel up to 16 columns (codes
-    /// tested per item, a warp vote, escape offsets by a prefix; no patch list). Same results.
-    #[cfg(feature = "bench")]
-    BoundedVote,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -93,8 +89,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::BoundedVote,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
@@ -125,8 +119,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedVote => "bounded-vote",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
@@ -175,7 +167,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
-            | ExecMatvecKernel::BoundedVote
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
             #[cfg(feature = "bench")]

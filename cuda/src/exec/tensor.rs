@@ -66,10 +66,6 @@ impl GpuExecMatrix {
                     (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
                     #[cfg(feature = "bench")]
                     (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
-                    #[cfg(feature = "bench")]
-                    (ExecMatvecKernel::BoundedVote, 1) => ("bench_exec_tensor_vote_n1", 1u64),
-                    #[cfg(feature = "bench")]
-                    (ExecMatvecKernel::BoundedVote, _) => ("bench_exec_tensor_vote_n2", 2),
                     (_, 1) => ("exec_tensor_stream_n1", 1u64),
                     _ => ("exec_tensor_stream_n2", 2),
                 };

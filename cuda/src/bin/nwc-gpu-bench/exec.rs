@@ -117,9 +117,8 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,
-    /// Bounded (production), vote (bench: session 9's stream kernel), step (bench), tile (bench)
-    /// microseconds.
-    pub tensor_us: [f64; 4],
+    /// Bounded (production), step (bench), tile (bench) microseconds.
+    pub tensor_us: [f64; 3],
     /// Ceiling probes of the bounded stream kernel up to 8 columns (NaN above): no decode, no
     /// mma (kernels/bench/exec_tensor_probes.cu; timed, never checked).
     pub probe_us: [f64; 2],
@@ -142,21 +141,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
-        "N",
-        "cuBLAS us",
-        "exact us",
-        "/cB",
-        "bounded us",
-        "/cB",
-        "vote us",
-        "/cB",
-        "step us",
-        "/cB",
-        "tile us",
-        "/cB",
-        "no-decode /cB",
-        "no-mma /cB"
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
+        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB", "no-decode /cB", "no-mma /cB"
     );
     for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
@@ -186,7 +172,6 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         // the host reference (spec 19.6), once per batch size for the three tensor-core kernels
         // (the probes are not checked)
         let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
-        let mut outputs: Vec<Vec<u16>> = Vec::new();
         let mut tensor = |kernel: ExecMatvecKernel, mats: &mut Vec<GpuExecMatrix>, tag: &mut String| -> Res<f64> {
             for e in mats.iter_mut() {
                 e.set_matvec_kernel(kernel);
@@ -197,14 +182,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             if kernel.is_probe() {
                 return Ok(t); // a ceiling probe: timed, never checked
             }
-            let words = s.clone_dtoh(&y)?;
-            // the vote kernel decodes the same weights as the production one: the same bits
-            if kernel == ExecMatvecKernel::BoundedVote && n <= 16 && outputs.first() != Some(&words) {
-                *tag += " MISMATCH(bounded-vote vs bounded: not bit-identical)";
-            }
-            outputs.push(words.clone());
             if let Some(expected) = &expected {
-                let got: Vec<u32> = words.into_iter().map(u32::from).collect();
+                let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
                 if let Err(why) = level2::check_outputs(expected, &got, true) {
                     *tag += &format!(" MISMATCH({}: {why})", kernel.name());
                     return Ok(f64::NAN);
@@ -216,7 +195,6 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         };
         let tensor_us = [
             tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?,
-            if n <= 16 { tensor(ExecMatvecKernel::BoundedVote, &mut mats, &mut tag)? } else { f64::NAN },
             tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
         ];
@@ -229,7 +207,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             [f64::NAN; 2]
         };
         println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
+            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
             cublas_us / exact_us,
             tensor_us[0],
             cublas_us / tensor_us[0],
@@ -237,8 +215,6 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             cublas_us / tensor_us[1],
             tensor_us[2],
             cublas_us / tensor_us[2],
-            tensor_us[3],
-            cublas_us / tensor_us[3],
             cublas_us / probe_us[0],
             cublas_us / probe_us[1]
         );
@@ -251,8 +227,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 pub fn batch_summary(rows: &[Vec<BatchRow>]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
     println!(
-        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
-        "N", "exact", "bounded", "vote (bench)", "step (bench)", "tile (bench)", "probe: no decode", "probe: no mma"
+        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+        "N", "exact", "bounded", "step (bench)", "tile (bench)", "probe: no decode", "probe: no mma"
     );
     for (i, n) in BATCHES.iter().enumerate() {
         let col = |f: &dyn Fn(&BatchRow) -> f64| {
@@ -265,12 +241,11 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
         println!(
-            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
             col(&|b| b.exact_us),
             col(&|b| b.tensor_us[0]),
             col(&|b| b.tensor_us[1]),
             col(&|b| b.tensor_us[2]),
-            col(&|b| b.tensor_us[3]),
             col(&|b| b.probe_us[0]),
             col(&|b| b.probe_us[1])
         );

@@ -131,14 +131,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         e.set_matvec_kernel(ExecMatvecKernel::Bounded);
         let xd = e.activations_bf16(&xs, nb)?;
         e.matvec_into_bf16(&xd, None, &mut y)?;
-        let got16 = s.clone_dtoh(&y)?;
-        // session 9's stream kernel decodes the same weights without the patch list: same bits
-        e.set_matvec_kernel(ExecMatvecKernel::BoundedVote);
-        e.matvec_into_bf16(&xd, None, &mut y)?;
-        if s.clone_dtoh(&y)? != got16 {
-            bad.push(format!("bounded on {nb} columns: the patch-list kernel differs from bounded-vote"));
-        }
-        let got: Vec<u32> = got16.into_iter().map(u32::from).collect();
+        let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
         if let Err(why) = level2::check_outputs(&expected, &got, true) {
             bad.push(format!("bounded on {nb} columns: {why}"));
         }
