@@ -106,12 +106,14 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const exec_u32 g = lane >> 2, t = lane & 3u;
     const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
+    // items of a row group: 4 per tile but past K16 in a short last tile (those are the last ones)
+    const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
     const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_TC_STAGE);
     const exec_u8* sb = exec_stage + (exec_u64)warp * D * EXEC_TC_STAGE;
     float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_TC_STAGE);
 
     // issue side: the same (row group, tile, item) sequence as the compute loop.
-    exec_u32 igr = blockIdx.x, icb = warp, isub = 0, istage = 0;
+    exec_u32 igr = blockIdx.x, iit = warp, istage = 0;
     // Lane L copies 16 bytes of sm rows (L >> 3) + 4 i (i < 4) at (L & 7) * 16
     // and, in a whole item (16 rows, 128 columns, K16 % 32 == 0 so code rows are 16-byte aligned),
     // 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16, without predicates; other items
@@ -133,9 +135,9 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
     };
     rowgroup();
     auto issue = [&]() {
-        if (igr < ngroups && icb < CB) {
+        if (igr < ngroups && iit < nitg) {
             const exec_u32 sd = st + istage * EXEC_TC_STAGE;
-            const exec_u32 off = icb * 512u + isub * 128u;
+            const exec_u32 off = (iit >> 2) * 512u + (iit & 3u) * 128u;
             const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
             const exec_u8* s0 = ps + off;
             if (ivalid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
@@ -157,16 +159,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                     }
             }
             if (lane < 2u)  // the item's patch-list range: off[i], off[i + 1]
-                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + (((exec_u64)igr * CB + icb) * 4 + isub) + lane);
-            ++isub;
-            if (isub == 4u || off + 128u >= K16) {
-                isub = 0;
-                icb += nwarps;
-                if (icb >= CB) {
-                    icb = warp;
-                    igr += gridDim.x;
-                    rowgroup();
-                }
+                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + ((exec_u64)igr * CB * 4 + iit) + lane);
+            iit += nwarps;
+            if (iit >= nitg) {
+                iit = warp;
+                igr += gridDim.x;
+                rowgroup();
             }
         }
         istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
@@ -190,109 +188,108 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
         for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
             for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
-        for (exec_u32 cb = warp; cb < CB; cb += nwarps) {
-            for (exec_u32 sub = 0; sub < 4u && cb * 512u + sub * 128u < K16; ++sub) {
-                const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
-                uint4 xv[NT][4];
+        for (exec_u32 it = warp; it < nitg; it += nwarps) {  // the group's items, round-robin over the warps
+            const exec_u32 cb = it >> 2, sub = it & 3u;
+            const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
+            uint4 xv[NT][4];
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 n = nt * 8u + g;
-#pragma unroll
-                    for (int j = 0; j < 2; ++j) {
-                        xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
-                        if (n < ncols && kc + 16u * j < K16) {
-                            const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
-                            xv[nt][2 * j] = __ldg(xp);
-                            xv[nt][2 * j + 1] = __ldg(xp + 1);
-                        }
-                    }
-                }
-                // Lanes read stage bytes other lanes copied: every lane is done with the
-                // stage this issue refills, and after the wait every lane's copies have landed.
-                __syncwarp();
-                issue();
-                exec_cp_wait<D - 1>();
-                __syncwarp();
-                const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
-                cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
-                uint4 sv[2][2];
-                uint2 cv[2][2];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const exec_u32 row = 8 * h + g;
-#pragma unroll
-                    for (int j = 0; j < 2; ++j) {
-                        sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
-                        cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
-                        if (rv[h] && kc + 16u * j < K16) {
-                            sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
-                            cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
-                        }
-                    }
-                }
-                // the item's entries (warp-uniform range); the first is loaded before the decode
-                const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
-                const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
-                // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
-                const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
-                const bool listed = PROBE != 1 && range.x != range.y && !dense;
-                exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
-                exec_u32 n0[2] = {0u, 0u};
-                if (dense) {
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
-                        const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-                        exec_u32 item_rel = 0u;
-                        const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
-                        eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
-                    }
-                }
+            for (int nt = 0; nt < NT; ++nt) {
+                const exec_u32 n = nt * 8u + g;
 #pragma unroll
                 for (int j = 0; j < 2; ++j) {
-                    exec_u32 w[2][8];
-#pragma unroll
-                    for (int h = 0; h < 2; ++h) {
-                        if (PROBE == 1) {
-                            const uint4 a = sv[h][j];
-                            const uint2 c = cv[h][j];
-                            const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
-#pragma unroll
-                            for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
-                        } else {
-                            exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                            if (dense && !exec_plain16(cv[h][j]))
-                                exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
-                        }
+                    xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
+                    if (n < ncols && kc + 16u * j < K16) {
+                        const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
+                        xv[nt][2 * j] = __ldg(xp);
+                        xv[nt][2 * j + 1] = __ldg(xp + 1);
                     }
-                    if (listed) {
-                        // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
+                }
+            }
+            // Lanes read stage bytes other lanes copied: every lane is done with the
+            // stage this issue refills, and after the wait every lane's copies have landed.
+            __syncwarp();
+            issue();
+            exec_cp_wait<D - 1>();
+            __syncwarp();
+            const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
+            cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
+            uint4 sv[2][2];
+            uint2 cv[2][2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const exec_u32 row = 8 * h + g;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+                    cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
+                    if (rv[h] && kc + 16u * j < K16) {
+                        sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
+                        cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
+                    }
+                }
+            }
+            // the item's entries (warp-uniform range); the first is loaded before the decode
+            const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
+            const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+            // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
+            const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+            const bool listed = PROBE != 1 && range.x != range.y && !dense;
+            exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
+            exec_u32 n0[2] = {0u, 0u};
+            if (dense) {
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
+                    const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
+                    exec_u32 item_rel = 0u;
+                    const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+                    eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                exec_u32 w[2][8];
+#pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    if (PROBE == 1) {
+                        const uint4 a = sv[h][j];
+                        const uint2 c = cv[h][j];
+                        const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
+#pragma unroll
+                        for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
+                    } else {
+                        exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                        if (dense && !exec_plain16(cv[h][j]))
+                            exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+                    }
+                }
+                if (listed) {
+                    // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
 #pragma unroll 1
-                        for (exec_u32 e = range.x; e < range.y; ++e) {
-                            const uint2 en = e == range.x ? first : __ldg(pent + e);
-                            const exec_u32 r = en.x >> 6, q = en.x & 63u;
-                            // one bit per word of w (h * 8 + p), set in the owner lane only: a
-                            // select per word keeps w in registers (an indexed store would not)
-                            const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
-                                                      ? 1u << ((r >> 3) * 8u + (q & 7u))
-                                                      : 0u;
+                    for (exec_u32 e = range.x; e < range.y; ++e) {
+                        const uint2 en = e == range.x ? first : __ldg(pent + e);
+                        const exec_u32 r = en.x >> 6, q = en.x & 63u;
+                        // one bit per word of w (h * 8 + p), set in the owner lane only: a
+                        // select per word keeps w in registers (an indexed store would not)
+                        const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
+                                                  ? 1u << ((r >> 3) * 8u + (q & 7u))
+                                                  : 0u;
 #pragma unroll
-                            for (int h = 0; h < 2; ++h)
+                        for (int h = 0; h < 2; ++h)
 #pragma unroll
-                                for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
-                        }
+                            for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
                     }
+                }
 #pragma unroll
-                    for (int nt = 0; nt < NT; ++nt) {
-                        if (PROBE == 2) {
-                            // Probe 2, no mma: the decoded words and the activations folded by XOR.
-                            exec_u32 f = xv[nt][2 * j].x ^ xv[nt][2 * j + 1].w;
+                for (int nt = 0; nt < NT; ++nt) {
+                    if (PROBE == 2) {
+                        // Probe 2, no mma: the decoded words and the activations folded by XOR.
+                        exec_u32 f = xv[nt][2 * j].x ^ xv[nt][2 * j + 1].w;
 #pragma unroll
-                            for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
-                            acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
-                        } else {
-                            exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
-                        }
+                        for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
+                        acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
+                    } else {
+                        exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
                     }
                 }
             }
@@ -309,12 +306,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
 
 // Parameters: EXEC_MATVEC_PARAMS, then the patch list's offsets and entries (exec_derived.cu).
 #define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
-    extern "C" __global__ void __launch_bounds__(256, MINB)                                                 \
+    extern "C" __global__ void __launch_bounds__(512, MINB)                                                 \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent) { \
         exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, \
                                    poff, pent);                                                             \
     }
 #define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
 
-EXEC_TC(exec_tensor_stream_n1, 1, 4, 2)
-EXEC_TC(exec_tensor_stream_n2, 2, 4, 2)
+EXEC_TC(exec_tensor_stream_n1, 1, 4, 1)
+EXEC_TC(exec_tensor_stream_n2, 2, 4, 1)

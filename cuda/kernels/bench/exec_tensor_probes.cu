@@ -5,6 +5,6 @@
 //   no patch), so copies, stage reads, activations, mma and the row-group reduction are timed alone;
 // - bench_exec_tensor_probe_nomma_n1: the decode and the patch list without mma (the words and the
 //   activations folded by XOR).
-EXEC_TC_PROBE(bench_exec_tensor_probe_raw_n1, 1, 4, 2, 1)
-EXEC_TC_PROBE(bench_exec_tensor_probe_nomma_n1, 1, 4, 2, 2)
+EXEC_TC_PROBE(bench_exec_tensor_probe_raw_n1, 1, 4, 1, 1)
+EXEC_TC_PROBE(bench_exec_tensor_probe_nomma_n1, 1, 4, 1, 2)
 

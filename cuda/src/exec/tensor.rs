@@ -69,7 +69,8 @@ impl GpuExecMatrix {
                     (_, 1) => ("exec_tensor_stream_n1", 1u64),
                     _ => ("exec_tensor_stream_n2", 2),
                 };
-                (name, warps * 4 * u64::from(EXEC_TC_STAGE) + warps * 16 * nt * 8 * 4)
+                let (w, grid, smem) = self.stream_plan(name, nt)?;
+                return self.tensor_args(name, grid, 32 * w, smem, x, ncols, bias, out_bf16, y, true);
             }
             TensorFamily::Step => {
                 // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
@@ -97,8 +98,40 @@ impl GpuExecMatrix {
         };
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
         let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-        let list = matches!(family, TensorFamily::Stream);
-        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, list)
+        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, false)
+    }
+
+    /// The stream kernel's CTA size W (warps), grid and shared memory. Its warps split a row
+    /// group's items round-robin and CTAs are persistent over row groups, so a warp handles
+    /// ceil(groups / CTAs) x ceil(items per group / W) items at most; the plan takes the W (1 to
+    /// 16, at most the group's items) that makes this smallest; on a tie the CTA of session 9
+    /// (min(tiles per row, 8) warps), then the fewest rounds of row groups (session 10: 6144x4096
+    /// takes W = 16 and 3 rounds of 2 items per warp instead of W = 8 and 2 rounds of 4; 2560x9728
+    /// W = 8 and 10 items instead of 12; 1000x3000 W = 12 and 2 instead of 4).
+    fn stream_plan(&self, name: &str, nt: u64) -> Result<(u32, u32, u32), GpuError> {
+        let groups = self.shape.rows.div_ceil(16);
+        let k16 = self.k16;
+        let items = 4 * (self.col_tiles - 1) + (k16 - (self.col_tiles - 1) * 512).div_ceil(128);
+        let optin = u64::from(self.gpu.smem_optin);
+        let before = self.col_tiles.clamp(1, 8);
+        // (items per warp, not session 9's CTA, rounds) and the plan (W, grid, shared bytes)
+        type Scored = ((u64, bool, u64), (u32, u32, u32));
+        let mut best: Option<Scored> = None;
+        for w in 1..=16u64.min(items) {
+            // 4 stages of EXEC_TC_STAGE bytes per warp, then the warps' 16 x 8 NT partial sums
+            let smem = w * 4 * u64::from(EXEC_TC_STAGE) + w * 16 * nt * 8 * 4;
+            if smem > optin {
+                break;
+            }
+            let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?);
+            let grid = (u64::from(self.gpu.sm_count) * per_sm).min(groups).max(1);
+            let rounds = groups.div_ceil(grid);
+            let key = (rounds * items.div_ceil(w), w != before, rounds);
+            if best.is_none_or(|(b, _)| key < b) {
+                best = Some((key, (w as u32, grid as u32, smem as u32)));
+            }
+        }
+        best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded stream kernel fits shared memory"))
     }
 
     #[allow(clippy::too_many_arguments)]
