@@ -62,6 +62,10 @@ pub enum GpuError {
     /// one vector of BF16 activations).
     #[error("not supported: {0}")]
     Unsupported(&'static str),
+    /// Data derived at load does not fit its index type (the bounded kernel's patch list holds
+    /// at most 2^32 - 1 entries; kernels/exec_derived.cu).
+    #[error("the {what} of this matrix needs {got} entries, more than {limit}")]
+    DerivedTooLarge { what: &'static str, got: u64, limit: u64 },
 }
 
 /// The exact line a test that needs a device prints when there is none (it then counts as skipped).

@@ -73,8 +73,13 @@ impl Derived {
                 b.launch(grid_cfg(items))?;
             }
         }
-        // at most 64 pairs per row and item (16 I x 64 < 2^32 for M x K16 < 2^41, spec 20.16)
+        // At most 16 entries per item once dense items are capped, so at most M x K16 / 128 < 2^34
+        // (spec 20.16): the u32 offsets hold the lists of all but matrices past 2^39 weights, and
+        // the scan's total (u64) says which.
         let entries = inclusive_scan(gpu, &cnt, n)?;
+        if entries > u64::from(u32::MAX) {
+            return Err(GpuError::DerivedTooLarge { what: "bounded kernel's patch list", got: entries, limit: u64::from(u32::MAX) });
+        }
         let plist_ent = s.alloc_zeros::<u32>((2 * entries.max(1)) as usize)?;
         let plist_off = s.alloc_zeros::<u32>((items + 1) as usize)?;
         {
