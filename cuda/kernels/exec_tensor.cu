@@ -191,14 +191,12 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
         for (exec_u32 it = warp; it < nitg; it += nwarps) {  // the group's items, round-robin over the warps
             const exec_u32 cb = it >> 2, sub = it & 3u;
             const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
-            // The activations of the item's two 16-column chunks j: up to 2 n-tiles loaded before
-            // the wait (their latency behind it), more one chunk at a time (XJ, registers).
-            constexpr bool XJ = NT > 2;
             uint4 xv[NT][4];
-            auto load_x = [&](int j) {
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    const exec_u32 n = nt * 8u + g;
+            for (int nt = 0; nt < NT; ++nt) {
+                const exec_u32 n = nt * 8u + g;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
                     xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
                     if (n < ncols && kc + 16u * j < K16) {
                         const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
@@ -206,12 +204,6 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                         xv[nt][2 * j + 1] = __ldg(xp + 1);
                     }
                 }
-            };
-            if (!XJ) {
-                load_x(0);
-                load_x(1);
-            } else {
-                load_x(0);
             }
             // Lanes read stage bytes other lanes copied: every lane is done with the
             // stage this issue refills, and after the wait every lane's copies have landed.
@@ -256,7 +248,6 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
             }
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                if (XJ && j == 1) load_x(1);
                 exec_u32 w[2][8];
 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
@@ -324,4 +315,3 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
 
 EXEC_TC(exec_tensor_stream_n1, 1, 4, 1)
 EXEC_TC(exec_tensor_stream_n2, 2, 4, 1)
-EXEC_TC(exec_tensor_stream_n4, 4, 4, 1)

@@ -98,7 +98,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 57] = [
+pub const PRODUCTION: [(&str, u32); 56] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -164,7 +164,6 @@ pub const PRODUCTION: [(&str, u32); 57] = [
     ("exec_tensor_n8", SMEM_OPTIN),
     ("exec_tensor_stream_n1", SMEM_OPTIN),
     ("exec_tensor_stream_n2", SMEM_OPTIN),
-    ("exec_tensor_stream_n4", SMEM_OPTIN),
     ("exec_tensor_step_n4", SMEM_OPTIN),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),

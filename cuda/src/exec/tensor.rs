@@ -52,7 +52,8 @@ impl GpuExecMatrix {
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
-            _ if nt <= 4 => TensorFamily::Stream,
+            _ if nt <= 2 => TensorFamily::Stream,
+            _ if nt == 4 => TensorFamily::Step,
             _ => TensorFamily::Tile,
         };
         let warps = self.col_tiles.clamp(1, 8);
@@ -66,8 +67,7 @@ impl GpuExecMatrix {
                     #[cfg(feature = "bench")]
                     (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
                     (_, 1) => ("exec_tensor_stream_n1", 1u64),
-                    (_, 2) => ("exec_tensor_stream_n2", 2),
-                    _ => ("exec_tensor_stream_n4", 4),
+                    _ => ("exec_tensor_stream_n2", 2),
                 };
                 let p = self.stream_plan(name, nt)?;
                 return self.tensor_args(name, p.grid, 32 * p.warps, p.smem, x, ncols, bias, out_bf16, y, true);
