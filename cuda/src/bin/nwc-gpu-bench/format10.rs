@@ -1,14 +1,14 @@
 //! The format-10 rows of the bench: every matvec and dequant kernel of a format-10 matrix (layout 0,
 //! and the same weights in layout 1 on the bounded matvec) beside cuBLAS, FP8 beside the
-//! uncompressed fp8 baseline, and the execution layout of the same weights (`exec`); `--profile`'s
-//! launches for Nsight Compute.
+//! uncompressed fp8 baseline, and the execution layout of the same weights (`exec`). `--profile`'s
+//! launches of the same kernels are in `profile.rs`.
 
 use super::timing::{cublas_matvec_us, gaussian_bf16, real_pool, tile, time_us};
 use super::{exec, Res, L2_BYTES, SHAPES};
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::fp8_native::Fp8Native;
-use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, MatvecKernel, Probe};
+use nwc_cuda::{DequantKernel, Gpu, GpuMatrix, MatvecKernel};
 use nwc_reference::bounded as level2;
 use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 /// Matvec kernels timed side by side (label, kernel); the last is the production one. History:
 /// codewise = version 1, staged = version 6, exact = version 7 (docs/gpu-history.md).
-const MATVECS: [(&str, MatvecKernel); 3] =
+pub(super) const MATVECS: [(&str, MatvecKernel); 3] =
     [("codewise", MatvecKernel::Codewise), ("staged", MatvecKernel::Staged), ("exact", MatvecKernel::Exact)];
 /// Dequant kernels timed side by side; `staged` (version 6) is the production one of layout 0,
 /// gather = version 1, pairs = version 7.
-const DEQUANTS: [(&str, DequantKernel); 3] =
+pub(super) const DEQUANTS: [(&str, DequantKernel); 3] =
     [("gather", DequantKernel::Gather), ("staged", DequantKernel::ByLayout), ("pairs", DequantKernel::PairTable)];
 /// `--production`: only the production kernels (and no fp8 baseline).
 pub static PRODUCTION_ONLY: AtomicBool = AtomicBool::new(false);
@@ -69,23 +69,23 @@ impl Row {
 }
 
 /// Host work done in parallel before any timing: encode, validate, reference output, upload.
-struct Prepared {
+pub(super) struct Prepared {
     label: String,
     m: u64,
     k: u64,
     words: Vec<u16>,
-    gm: GpuMatrix,
-    expected: Vec<u16>,
-    x: Vec<u16>,
+    pub(super) gm: GpuMatrix,
+    pub(super) expected: Vec<u16>,
+    pub(super) x: Vec<u16>,
     /// FP8 rows: the quantized weights and scales, for the uncompressed baseline.
     fp8: Option<(Vec<u8>, Vec<f32>)>,
     /// The same weights in layout 1 (bounded matvec), and per output the canonical result
     /// and bound B (spec 19.3) its matvec is checked against.
-    gm1: GpuMatrix,
-    expect1: Vec<(f32, Option<f64>)>,
+    pub(super) gm1: GpuMatrix,
+    pub(super) expect1: Vec<(f32, Option<f64>)>,
 }
 
-fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: bool) -> Res<Prepared> {
+pub(super) fn prepare(gpu: &Arc<Gpu>, label: String, m: u64, k: u64, words: Vec<u16>, fp8: bool) -> Res<Prepared> {
     let shape = Shape::new(m, k);
     let t0 = std::time::Instant::now();
     let mut fp8_plain = None;
@@ -238,48 +238,6 @@ fn bench(gpu: &Arc<Gpu>, blas: &CudaBlas, p: Prepared) -> Res<Row> {
         None
     };
     Ok(Row { label: p.label, cublas_us, us, stored, dequant_us, native_us, l1_us, l1_dequant_us, m, k, exec })
-}
-
-/// `--profile`: two launches of each matvec version and of each dequant on one shape of synthetic
-/// BF16 (the profiler times and counts each launch itself), the layout 1 bounded matvec, the
-/// timing probes.
-pub fn profile(gpu: &Arc<Gpu>, m: u64, k: u64) -> Res<()> {
-    let p = prepare(gpu, "profile".into(), m, k, gaussian_bf16((m * k) as usize, 1), false)?;
-    let mut g = p.gm;
-    let xd = g.activations_bf16(&p.x, 1)?;
-    let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(m as usize)?;
-    let mut deq: CudaSlice<u16> = gpu.stream.alloc_zeros((m * k) as usize)?;
-    for (i, &(v, matvec)) in MATVECS.iter().enumerate() {
-        g.set_matvec_kernel(matvec)?;
-        let dequant = DEQUANTS.get(i).map(|d| d.1);
-        for _ in 0..2 {
-            g.matvec_into_bf16(&xd, None, &mut y)?;
-        }
-        gpu.stream.synchronize()?;
-        let ok = gpu.stream.clone_dtoh(&y)? == p.expected;
-        println!("profile: {v} matvec exact: {ok}");
-        if let Some(d) = dequant {
-            g.set_dequant_kernel(d)?;
-            g.dequant_into(&mut deq)?;
-        }
-    }
-    // Layout 1: the bounded matvec (checked against spec 19.4) and the dequant.
-    let g1 = p.gm1;
-    let xd1 = g1.activations_bf16(&p.x, 1)?;
-    for _ in 0..2 {
-        g1.matvec_into_bf16(&xd1, None, &mut y)?;
-    }
-    let got: Vec<u32> = gpu.stream.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
-    println!("profile: layout 1 bounded matvec within spec 19.4: {:?}", level2::check_outputs(&p.expect1, &got, true).map(|_| ()));
-    g1.dequant_into(&mut deq)?;
-    // The timing probes of the exact layout 0 matvec (docs/gpu-history.md, "Where the time goes").
-    for probe in [Probe::Decode, Probe::DecodeFlat, Probe::DecodeReg, Probe::DecodeRep, Probe::DecodeClz, Probe::Weights, Probe::Fma] {
-        for _ in 0..2 {
-            g.probe(probe, &xd)?;
-        }
-    }
-    gpu.stream.synchronize()?;
-    Ok(())
 }
 
 /// The bench's table: every shape (up to 60 M weights with `quick`) x (synthetic BF16, synthetic FP8,

@@ -4,7 +4,7 @@
 //! baseline the fused FP8 path has to beat. The same weights encoded in layout 1 run the bounded
 //! matvec (tensor cores, spec 19: every output checked against the bound B) and its exact dequant.
 //! Needs the `bench` feature (the superseded kernels and probes are compiled only there). The
-//! format-10 rows and `--profile` are in `format10.rs`, the execution layout's in `exec*.rs`.
+//! format-10 rows are in `format10.rs` (`--profile`: `profile.rs`), the execution layout's in `exec*.rs`.
 //! Usage: nwc-gpu-bench [--real model.safetensors] [--quick] [--production] [--batch] [--ceiling]
 //! (`--profile`: each kernel twice for Nsight Compute, on NWC_PROFILE_SHAPE=MxK or 6144x4096;
 //! `--exec-profile` takes the same variable for one shape instead of its three)
@@ -27,6 +27,7 @@ mod exec;
 mod exec_check;
 mod exec_variants;
 mod format10;
+mod profile;
 mod timing;
 
 use timing::real_pool;
@@ -114,7 +115,7 @@ fn main() -> Res<()> {
     }
     if profile {
         let (m, k) = profile_shape()?;
-        return format10::profile(&gpu, m, k);
+        return profile::format10(&gpu, m, k);
     }
     println!("device: {} ({}, {} SMs)", gpu.name, gpu.arch, gpu.sm_count);
     if ceiling_only {
