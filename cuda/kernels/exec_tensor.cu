@@ -3,11 +3,12 @@
 // A warp owns 16 rows (A operand: rows g and g + 8 of lane 4 g + t), 8 activation columns per
 // n-tile (B operand: column g); the k order inside an instruction is free in the bounded class, so
 // each thread feeds 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
-// + {2,3} for k-step q, A and B alike). Two kernel families: the stream kernel (items of 16 rows x
-// 128 columns; up to 32 columns per decode) and the tile kernel (a whole 512-column tile per
-// item; 64 columns). Escapes: every pair is decoded by the fast path, then the pairs holding a
-// code 0 or 15 are rewritten (exec_patch_pairs); escape order inside a tile follows the items, then
-// the threads t, then the thread's columns.
+// + {2,3} for k-step q, A and B alike). Three kernel families: the stream kernel here (items of 16
+// rows x 128 columns; up to 16 columns per decode), the step kernel (exec_tensor_step.cu, 16 x 64;
+// 32) and the tile kernel (exec_tensor_tile.cu, a whole 512-column tile per item; 64). Escapes:
+// every pair is decoded by the fast path, then the pairs holding a code 0 or 15 are rewritten:
+// from the derived patch list in the stream kernel, by exec_patch_pairs in the others (escape
+// order inside a tile: the items, then the threads t, then the thread's columns).
 
 // The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
 // (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
@@ -80,10 +81,10 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 // each fed to 4 mma k-steps with the k order permuted per thread, A and B alike). Compared with
 // the step kernel (64-column items): half the items, copies and bookkeeping per weight, no pad
 // masking (a pad weight, code 0 and sm 0, decodes to a finite value that meets x = 0 unless its
-// pair is listed), and the codes 0 and 15 by the patch list (below). CTAs of W warps are
-// persistent over 16-row groups; warps split the tiles of a row group and add their partial sums
-// in warp order through shared memory (session 10 measured equal item ranges per warp with a
-// cross-CTA reduction instead: slower, docs/gpu.md). Stage: sm [16][128], codes [16][64], the
+// pair is listed), and the codes 0 and 15 by the patch list (below). CTAs of W warps
+// (exec/tensor.rs `stream_plan`) are persistent over 16-row groups; the warps take a row group's
+// items round-robin and add their partial sums in warp order through shared memory (session 10
+// measured equal item ranges per warp with a cross-CTA reduction instead: slower, docs/gpu.md). Stage: sm [16][128], codes [16][64], the
 // item's patch-list range (2 words, 64 bytes reserved). ----
 #define EXEC_TC_CODES 2048
 #define EXEC_TC_ESC 3072

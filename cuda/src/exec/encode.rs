@@ -40,11 +40,6 @@ impl GpuExecMatrix {
     pub fn encode_device(gpu: &Arc<Gpu>, shape: Shape, words: &CudaSlice<u16>, ldw: u64) -> Result<GpuExecMatrix, GpuError> {
         let g = ExecGeometry::new(shape).map_err(|e| GpuError::ExecInvalid(e.into()))?;
         let (m, k) = (g.shape.rows, g.shape.cols);
-        let cfg = |grid: u64, threads: u32| LaunchConfig {
-            grid_dim: (grid.max(1) as u32, 1, 1),
-            block_dim: (threads, 1, 1),
-            shared_mem_bytes: 0,
-        };
         if ldw < k || (words.len() as u64) < (m - 1) * ldw + k {
             return Err(nwc_reference::ParamError::Length { what: "BF16 words", got: words.len() as u64, expected: m * ldw }.into());
         }
@@ -103,6 +98,12 @@ impl GpuExecMatrix {
     }
 }
 
+/// `grid` CTAs (at least one) of `threads` threads, no dynamic shared memory: the encode and scan
+/// kernels' launches.
+fn cfg(grid: u64, threads: u32) -> LaunchConfig {
+    LaunchConfig { grid_dim: (grid.max(1) as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 }
+}
+
 /// Makes `a[1..=n]` its own inclusive prefix sum on the device (`a[0]` must be 0, so `a[i]` is the
 /// sum of the first i counts) and returns the total: exec_enc_scan_a/b/c (exec_encode.cu).
 pub(super) fn inclusive_scan(gpu: &Arc<Gpu>, a: &CudaSlice<u32>, n: u64) -> Result<u64, GpuError> {
@@ -110,8 +111,6 @@ pub(super) fn inclusive_scan(gpu: &Arc<Gpu>, a: &CudaSlice<u32>, n: u64) -> Resu
     check_len("scan words", a.len(), (n + 1) as usize)?;
     let blocks = n.div_ceil(SCAN_BLOCK);
     let scratch = s.alloc_zeros::<u64>((blocks + 1) as usize)?;
-    let cfg =
-        |grid: u64, threads: u32| LaunchConfig { grid_dim: (grid.max(1) as u32, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: 0 };
     {
         let (pa, _ga) = a.device_ptr(s);
         let (ps, _gs) = scratch.device_ptr(s);

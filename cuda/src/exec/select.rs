@@ -161,22 +161,18 @@ impl ExecMatvecKernel {
     /// True for the kernels of the exact class (bit-identical to the reference).
     pub fn is_exact(self) -> bool {
         match self {
-            ExecMatvecKernel::Exact | ExecMatvecKernel::Stream => true,
+            ExecMatvecKernel::Exact | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
             ExecMatvecKernel::Bounded => false,
-            ExecMatvecKernel::Rows => true,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
+            // the lean kernel's probes run its exact plans
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::ProbeNoDecode
-            | ExecMatvecKernel::ProbeLoads
-            | ExecMatvecKernel::ProbeStream4x1
-            | ExecMatvecKernel::ProbeStream2x2
-            | ExecMatvecKernel::ProbeStream1x4 => true,
+            k => k.is_lean_probe(),
         }
     }
 }
