@@ -49,14 +49,29 @@ __device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 
     __syncthreads();
 }
 
-// The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19):
-// A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of activation column g of
-// the n-tile (xa: columns 0..7, xb: 8..15).
-__device__ __forceinline__ void exec_tc_mma16(float (&acc)[4], const exec_u32 (&w0)[8], const exec_u32 (&w1)[8], uint4 xa,
-                                              uint4 xb) {
-    const exec_u32 xw[8] = {xa.x, xa.y, xa.z, xa.w, xb.x, xb.y, xb.z, xb.w};
+// The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19),
+// for NT n-tiles: A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of
+// activation column g of n-tile nt (xa[nt]: columns 0..7, xb[nt]: 8..15). The k-step is the outer
+// loop, so consecutive mma instructions (asm volatile: issued in this order) write different
+// accumulators and need not wait for each other's results (session 11: the n-tile outer loop
+// chained 4 dependent mma per n-tile).
+// Half hf of it: k-steps 2 hf and 2 hf + 1, with v[nt] = xa[nt] (hf = 0) or xb[nt] (hf = 1).
+template <int NT>
+__device__ __forceinline__ void exec_tc_mma8(float (&acc)[NT][4], const exec_u32 (&w0)[8], const exec_u32 (&w1)[8],
+                                             const uint4 (&v)[NT], int hf) {
 #pragma unroll
-    for (int q = 0; q < 4; ++q) exec_mma16816(acc, w0[2 * q], w1[2 * q], w0[2 * q + 1], w1[2 * q + 1], xw[2 * q], xw[2 * q + 1]);
+    for (int q = 2 * hf; q < 2 * hf + 2; ++q)
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+            exec_mma16816(acc[nt], w0[2 * q], w1[2 * q], w0[2 * q + 1], w1[2 * q + 1], q & 1 ? v[nt].z : v[nt].x,
+                          q & 1 ? v[nt].w : v[nt].y);
+}
+
+template <int NT>
+__device__ __forceinline__ void exec_tc_mma16(float (&acc)[NT][4], const exec_u32 (&w0)[8], const exec_u32 (&w1)[8],
+                                              const uint4 (&xa)[NT], const uint4 (&xb)[NT]) {
+    exec_tc_mma8<NT>(acc, w0, w1, xa, 0);
+    exec_tc_mma8<NT>(acc, w0, w1, xb, 1);
 }
 
 // The B fragments of one k step: column n = 8 nt + g, the 16 activations k .. k + 15 of this
@@ -90,13 +105,146 @@ __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec
 #define EXEC_TC_ESC 3072
 #define EXEC_TC_STAGE 3136
 
-// Codes 0 and 15: every pair is decoded by the fast path, then the pairs of the item's patch list
-// (exec_derived.cu: the item's entries, whose offsets arrive with the stage) are overwritten, so a
-// clean item runs no code test, vote or escape count (session 10: +4% against the per-item vote,
-// prefix and exec_patch_pairs of session 9). A dense item's list holds each row's escape offset at
-// the item instead; the item then takes exec_patch_pairs after a prefix over the row's lanes.
-// PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words as weights (no
-// decode, no patch), 2 = decode without mma; production instantiates PROBE = 0 only.
+// The row pointers of a 16-row group for exec_tc_copy_item: lane L copies 16 bytes of sm rows
+// (L >> 3) + 4 i (i < 4) at (L & 7) * 16 and, in a whole item (16 rows, 128 columns, K16 % 32 == 0
+// so code rows are 16-byte aligned), 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16,
+// without predicates; other items copy 8 bytes of code rows (L >> 3) + 4 i at (L & 7) * 8 beside
+// each sm piece. Row pointers are set once per row group (64-bit: M * K16 < 2^41, spec 20.16) and
+// an item adds its column and a stride of 4 sm rows (session 9: +8-10% against 8 copies a lane
+// whose 64-bit addresses came from row, tile and item).
+struct ExecTcRows {
+    const exec_u8* ps;  // sm row (L >> 3)
+    const exec_u8* pc;  // code row (L >> 2), 16-byte pieces
+    const exec_u8* pe;  // code row (L >> 3), 8-byte pieces
+    exec_u32 valid;     // rows of the group below M
+};
+
+__device__ __forceinline__ ExecTcRows exec_tc_rows(const exec_u8* sm, const exec_u8* codes, exec_u64 row0, exec_u32 M,
+                                                   exec_u32 K16, exec_u32 lane) {
+    ExecTcRows r;
+    r.valid = row0 < M ? (exec_u32)min((exec_u64)16, (exec_u64)M - row0) : 0u;
+    r.ps = sm + (row0 + (lane >> 3)) * K16 + (lane & 7u) * 16u;
+    r.pc = codes + (row0 + (lane >> 2)) * (K16 >> 1) + (lane & 3u) * 16u;
+    r.pe = codes + (row0 + (lane >> 3)) * (K16 >> 1) + (lane & 7u) * 8u;
+    return r;
+}
+
+// One item (16 rows x 128 columns from column off) into the stage at shared address sd: sm
+// [16][128], codes [16][64] at EXEC_TC_CODES, and the item's patch-list range (off[i], off[i + 1],
+// from pitem) at EXEC_TC_ESC.
+__device__ __forceinline__ void exec_tc_copy_item(exec_u32 sd, const ExecTcRows& r, exec_u32 off, exec_u32 K16,
+                                                  exec_u32 lane, const exec_u32* pitem) {
+    const exec_u64 rs = 4ull * K16;  // 4 sm rows = 8 code rows, in bytes
+    const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
+    const exec_u8* s0 = r.ps + off;
+    if (r.valid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
+        const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 2) * 64u + (lane & 3u) * 16u;
+        const exec_u8* c0 = r.pc + (off >> 1);
+#pragma unroll
+        for (exec_u32 i = 0; i < 4; ++i) exec_cp16(dsm + i * 512u, s0 + i * rs);
+#pragma unroll
+        for (exec_u32 i = 0; i < 2; ++i) exec_cp16(dcd + i * 512u, c0 + i * rs);
+    } else {  // code rows as 8-byte pieces, mapped like the sm rows
+        const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 3) * 64u + (lane & 7u) * 8u;
+        const exec_u8* c0 = r.pe + (off >> 1);
+        const bool lv = off + (lane & 7u) * 16u < K16;
+#pragma unroll
+        for (exec_u32 i = 0; i < 4; ++i)
+            if (lv && (lane >> 3) + 4u * i < r.valid) {
+                exec_cp16(dsm + i * 512u, s0 + i * rs);
+                exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
+            }
+    }
+    if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, pitem + lane);
+}
+
+// One staged item of a warp (16 rows x 128 columns at stage sd): lane (g, t) decodes rows g and
+// g + 8 (rv: below M, rbase: their bases), columns kc .. kc + 31 (kc = the item's column + 32 t) as
+// two chunks j of 16, and hands each chunk's pairs w[h][p] (row 8 h + g, columns kc + 16 j + 2 p,
+// + 1) to use(j, w). Codes 0 and 15: every pair is decoded by the fast path, then the pairs of the
+// item's patch list (exec_derived.cu: the item's entries, whose offsets arrive with the stage) are
+// overwritten, so a clean item runs no code test, vote or escape count (session 10: +4% against
+// the per-item vote, prefix and exec_patch_pairs of session 9). A dense item's list holds each
+// row's escape offset at the item instead; the item then takes exec_patch_pairs after a prefix
+// over the row's lanes. PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage
+// words as weights (no decode, no patch); production instantiates PROBE = 0 only.
+template <int PROBE, class Use>
+__device__ __forceinline__ void exec_tc_item(const exec_u8* sd, const bool (&rv)[2], const exec_u32 (&rbase)[2], exec_u32 kc,
+                                             exec_u32 K16, exec_u32 g, exec_u32 t, exec_u32 lane,
+                                             const exec_u8* __restrict__ esc, const uint2* __restrict__ pent, Use use) {
+    uint4 sv[2][2];
+    uint2 cv[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const exec_u32 row = 8 * h + g;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+            cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
+            if (rv[h] && kc + 16u * j < K16) {
+                sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
+                cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
+            }
+        }
+    }
+    // the item's entries (warp-uniform range); the first is loaded before the decode
+    const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
+    const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+    // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
+    const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+    const bool listed = PROBE != 1 && range.x != range.y && !dense;
+    exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
+    exec_u32 n0[2] = {0u, 0u};
+    if (dense) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
+            const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
+            exec_u32 item_rel = 0u;
+            const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+            eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        exec_u32 w[2][8];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (PROBE == 1) {
+                const uint4 a = sv[h][j];
+                const uint2 c = cv[h][j];
+                const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
+#pragma unroll
+                for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
+            } else {
+                exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                if (dense && !exec_plain16(cv[h][j]))
+                    exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
+            }
+        }
+        if (listed) {
+            // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
+#pragma unroll 1
+            for (exec_u32 e = range.x; e < range.y; ++e) {
+                const uint2 en = e == range.x ? first : __ldg(pent + e);
+                const exec_u32 r = en.x >> 6, q = en.x & 63u;
+                // one bit per word of w (h * 8 + p), set in the owner lane only: a
+                // select per word keeps w in registers (an indexed store would not)
+                const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
+                                          ? 1u << ((r >> 3) * 8u + (q & 7u))
+                                          : 0u;
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
+            }
+        }
+        use((exec_u32)j, w);
+    }
+}
+
+// The stream kernel. PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words
+// as weights (no decode, no patch), 2 = decode without mma; production instantiates PROBE = 0 only.
 template <int NT, int D, int PROBE = 0>
 __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                              const uint2* __restrict__ pent) {
@@ -115,57 +263,16 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
 
     // issue side: the same (row group, tile, item) sequence as the compute loop.
     exec_u32 igr = blockIdx.x, iit = warp, istage = 0;
-    // Lane L copies 16 bytes of sm rows (L >> 3) + 4 i (i < 4) at (L & 7) * 16
-    // and, in a whole item (16 rows, 128 columns, K16 % 32 == 0 so code rows are 16-byte aligned),
-    // 16 bytes of code rows (L >> 2) + 8 i (i < 2) at (L & 3) * 16, without predicates; other items
-    // copy 8 bytes of code rows (L >> 3) + 4 i at (L & 7) * 8 beside each sm piece. Addresses: row
-    // pointers set once per row group (64-bit: M * K16 < 2^41, spec 20.16), plus the item's column
-    // and a stride of 4 sm rows (session 9: +8-10% against 8 copies a lane whose 64-bit addresses
-    // came from row, tile and item).
-    exec_u32 ivalid = 0;
-    const exec_u8* ps = sm;
-    const exec_u8* pc = codes;  // code row (L >> 2), 16-byte pieces
-    const exec_u8* pe = codes;  // code row (L >> 3), 8-byte pieces
-    const exec_u64 rs = 4ull * K16;  // 4 sm rows = 8 code rows, in bytes
-    auto rowgroup = [&]() {
-        const exec_u64 row0 = (exec_u64)igr * 16;
-        ivalid = row0 < M ? (exec_u32)min((exec_u64)16, (exec_u64)M - row0) : 0u;
-        ps = sm + (row0 + (lane >> 3)) * K16 + (lane & 7u) * 16u;
-        pc = codes + (row0 + (lane >> 2)) * (K16 >> 1) + (lane & 3u) * 16u;
-        pe = codes + (row0 + (lane >> 3)) * (K16 >> 1) + (lane & 7u) * 8u;
-    };
-    rowgroup();
+    ExecTcRows rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
     auto issue = [&]() {
         if (igr < ngroups && iit < nitg) {
-            const exec_u32 sd = st + istage * EXEC_TC_STAGE;
-            const exec_u32 off = (iit >> 2) * 512u + (iit & 3u) * 128u;
-            const exec_u32 dsm = sd + (lane >> 3) * 128u + (lane & 7u) * 16u;
-            const exec_u8* s0 = ps + off;
-            if (ivalid == 16u && off + 128u <= K16 && (K16 & 31u) == 0u) {  // warp-uniform: a whole item, 16-byte code rows
-                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 2) * 64u + (lane & 3u) * 16u;
-                const exec_u8* c0 = pc + (off >> 1);
-#pragma unroll
-                for (exec_u32 i = 0; i < 4; ++i) exec_cp16(dsm + i * 512u, s0 + i * rs);
-#pragma unroll
-                for (exec_u32 i = 0; i < 2; ++i) exec_cp16(dcd + i * 512u, c0 + i * rs);
-            } else {  // code rows as 8-byte pieces, mapped like the sm rows
-                const exec_u32 dcd = sd + EXEC_TC_CODES + (lane >> 3) * 64u + (lane & 7u) * 8u;
-                const exec_u8* c0 = pe + (off >> 1);
-                const bool lv = off + (lane & 7u) * 16u < K16;
-#pragma unroll
-                for (exec_u32 i = 0; i < 4; ++i)
-                    if (lv && (lane >> 3) + 4u * i < ivalid) {
-                        exec_cp16(dsm + i * 512u, s0 + i * rs);
-                        exec_cp8(dcd + i * 256u, c0 + i * (rs >> 1));
-                    }
-            }
-            if (lane < 2u)  // the item's patch-list range: off[i], off[i + 1]
-                exec_cp4(sd + EXEC_TC_ESC + lane * 4u, poff + ((exec_u64)igr * CB * 4 + iit) + lane);
+            exec_tc_copy_item(st + istage * EXEC_TC_STAGE, rows, (iit >> 2) * 512u + (iit & 3u) * 128u, K16, lane,
+                              poff + ((exec_u64)igr * CB * 4 + iit));
             iit += nwarps;
             if (iit >= nitg) {
                 iit = warp;
                 igr += gridDim.x;
-                rowgroup();
+                rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
             }
         }
         istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
@@ -214,86 +321,26 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
             __syncwarp();
             const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
             cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
-            uint4 sv[2][2];
-            uint2 cv[2][2];
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const exec_u32 row = 8 * h + g;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
-                    cv[h][j] = make_uint2(0x11111111u, 0x11111111u);  // no weight: code 1, sm 0, x 0
-                    if (rv[h] && kc + 16u * j < K16) {
-                        sv[h][j] = *reinterpret_cast<const uint4*>(sd + row * 128 + 32 * t + 16 * j);
-                        cv[h][j] = *reinterpret_cast<const uint2*>(sd + EXEC_TC_CODES + row * 64 + 16 * t + 8 * j);
-                    }
-                }
-            }
-            // the item's entries (warp-uniform range); the first is loaded before the decode
-            const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
-            const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
-            // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
-            const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
-            const bool listed = PROBE != 1 && range.x != range.y && !dense;
-            exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
-            exec_u32 n0[2] = {0u, 0u};
-            if (dense) {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
-                    const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-                    exec_u32 item_rel = 0u;
-                    const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
-                    eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
-                }
-            }
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                exec_u32 w[2][8];
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    if (PROBE == 1) {
-                        const uint4 a = sv[h][j];
-                        const uint2 c = cv[h][j];
-                        const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
-#pragma unroll
-                        for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
-                    } else {
-                        exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                        if (dense && !exec_plain16(cv[h][j]))
-                            exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
-                    }
-                }
-                if (listed) {
-                    // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
-#pragma unroll 1
-                    for (exec_u32 e = range.x; e < range.y; ++e) {
-                        const uint2 en = e == range.x ? first : __ldg(pent + e);
-                        const exec_u32 r = en.x >> 6, q = en.x & 63u;
-                        // one bit per word of w (h * 8 + p), set in the owner lane only: a
-                        // select per word keeps w in registers (an indexed store would not)
-                        const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
-                                                  ? 1u << ((r >> 3) * 8u + (q & 7u))
-                                                  : 0u;
-#pragma unroll
-                        for (int h = 0; h < 2; ++h)
-#pragma unroll
-                            for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
-                    }
-                }
+            exec_tc_item<PROBE>(sd, rv, rbase, kc, K16, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+                uint4 xa[NT], xb[NT];
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) {
-                    if (PROBE == 2) {
-                        // Probe 2, no mma: the decoded words and the activations folded by XOR.
-                        exec_u32 f = xv[nt][2 * j].x ^ xv[nt][2 * j + 1].w;
+                    xa[nt] = xv[nt][2 * j];
+                    xb[nt] = xv[nt][2 * j + 1];
+                }
+                if (PROBE == 2) {
+                    // Probe 2, no mma: the decoded words and the activations folded by XOR.
+#pragma unroll
+                    for (int nt = 0; nt < NT; ++nt) {
+                        exec_u32 f = xa[nt].x ^ xb[nt].w;
 #pragma unroll
                         for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
                         acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
-                    } else {
-                        exec_tc_mma16(acc[nt], w[0], w[1], xv[nt][2 * j], xv[nt][2 * j + 1]);
                     }
+                } else {
+                    exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
                 }
-            }
+            });
         }
         float* rw = red + (exec_u64)warp * 16 * COLS;
 #pragma unroll

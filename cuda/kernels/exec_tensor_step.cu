@@ -147,9 +147,7 @@ __device__ __forceinline__ void exec_mmas_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                         }
                 }
 #pragma unroll
-                for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                    for (int rg = 0; rg < RG; ++rg) exec_tc_mma16(acc[rg][nt], w[rg][0], w[rg][1], xa[nt], xb[nt]);
+                for (int rg = 0; rg < RG; ++rg) exec_tc_mma16<NT>(acc[rg], w[rg][0], w[rg][1], xa, xb);
             }
         }
         float* rw = red + (exec_u64)warp * ROWS * COLS;

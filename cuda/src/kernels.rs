@@ -30,7 +30,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec_rows.cu"),
     include_str!("../kernels/exec_matvec_lean.cu"),
     include_str!("../kernels/exec_tensor.cu"),
-    include_str!("../kernels/exec_tensor_tile.cu"),
+    include_str!("../kernels/exec_tensor_panel.cu"),
     include_str!("../kernels/exec_tensor_step.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
@@ -44,6 +44,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
     include_str!("../kernels/bench/exec_tensor_probes.cu"),
+    include_str!("../kernels/bench/exec_tensor_tile.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
@@ -85,10 +86,12 @@ pub const fn staged_warp_smem(fp8: bool) -> u32 {
 
 /// The execution-layout streaming kernels (exec_matvec.cu, exec_dequant.cu): CTAs of 16 warps,
 /// one per SM; an item stage is 4 rows x (512 sm + 256 code bytes) + 32 bytes of escape offsets and
-/// base word; the tile tensor-core kernel's item is a 16-row tile (exec_tensor_tile.cu).
+/// base word.
 pub const EXEC_THREADS: u32 = 512;
 pub const EXEC_STAGE: u32 = 4 * 768 + 32;
 
+/// Bench: the tile tensor-core kernel's stage, a 16-row tile (bench/exec_tensor_tile.cu).
+#[cfg(feature = "bench")]
 pub const EXEC_TENSOR_STAGE: u32 = 16 * 768 + 64;
 /// The stream tensor-core kernel's stage (exec_tensor.cu `EXEC_TC_STAGE`): 16 rows x 128 columns
 /// of sm bytes and codes, and 64 bytes for the item's patch-list range (two words used).
@@ -98,7 +101,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 56] = [
+pub const PRODUCTION: [(&str, u32); 54] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -156,15 +159,14 @@ pub const PRODUCTION: [(&str, u32); 56] = [
     ("exec_matvec_c4_d2", SMEM_OPTIN),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
-    // Bounded matvec on tensor cores: the tile kernel, 8 to 64 columns per decode (exec_tensor_tile.cu),
-    // the stream kernel, 8 or 16 (exec_tensor.cu), the step kernel, 32 (exec_tensor_step.cu).
-    ("exec_tensor_n1", SMEM_OPTIN),
-    ("exec_tensor_n2", SMEM_OPTIN),
-    ("exec_tensor_n4", SMEM_OPTIN),
-    ("exec_tensor_n8", SMEM_OPTIN),
+    // Bounded matvec on tensor cores: the stream kernel, 8 or 16 columns per decode
+    // (exec_tensor.cu), the step kernel, 32 (exec_tensor_step.cu), the panel kernel, 64, and its
+    // sum of partial sums (exec_tensor_panel.cu).
     ("exec_tensor_stream_n1", SMEM_OPTIN),
     ("exec_tensor_stream_n2", SMEM_OPTIN),
     ("exec_tensor_step_n4", SMEM_OPTIN),
+    ("exec_tensor_panel_n8", SMEM_OPTIN),
+    ("exec_tensor_panel_sum", 0),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -177,7 +179,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 29] = [
+pub const BENCH: [(&str, u32); 33] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -217,6 +219,12 @@ pub const BENCH: [(&str, u32); 29] = [
     // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
+    // The tile kernel of the bounded matvec, the 33..64-column kernel until session 11
+    // (exec_tensor_tile.cu).
+    ("bench_exec_tensor_tile_n1", SMEM_OPTIN),
+    ("bench_exec_tensor_tile_n2", SMEM_OPTIN),
+    ("bench_exec_tensor_tile_n4", SMEM_OPTIN),
+    ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -48,14 +48,15 @@ pub enum ExecMatvecKernel {
     ProbeBoundedNoMma,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
-    /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the tile kernel
-    /// (a whole 512-column tile per item) at 64.
+    /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the panel kernel
+    /// (CTAs of 8 row groups sharing staged activations) at 64.
     Bounded,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
     /// [`ExecMatvecKernel::Exact`].
     Rows,
-    /// Bench: the tile kernel (exec_tensor_tile.cu) at every batch size (8 to 64 columns per decode).
+    /// Bench: the tile kernel (bench/exec_tensor_tile.cu, the 64-column kernel until session 11) at
+    /// every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
     /// Bench: the step kernel (kernels/exec_tensor_step.cu, items of 16 rows x 64 columns) up to

@@ -1,20 +1,27 @@
 //! The bounded matvec (spec 19 on the execution layout, spec 20.15.3) on tensor cores: launch
-//! plans of the kernels in kernels/exec_tensor.cu, exec_tensor_step.cu and exec_tensor_tile.cu. BF16 activations only; `run` routes here.
+//! plans of the kernels in kernels/exec_tensor.cu and exec_tensor_step.cu (the panel kernel's in
+//! `panel`, the bench's tile kernel here). BF16 activations only; `run` routes here.
 
 use super::{ExecMatvecKernel, GpuExecMatrix};
-use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
+use crate::kernels::EXEC_TC_STAGE;
+#[cfg(feature = "bench")]
+use crate::kernels::EXEC_TENSOR_STAGE;
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
-/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu and
-/// exec_tensor_tile.cu.
+/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu,
+/// exec_tensor_panel.cu and, with `bench`, bench/exec_tensor_tile.cu.
 enum TensorFamily {
     /// `exec_tensor_stream_n*`: items of 16 rows x 128 columns, up to 16 columns per decode.
     Stream,
     /// `exec_tensor_step_n4`: items of 16 rows x 64 columns, 32 columns per decode (and, with
     /// `bench`, `bench_exec_tensor_step_n2` at 16).
     Step,
-    /// `exec_tensor_n*`: a whole tile per item, up to 64 columns per decode.
+    /// `exec_tensor_panel_n8`: CTAs of 8 row groups sharing staged activations, 64 columns per
+    /// decode (exec/panel.rs).
+    Panel,
+    /// Bench: `bench_exec_tensor_tile_n*`, a whole tile per item, up to 64 columns per decode.
+    #[cfg(feature = "bench")]
     Tile,
 }
 
@@ -46,7 +53,7 @@ impl GpuExecMatrix {
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
         // Measured (docs/gpu.md, "Execution layout", 2026-12-01): the stream kernel up to 16
-        // columns per decode, the step kernel at 32, the tile kernel at 64.
+        // columns per decode, the step kernel at 32, the panel kernel at 64 (session 11).
         let family = match k {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
@@ -54,10 +61,11 @@ impl GpuExecMatrix {
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
             _ if nt <= 2 => TensorFamily::Stream,
             _ if nt == 4 => TensorFamily::Step,
-            _ => TensorFamily::Tile,
+            _ => TensorFamily::Panel,
         };
         let warps = self.col_tiles.clamp(1, 8);
         let (name, smem) = match family {
+            TensorFamily::Panel => return self.panel_launch(x, ncols, bias, out_bf16, y),
             TensorFamily::Stream => {
                 // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
                 // the warps' 16 x 8 NT partial sums
@@ -78,12 +86,13 @@ impl GpuExecMatrix {
                 let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("exec_tensor_step_n4", 4u64) };
                 (name, warps * 4 * 1600 + warps * 16 * nt * 8 * 4)
             }
+            #[cfg(feature = "bench")]
             TensorFamily::Tile => {
                 let (name, nt) = match nt {
-                    1 => ("exec_tensor_n1", 1u64),
-                    2 => ("exec_tensor_n2", 2),
-                    4 => ("exec_tensor_n4", 4),
-                    _ => ("exec_tensor_n8", 8),
+                    1 => ("bench_exec_tensor_tile_n1", 1u64),
+                    2 => ("bench_exec_tensor_tile_n2", 2),
+                    4 => ("bench_exec_tensor_tile_n4", 4),
+                    _ => ("bench_exec_tensor_tile_n8", 8),
                 };
                 let optin = u64::from(self.gpu.smem_optin);
                 let smem = |w: u64| w * 2 * u64::from(EXEC_TENSOR_STAGE) + w * 16 * nt * 8 * 4;
@@ -136,7 +145,7 @@ impl GpuExecMatrix {
             b.arg(&poff).arg(&pent);
         }
         // SAFETY: the argument list matches EXEC_TC_PROBE (kernels/exec_tensor.cu, with the patch
-        // list: `list` is set for the stream family only), EXEC_MM3 (exec_tensor_tile.cu) or
+        // list: `list` is set for the stream family only), EXEC_MM3 (bench/exec_tensor_tile.cu) or
         // EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
         // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
         // shared memory within the device's opt-in limit.

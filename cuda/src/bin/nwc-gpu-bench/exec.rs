@@ -113,7 +113,8 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 /// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact kernel (batched
 /// from N = 2, the production default at N = 1) and the tensor-core kernels on the execution
 /// layout: the production bounded choice (stream kernel to 16 columns, step kernel at 32, tile
-/// kernel at 64), the step kernel to 32 columns and the tile kernel alone.
+/// kernel at 64 until session 11, then the panel kernel), the step kernel to 32 columns and the
+/// tile kernel alone.
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,

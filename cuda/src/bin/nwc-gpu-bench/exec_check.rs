@@ -115,25 +115,29 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
             }
         }
-        // spec 19.6 on a batch of BF16 activations (outputs outside spec 19.2's domain skipped)
-        let nb = [1usize, 3, 8, 13][i % 4];
-        let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
-        let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
-        let dec = DecodedMatrix {
-            mode: Mode::BF16_L0,
-            shape,
-            exp_of_rank: [0; 15],
-            elements: Elements::Bf16(reference.words.clone()),
-            scale: None,
-        };
-        let expected = level2::expected(&dec, &xw, nb, None)?;
-        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
-        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
-        let xd = e.activations_bf16(&xs, nb)?;
-        e.matvec_into_bf16(&xd, None, &mut y)?;
-        let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
-        if let Err(why) = level2::check_outputs(&expected, &got, true) {
-            bad.push(format!("bounded on {nb} columns: {why}"));
+        // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
+        // up to 16 columns (the stream kernel) and 17..64 (the step and panel kernels)
+        let wide = [20usize, 33, 64, 47][i % 4];
+        for nb in [[1usize, 3, 8, 13][i % 4], wide] {
+            let kernel = ExecMatvecKernel::Bounded;
+            let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
+            let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+            let dec = DecodedMatrix {
+                mode: Mode::BF16_L0,
+                shape,
+                exp_of_rank: [0; 15],
+                elements: Elements::Bf16(reference.words.clone()),
+                scale: None,
+            };
+            let expected = level2::expected(&dec, &xw, nb, None)?;
+            let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+            e.set_matvec_kernel(kernel);
+            let xd = e.activations_bf16(&xs, nb)?;
+            e.matvec_into_bf16(&xd, None, &mut y)?;
+            let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
+            if let Err(why) = level2::check_outputs(&expected, &got, true) {
+                bad.push(format!("{} on {nb} columns: {why}", kernel.name()));
+            }
         }
         let deq_want = reference.dequant();
         let mut deq: CudaSlice<u16> = s.alloc_zeros(m as usize * e.row_stride())?;

@@ -1,6 +1,7 @@
-// Execution layout: the tile kernel of the bounded batched matvec on tensor cores (spec 19, 20.15),
-// used for 33..64 columns per decode; same operand mapping, k permutation and escape patching as
-// the stream kernel of exec_tensor.cu (whose helpers it uses).
+// Execution layout, bench: the tile kernel of the bounded batched matvec on tensor cores (spec 19,
+// 20.15), the 33..64-column kernel until session 11 (superseded by exec_tensor_panel.cu; the
+// bench's `bounded-tile` at every batch size); same operand mapping, k permutation and escape
+// patching as the stream kernel of exec_tensor.cu (whose helpers it uses).
 
 // ---- batched, bounded (spec 19), tile kernel: an item is a whole tile of a 16-row group (8 steps of
 // 64 columns), so the copies (32 per thread, immediate offsets), the wait and the tile's escape
@@ -105,8 +106,7 @@ __device__ __forceinline__ void exec_mm3_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                         if (!exec_plain16(cv[h])) exec_patch_pairs(cv[h], sv[h], rbase[h], esc, off, w[h]);
                     }
                 }
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) exec_tc_mma16(acc[nt], w[0], w[1], xa[nt], xb[nt]);
+                exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
             }
         }
         float* rw = red + (exec_u64)warp * 16 * COLS;
@@ -125,7 +125,7 @@ __device__ __forceinline__ void exec_mm3_body(EXEC_MATVEC_PARAMS(exec_u16)) {
         exec_mm3_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16);      \
     }
 
-EXEC_MM3(exec_tensor_n1, 1, 2, 256)
-EXEC_MM3(exec_tensor_n2, 2, 2, 256)
-EXEC_MM3(exec_tensor_n4, 4, 2, 256)
-EXEC_MM3(exec_tensor_n8, 8, 2, 256)
+EXEC_MM3(bench_exec_tensor_tile_n1, 1, 2, 256)
+EXEC_MM3(bench_exec_tensor_tile_n2, 2, 2, 256)
+EXEC_MM3(bench_exec_tensor_tile_n4, 4, 2, 256)
+EXEC_MM3(bench_exec_tensor_tile_n8, 8, 2, 256)

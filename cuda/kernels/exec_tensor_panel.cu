@@ -1,0 +1,170 @@
+// Execution layout: the panel kernel of the bounded batched matvec on tensor cores (spec 19, 20.15),
+// used for 33..64 columns per decode. The stream, step and tile kernels load each warp's
+// activation fragments from L1/L2 (N / 8 bytes per weight: 8 at N = 64, mostly L2 hits at K =
+// 4096: the tile kernel's L1 hit rate was 47% on 6144x4096); here a CTA of EXEC_PN_WARPS warps
+// stages the activations of one item's 128 columns in shared memory once, beside its warps' items
+// (a panel of 8 row groups of 16 rows, same columns), so the L2 reads of activations per weight
+// drop 8-fold and the fragments come from shared memory without bank conflicts; a CTA barrier
+// per item (session 11: +23% against the tile kernel at 64 columns, docs/gpu.md). Work unit: a
+// panel x one of `splits` equal ranges of its items (exec/panel.rs `panel_plan`); with splits > 1
+// the units write f32 partial sums and exec_tensor_panel_sum adds them in split order (spec 19
+// allows any order; this one is fixed), then the bias and the conversion. Same operand mapping,
+// k permutation, item decode and patch list as the stream kernel (exec_tensor.cu:
+// exec_tc_rows, exec_tc_copy_item, exec_tc_item).
+
+#define EXEC_PN_WARPS 8
+
+// Byte offset of the 16-byte piece p (activations 8 p .. 8 p + 7 of the item's 128 columns) of
+// column n in the staged activations: lane (g = n & 7, t = p >> 2) reads it as half p & 1 of its
+// chunk j = (p >> 1) & 1 of n-tile n >> 3, so one warp read of (n-tile, j, half) is 512
+// contiguous bytes, one per lane.
+__device__ __forceinline__ exec_u32 exec_pn_slot(exec_u32 n, exec_u32 p) {
+    return ((((n >> 3) * 2u + ((p >> 1) & 1u)) * 2u + (p & 1u)) * 32u + (n & 7u) * 4u + (p >> 2)) * 16u;
+}
+
+// cp.async of 16 bytes, or 16 zero bytes when !valid (src-size 0 reads nothing; src stays a
+// mapped address all the same).
+__device__ __forceinline__ void exec_cp16z(exec_u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16u : 0u)
+                 : "memory");
+}
+
+template <int NT, int D>
+__device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
+                                             const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
+    constexpr exec_u32 W = EXEC_PN_WARPS, STAGE = W * EXEC_TC_STAGE + NT * 2048u;
+    extern __shared__ __align__(16) exec_u8 exec_stage[];
+    const exec_u32 K16 = (K + 15u) & ~15u;
+    const exec_u32 CB = (K + 511u) >> 9;
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const exec_u32 g = lane >> 2, t = lane & 3u;
+    const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
+    const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
+    const exec_u32 units = (ngroups + W - 1) / W * splits;
+    const exec_u32 per = (nitg + splits - 1) / splits;  // items per split (the host keeps every split non-empty)
+    const exec_u32 sbase = exec_sa(exec_stage);
+
+    // issue side: the same (unit, item) sequence as the compute loop
+    exec_u32 iu = blockIdx.x, iit = 0, iend = 0, igr = 0, istage = 0;
+    ExecTcRows rows{};
+    auto unit = [&]() {
+        if (iu < units) {
+            iit = (iu % splits) * per;
+            iend = min(nitg, iit + per);
+            igr = (iu / splits) * W + warp;
+            rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
+        }
+    };
+    unit();
+    auto issue = [&]() {
+        if (iu < units) {
+            const exec_u32 sd = sbase + istage * STAGE, k0 = iit * 128u;
+            if (rows.valid != 0u)
+                exec_tc_copy_item(sd + warp * EXEC_TC_STAGE, rows, k0, K16, lane, poff + ((exec_u64)igr * CB * 4 + iit));
+#pragma unroll
+            for (exec_u32 i = threadIdx.x; i < NT * 128u; i += W * 32u) {
+                const exec_u32 n = i >> 4, p = i & 15u;
+                const bool v = n < ncols && k0 + 8u * p < K16;
+                exec_cp16z(sd + W * EXEC_TC_STAGE + exec_pn_slot(n, p), v ? x + (exec_u64)n * ldx + k0 + 8u * p : x, v);
+            }
+            if (++iit >= iend) {
+                iu += gridDim.x;
+                unit();
+            }
+        }
+        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
+        exec_cp_commit();
+    };
+#pragma unroll
+    for (int d = 0; d < D - 1; ++d) issue();
+
+    exec_u32 cstage = 0;
+    for (exec_u32 u = blockIdx.x; u < units; u += gridDim.x) {
+        const exec_u32 s = u % splits, gr = (u / splits) * W + warp;
+        const exec_u32 it0 = s * per, it1 = min(nitg, it0 + per);
+        exec_u32 rbase[2];
+        bool rv[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+            rv[h] = m < M;
+            rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
+        }
+        float acc[NT][4];
+#pragma unroll
+        for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) acc[nt][q] = 0.0f;
+        for (exec_u32 it = it0; it < it1; ++it) {
+            // every thread's copies of this item have landed, and every warp is done with the
+            // stage the issue below refills (the previous item's)
+            exec_cp_wait<D - 2>();
+            __syncthreads();
+            issue();
+            const exec_u8* sd = exec_stage + cstage * STAGE;
+            cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
+            if (gr < ngroups) {
+                const exec_u8* xs = sd + W * EXEC_TC_STAGE + lane * 16u;
+                exec_tc_item<0>(sd + warp * EXEC_TC_STAGE, rv, rbase, it * 128u + 32u * t, K16, g, t, lane, esc, pent,
+                                [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+#pragma unroll
+                                    for (int hf = 0; hf < 2; ++hf) {  // half the fragments at a time (registers)
+                                        uint4 v[NT];
+#pragma unroll
+                                        for (int nt = 0; nt < NT; ++nt)
+                                            v[nt] = *reinterpret_cast<const uint4*>(xs + ((nt * 2 + j) * 2 + hf) * 512u);
+                                        exec_tc_mma8<NT>(acc, w[0], w[1], v, hf);
+                                    }
+                                });
+            }
+        }
+        if (gr < ngroups) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const exec_u32 m = gr * 16 + g + 8u * (q >> 1), n = 8u * nt + 2u * t + (q & 1);
+                    if (m >= M || n >= ncols) continue;
+                    if (splits > 1) {
+                        part[((exec_u64)s * ncols + n) * M + m] = acc[nt][q];
+                    } else {
+                        const float v = bias ? __fadd_rn(acc[nt][q], bias[m]) : acc[nt][q];
+                        if (out_bf16)
+                            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(v);
+                        else
+                            reinterpret_cast<float*>(y)[n * ldy + m] = v;
+                    }
+                }
+        }
+    }
+    exec_cp_wait<0>();
+}
+
+// Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
+// partial sums [splits][ncols][M] (unused when splits == 1) and the splits.
+#define EXEC_PN(NAME, NT, D)                                                                                 \
+    extern "C" __global__ void __launch_bounds__(EXEC_PN_WARPS * 32, 1)                                      \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
+             float* __restrict__ part, exec_u32 splits) {                                                    \
+        exec_pn_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, pent, \
+                            part, splits);                                                                   \
+    }
+
+EXEC_PN(exec_tensor_panel_n8, 8, 4)
+
+// The panel kernel's outputs where splits > 1: y[n][m] = the partial sums of splits 0, 1, ... added
+// in that order, then the bias, then the conversion (BF16 by RNE, spec 15.4.6). Grid (ceil(M /
+// blockDim.x), ncols).
+extern "C" __global__ void exec_tensor_panel_sum(const float* __restrict__ part, exec_u32 splits, exec_u32 M,
+                                                 exec_u32 ncols, const float* __restrict__ bias, void* __restrict__ y,
+                                                 exec_u64 ldy, int out_bf16) {
+    const exec_u32 m = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;
+    if (m >= M || n >= ncols) return;
+    float sum = 0.0f;
+    for (exec_u32 s = 0; s < splits; ++s) sum = __fadd_rn(sum, part[((exec_u64)s * ncols + n) * M + m]);
+    if (bias) sum = __fadd_rn(sum, bias[m]);
+    if (out_bf16)
+        reinterpret_cast<exec_u16*>(y)[(exec_u64)n * ldy + m] = exec_bf16_rne(sum);
+    else
+        reinterpret_cast<float*>(y)[(exec_u64)n * ldy + m] = sum;
+}

@@ -1,0 +1,149 @@
+//! The panel kernel of the bounded matvec, 33..64 columns per decode (kernels/exec_tensor_panel.cu):
+//! CTAs of [`PANEL_WARPS`] warps, a panel of 8 row groups of 16 rows sharing each item's
+//! activations through shared memory; a row's items split into `splits` ranges across CTAs where
+//! the panels alone would leave SMs idle, the f32 partial sums then added in split order by a
+//! second kernel.
+
+use super::GpuExecMatrix;
+use crate::kernels::EXEC_TC_STAGE;
+use crate::GpuError;
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+
+/// Warps per CTA (kernels/exec_tensor_panel.cu `EXEC_PN_WARPS`).
+const PANEL_WARPS: u64 = 8;
+/// Pipeline stages (the kernel's D).
+const PANEL_STAGES: u64 = 4;
+/// n-tiles of 8 columns (exec_tensor_panel_n8).
+const PANEL_NT: u64 = 8;
+/// The plan's model of the device: bytes per microsecond the whole device reads from memory (the
+/// H200's copy roof reads ~4.2 TB/s) and the fixed cost of the summing launch.
+const MODEL_BYTES_PER_US: f64 = 4.0e6;
+const MODEL_SUM_LAUNCH_US: f64 = 1.5;
+
+/// What the plan needs of a matrix and a launch.
+#[derive(Clone, Copy, Debug)]
+struct PanelGeometry {
+    rows: u64,
+    /// Items (128 columns each) per row group.
+    items: u64,
+    ncols: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct PanelPlan {
+    splits: u32,
+    grid: u32,
+}
+
+/// The splits S and the grid: modelled time = the most units a CTA runs x the items of a unit x
+/// the time of one item step (8 items of 16 x 128 weights per CTA, at the SM's share of the memory
+/// stream) + where S > 1 the partial sums written and read back and the summing launch. Every
+/// split non-empty; on a tie the fewer splits. (Measured, session 11: the model's absolute times
+/// are ~3x low, its choices were kept because they beat the tile kernel on 5 of the 6 shapes.)
+fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
+    let panels = g.rows.div_ceil(16).div_ceil(PANEL_WARPS);
+    let slots = (sm_count * ctas_per_sm).max(1);
+    let step_us = (PANEL_WARPS * u64::from(EXEC_TC_STAGE)) as f64 * sm_count as f64 / MODEL_BYTES_PER_US;
+    let mut best: Option<(f64, PanelPlan)> = None;
+    for s in 1..=g.items.min(64) {
+        let per = g.items.div_ceil(s);
+        if (s - 1) * per >= g.items {
+            continue; // an empty split
+        }
+        let units = panels * s;
+        let grid = units.min(slots);
+        let mut cost = units.div_ceil(grid) as f64 * per as f64 * step_us;
+        if s > 1 {
+            cost += MODEL_SUM_LAUNCH_US + (s * g.rows * g.ncols * 8) as f64 / MODEL_BYTES_PER_US;
+        }
+        if best.is_none_or(|(b, _)| cost < b) {
+            best = Some((cost, PanelPlan { splits: s as u32, grid: grid as u32 }));
+        }
+    }
+    best.map_or(PanelPlan { splits: 1, grid: panels.min(slots) as u32 }, |(_, p)| p)
+}
+
+impl GpuExecMatrix {
+    /// The panel kernel on `ncols` (at most 64) BF16 columns.
+    pub(super) fn panel_launch(&self, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let name = "exec_tensor_panel_n8";
+        let smem = (PANEL_STAGES * (PANEL_WARPS * u64::from(EXEC_TC_STAGE) + PANEL_NT * 2048)) as u32;
+        let threads = 32 * PANEL_WARPS as u32;
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, smem)?);
+        let items = 4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128);
+        let m = self.shape.rows;
+        let plan = panel_plan(PanelGeometry { rows: m, items, ncols: u64::from(ncols) }, u64::from(self.gpu.sm_count), per_sm);
+        let s = &self.gpu.stream;
+        // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
+        // SAFETY: the panel kernel writes every element (split, column < ncols, row < M) before
+        // the summing kernel reads it (stream order).
+        let part =
+            if plan.splits > 1 { Some(unsafe { s.alloc::<f32>(plan.splits as usize * ncols as usize * m as usize) }?) } else { None };
+        let f = self.ptrs();
+        let (poff, _go) = self.derived.plist_off.device_ptr(s);
+        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
+        let (pp, _gp) = match &part {
+            Some(p) => {
+                let (ptr, guard) = p.device_ptr(s);
+                (ptr, Some(guard))
+            }
+            None => (0u64, None),
+        };
+        let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
+        let cfg = LaunchConfig { grid_dim: (plan.grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16).arg(&poff).arg(&pent).arg(&pp).arg(&plan.splits);
+        // SAFETY: the argument list matches EXEC_PN (kernels/exec_tensor_panel.cu); x holds ncols
+        // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
+        // list is the matrix's own; part holds splits x ncols x M floats where splits > 1 (the
+        // kernel does not touch it otherwise); shared memory within the opt-in limit (166 KB).
+        unsafe { b.launch(cfg) }?;
+        if plan.splits > 1 {
+            let cfg = LaunchConfig { grid_dim: (m32.div_ceil(256), ncols, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let mut b = s.launch_builder(self.gpu.function("exec_tensor_panel_sum")?);
+            b.arg(&pp).arg(&plan.splits).arg(&m32).arg(&ncols).arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+            // SAFETY: matches exec_tensor_panel_sum; part as above, y ncols x M outputs.
+            unsafe { b.launch(cfg) }?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h200(rows: u64, cols: u64, ncols: u64) -> PanelPlan {
+        let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512));
+        let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+        panel_plan(PanelGeometry { rows, items, ncols }, 132, 1)
+    }
+
+    #[test]
+    fn small_matrices_split_the_items_and_large_ones_do_not() {
+        // 32 panels of 32 items: 4 splits fill 128 SMs
+        assert_eq!(h200(4096, 4096, 64), PanelPlan { splits: 4, grid: 128 });
+        // lm_head: 1187 panels, no split
+        assert_eq!(h200(151_936, 4096, 64).splits, 1);
+        // every split non-empty: 1000x3000 has 24 items per row group
+        let p = h200(1000, 3000, 64);
+        assert!(p.splits > 1 && p.splits <= 24, "{p:?}");
+    }
+
+    #[test]
+    fn a_single_item_never_splits() {
+        assert_eq!(h200(16, 100, 64), PanelPlan { splits: 1, grid: 1 });
+    }
+
+    #[test]
+    fn no_split_is_empty() {
+        for (m, k) in [(1000, 3000), (300, 700), (64, 1000), (8192, 257)] {
+            let p = h200(m, k, 40);
+            let (k16, cb) = (k.div_ceil(16) * 16, k.div_ceil(512));
+            let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+            let per = items.div_ceil(u64::from(p.splits));
+            assert!((u64::from(p.splits) - 1) * per < items, "{m}x{k}: {p:?}");
+        }
+    }
+}
