@@ -5,10 +5,11 @@
 // each thread feeds 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
 // + {2,3} for k-step q, A and B alike). Three kernel families: the stream kernel here (items of 16
 // rows x 128 columns; up to 16 columns per decode), the step kernel (exec_tensor_step.cu, 16 x 64;
-// 32) and the tile kernel (exec_tensor_tile.cu, a whole 512-column tile per item; 64). Escapes:
-// every pair is decoded by the fast path, then the pairs holding a code 0 or 15 are rewritten:
-// from the derived patch list in the stream kernel, by exec_patch_pairs in the others (escape
-// order inside a tile: the items, then the threads t, then the thread's columns).
+// 32) and the panel kernel (exec_tensor_panel.cu, the stream kernel's items, 8 row groups per CTA
+// sharing activations staged in shared memory; 64). Escapes: every pair is decoded by the fast
+// path, then the pairs holding a code 0 or 15 are rewritten: from the derived patch list in the
+// stream and panel kernels, by exec_patch_pairs in the step kernel (escape order inside a tile:
+// the items, then the threads t, then the thread's columns).
 
 // The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
 // (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
