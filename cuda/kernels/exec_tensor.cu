@@ -202,7 +202,8 @@ __device__ __forceinline__ void exec_tc_item(const exec_u8* sd, const bool (&rv)
             n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
             const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
             exec_u32 item_rel = 0u;
-            const exec_u32 tr = rv[h] ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+            // the row's escape offset at the item: exec_tc_esc_offset reads lane t = 0's only
+            const exec_u32 tr = rv[h] && t == 0u ? __ldg(pent + range.x + 8 * h + g).y : 0u;
             eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
         }
     }
