@@ -159,6 +159,17 @@ __device__ __forceinline__ void exec_tc_copy_item(exec_u32 sd, const ExecTcRows&
     if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, pitem + lane);
 }
 
+// Rows g and g + 8 of the 16-row group gr: below M (rv) and their bases (1 for a row past M).
+__device__ __forceinline__ void exec_tc_row_bases(const exec_u8* __restrict__ base, exec_u64 gr, exec_u32 M, exec_u32 g,
+                                                  bool (&rv)[2], exec_u32 (&rbase)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const exec_u64 m = gr * 16 + 8 * h + g;
+        rv[h] = m < M;
+        rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
+    }
+}
+
 // One staged item of a warp (16 rows x 128 columns at stage sd): lane (g, t) decodes rows g and
 // g + 8 (rv: below M, rbase: their bases), columns kc .. kc + 31 (kc = the item's column + 32 t) as
 // two chunks j of 16, and hands each chunk's pairs w[h][p] (row 8 h + g, columns kc + 16 j + 2 p,
@@ -287,17 +298,8 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
     for (exec_u32 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
         exec_u32 rbase[2];
         bool rv[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
-            rv[h] = m < M;
-            rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
-        }
-        float acc[NT][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) acc[nt][i] = 0.0f;
+        exec_tc_row_bases(base, gr, M, g, rv, rbase);
+        float acc[NT][4] = {};
         for (exec_u32 it = warp; it < nitg; it += nwarps) {  // the group's items, round-robin over the warps
             const exec_u32 cb = it >> 2, sub = it & 3u;
             const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;

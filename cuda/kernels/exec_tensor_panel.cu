@@ -5,7 +5,7 @@
 // stages the activations of one item's 128 columns in shared memory once, beside its warps' items
 // (a panel of 8 row groups of 16 rows, same columns), so the L2 reads of activations per weight
 // drop 8-fold and the fragments come from shared memory without bank conflicts; a CTA barrier
-// per item (session 11: +23% against the tile kernel at 64 columns, docs/gpu.md). Work unit: a
+// per item (session 11: +22% against the tile kernel at 64 columns, docs/gpu.md). Work unit: a
 // panel x one of `splits` equal ranges of its items (exec/panel.rs `panel_plan`); with splits > 1
 // the units write f32 partial sums and exec_tensor_panel_sum adds them in split order (spec 19
 // allows any order; this one is fixed), then the bias and the conversion. Same operand mapping,
@@ -84,17 +84,8 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
         const exec_u32 it0 = s * per, it1 = min(nitg, it0 + per);
         exec_u32 rbase[2];
         bool rv[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
-            rv[h] = m < M;
-            rbase[h] = rv[h] ? (exec_u32)__ldg(base + m) : 1u;
-        }
-        float acc[NT][4];
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) acc[nt][q] = 0.0f;
+        exec_tc_row_bases(base, gr, M, g, rv, rbase);
+        float acc[NT][4] = {};
         for (exec_u32 it = it0; it < it1; ++it) {
             // every thread's copies of this item have landed, and every warp is done with the
             // stage the issue below refills (the previous item's)
