@@ -15,8 +15,11 @@ const PANEL_WARPS: u64 = 8;
 const PANEL_STAGES: u64 = 4;
 /// n-tiles of 8 columns (exec_tensor_panel_n8).
 const PANEL_NT: u64 = 8;
-/// The plan's model of the device: bytes per microsecond the whole device reads from memory (the
-/// H200's copy roof reads ~4.2 TB/s) and the fixed cost of the summing launch.
+/// The plan's model of the device (H200): the time of one item step of a CTA at 64 columns (8
+/// items of 16 x 128 weights; session 11 measured 2.4-2.7 us: 65.7 us for 24 steps on
+/// 4096x12288), bytes per microsecond the whole device moves to and from memory for the partial
+/// sums (the copy roof reads ~4.2 TB/s) and the fixed cost of the summing launch.
+const MODEL_STEP_US: f64 = 2.5;
 const MODEL_BYTES_PER_US: f64 = 4.0e6;
 const MODEL_SUM_LAUNCH_US: f64 = 1.5;
 
@@ -36,14 +39,11 @@ struct PanelPlan {
 }
 
 /// The splits S and the grid: modelled time = the most units a CTA runs x the items of a unit x
-/// the time of one item step (8 items of 16 x 128 weights per CTA, at the SM's share of the memory
-/// stream) + where S > 1 the partial sums written and read back and the summing launch. Every
-/// split non-empty; on a tie the fewer splits. (Measured, session 11: the model's absolute times
-/// are ~3x low, its choices were kept because they beat the tile kernel on 5 of the 6 shapes.)
+/// the time of one item step + where S > 1 the partial sums written and read back and the summing
+/// launch. Every split non-empty; on a tie the fewer splits.
 fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
     let panels = g.rows.div_ceil(16).div_ceil(PANEL_WARPS);
     let slots = (sm_count * ctas_per_sm).max(1);
-    let step_us = (PANEL_WARPS * u64::from(EXEC_TC_STAGE)) as f64 * sm_count as f64 / MODEL_BYTES_PER_US;
     let mut best: Option<(f64, PanelPlan)> = None;
     for s in 1..=g.items.min(64) {
         let per = g.items.div_ceil(s);
@@ -52,7 +52,7 @@ fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
         }
         let units = panels * s;
         let grid = units.min(slots);
-        let mut cost = units.div_ceil(grid) as f64 * per as f64 * step_us;
+        let mut cost = units.div_ceil(grid) as f64 * per as f64 * MODEL_STEP_US;
         if s > 1 {
             cost += MODEL_SUM_LAUNCH_US + (s * g.rows * g.ncols * 8) as f64 / MODEL_BYTES_PER_US;
         }
@@ -126,6 +126,8 @@ mod tests {
         assert_eq!(h200(4096, 4096, 64), PanelPlan { splits: 4, grid: 128 });
         // lm_head: 1187 panels, no split
         assert_eq!(h200(151_936, 4096, 64).splits, 1);
+        // 48 panels: 8 splits, 3 rounds of 4 items, rather than 96 CTAs of 16 items on 132 SMs
+        assert_eq!(h200(6144, 4096, 64), PanelPlan { splits: 8, grid: 132 });
         // every split non-empty: 1000x3000 has 24 items per row group
         let p = h200(1000, 3000, 64);
         assert!(p.splits > 1 && p.splits <= 24, "{p:?}");
