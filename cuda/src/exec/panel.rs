@@ -15,6 +15,8 @@ const PANEL_WARPS: u64 = 8;
 const PANEL_STAGES: u64 = 4;
 /// n-tiles of 8 columns (exec_tensor_panel_n8).
 const PANEL_NT: u64 = 8;
+/// Dynamic shared memory of a CTA: 4 stages of 8 items and 128 x 64 activations (165,888 bytes).
+pub(super) const PANEL_SMEM: u32 = (PANEL_STAGES * (PANEL_WARPS * EXEC_TC_STAGE as u64 + PANEL_NT * 2048)) as u32;
 /// The plan's model of the device (H200): the time of one item step of a CTA at 64 columns (8
 /// items of 16 x 128 weights; session 11 measured 2.4-2.7 us: 65.7 us for 24 steps on
 /// 4096x12288), bytes per microsecond the whole device moves to and from memory for the partial
@@ -67,7 +69,7 @@ impl GpuExecMatrix {
     /// The panel kernel on `ncols` (at most 64) BF16 columns.
     pub(super) fn panel_launch(&self, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let name = "exec_tensor_panel_n8";
-        let smem = (PANEL_STAGES * (PANEL_WARPS * u64::from(EXEC_TC_STAGE) + PANEL_NT * 2048)) as u32;
+        let smem = PANEL_SMEM;
         let threads = 32 * PANEL_WARPS as u32;
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, smem)?);
         let items = 4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128);
@@ -131,6 +133,12 @@ mod tests {
         // every split non-empty: 1000x3000 has 24 items per row group
         let p = h200(1000, 3000, 64);
         assert!(p.splits > 1 && p.splits <= 24, "{p:?}");
+    }
+
+    #[test]
+    fn the_cta_fits_an_a100_or_h100() {
+        // sm_80 and sm_90 give a CTA up to 166,912 and 232,448 bytes
+        assert_eq!(PANEL_SMEM, 165_888);
     }
 
     #[test]

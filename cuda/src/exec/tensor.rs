@@ -2,6 +2,7 @@
 //! plans of the kernels in kernels/exec_tensor.cu and exec_tensor_step.cu (the panel kernel's in
 //! `panel`, the bench's tile kernel here). BF16 activations only; `run` routes here.
 
+use super::panel::PANEL_SMEM;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_TC_STAGE;
 #[cfg(feature = "bench")]
@@ -40,7 +41,9 @@ impl GpuExecMatrix {
         y_elem: u64,
     ) -> Result<(), GpuError> {
         let m = self.shape.rows;
-        let per = 64;
+        // The panel kernel (33..64 columns) needs PANEL_SMEM bytes of shared memory; on a device
+        // that cannot give them, batches run as launches of at most 32 columns.
+        let per = if u64::from(PANEL_SMEM) <= u64::from(self.gpu.smem_optin) { 64 } else { 32 };
         let mut col = 0usize;
         while col < batch {
             let n = per.min(batch - col);
