@@ -29,10 +29,12 @@ __device__ __forceinline__ void exec_cp16z(exec_u32 dst, const void* src, bool v
                  : "memory");
 }
 
-template <int NT, int D>
+// RG row groups per warp (a panel of W x RG row groups): 1 in production; 2 (bench) decodes both
+// groups' chunk before the mma, so each activation fragment read from shared memory feeds 2 mma.
+template <int NT, int D, int RG = 1>
 __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                              const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
-    constexpr exec_u32 W = EXEC_PN_WARPS, STAGE = W * EXEC_TC_STAGE + NT * 2048u;
+    constexpr exec_u32 W = EXEC_PN_WARPS, STAGE = W * RG * EXEC_TC_STAGE + NT * 2048u;
     extern __shared__ __align__(16) exec_u8 exec_stage[];
     const exec_u32 K16 = (K + 15u) & ~15u;
     const exec_u32 CB = (K + 511u) >> 9;
@@ -40,32 +42,36 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
     const exec_u32 g = lane >> 2, t = lane & 3u;
     const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
     const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
-    const exec_u32 units = (ngroups + W - 1) / W * splits;
+    const exec_u32 units = (ngroups + W * RG - 1) / (W * RG) * splits;
     const exec_u32 per = (nitg + splits - 1) / splits;  // items per split (the host keeps every split non-empty)
     const exec_u32 sbase = exec_sa(exec_stage);
 
     // issue side: the same (unit, item) sequence as the compute loop
     exec_u32 iu = blockIdx.x, iit = 0, iend = 0, igr = 0, istage = 0;
-    ExecTcRows rows{};
+    ExecTcRows rows[RG] = {};
     auto unit = [&]() {
         if (iu < units) {
             iit = (iu % splits) * per;
             iend = min(nitg, iit + per);
-            igr = (iu / splits) * W + warp;
-            rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
+            igr = ((iu / splits) * W + warp) * RG;
+#pragma unroll
+            for (int r = 0; r < RG; ++r) rows[r] = exec_tc_rows(sm, codes, ((exec_u64)igr + r) * 16, M, K16, lane);
         }
     };
     unit();
     auto issue = [&]() {
         if (iu < units) {
             const exec_u32 sd = sbase + istage * STAGE, k0 = iit * 128u;
-            if (rows.valid != 0u)
-                exec_tc_copy_item(sd + warp * EXEC_TC_STAGE, rows, k0, K16, lane, poff + ((exec_u64)igr * CB * 4 + iit));
+#pragma unroll
+            for (int r = 0; r < RG; ++r)
+                if (rows[r].valid != 0u)
+                    exec_tc_copy_item(sd + (warp * RG + r) * EXEC_TC_STAGE, rows[r], k0, K16, lane,
+                                      poff + (((exec_u64)igr + r) * CB * 4 + iit));
 #pragma unroll
             for (exec_u32 i = threadIdx.x; i < NT * 128u; i += W * 32u) {
                 const exec_u32 n = i >> 4, p = i & 15u;
                 const bool v = n < ncols && k0 + 8u * p < K16;
-                exec_cp16z(sd + W * EXEC_TC_STAGE + exec_pn_slot(n, p), v ? x + (exec_u64)n * ldx + k0 + 8u * p : x, v);
+                exec_cp16z(sd + W * RG * EXEC_TC_STAGE + exec_pn_slot(n, p), v ? x + (exec_u64)n * ldx + k0 + 8u * p : x, v);
             }
             if (++iit >= iend) {
                 iu += gridDim.x;
@@ -80,12 +86,13 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
 
     exec_u32 cstage = 0;
     for (exec_u32 u = blockIdx.x; u < units; u += gridDim.x) {
-        const exec_u32 s = u % splits, gr = (u / splits) * W + warp;
+        const exec_u32 s = u % splits, gr = ((u / splits) * W + warp) * RG;
         const exec_u32 it0 = s * per, it1 = min(nitg, it0 + per);
-        exec_u32 rbase[2];
-        bool rv[2];
-        exec_tc_row_bases(base, gr, M, g, rv, rbase);
-        float acc[NT][4] = {};
+        exec_u32 rbase[RG][2];
+        bool rv[RG][2];
+#pragma unroll
+        for (int r = 0; r < RG; ++r) exec_tc_row_bases(base, gr + r, M, g, rv[r], rbase[r]);
+        float acc[RG][NT][4] = {};
         for (exec_u32 it = it0; it < it1; ++it) {
             // every thread's copies of this item have landed, and every warp is done with the
             // stage the issue below refills (the previous item's)
@@ -94,32 +101,61 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
             issue();
             const exec_u8* sd = exec_stage + cstage * STAGE;
             cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
-            if (gr < ngroups) {
-                const exec_u8* xs = sd + W * EXEC_TC_STAGE + lane * 16u;
-                exec_tc_item<0>(sd + warp * EXEC_TC_STAGE, rv, rbase, it * 128u + 32u * t, K16, g, t, lane, esc, pent,
+            const exec_u8* xs = sd + W * RG * EXEC_TC_STAGE + lane * 16u;
+            const exec_u32 kc = it * 128u + 32u * t;
+            // the fragments of chunk j, half hf into mma with the pairs w of row group r
+            auto mma = [&](int r, exec_u32 j, const exec_u32 (&w)[2][8], int hf, const uint4 (&v)[NT]) {
+                exec_tc_mma8<NT>(acc[r], w[0], w[1], v, hf);
+            };
+            auto frag = [&](exec_u32 j, int hf, uint4 (&v)[NT]) {
+#pragma unroll
+                for (int nt = 0; nt < NT; ++nt) v[nt] = *reinterpret_cast<const uint4*>(xs + ((nt * 2 + j) * 2 + hf) * 512u);
+            };
+            if (RG == 1 || gr + 1 >= ngroups) {  // one row group (the last of a short panel)
+                if (gr < ngroups)
+                    exec_tc_item<0>(sd + warp * RG * EXEC_TC_STAGE, rv[0], rbase[0], kc, K16, g, t, lane, esc, pent,
+                                    [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+#pragma unroll
+                                        for (int hf = 0; hf < 2; ++hf) {  // half the fragments at a time (registers)
+                                            uint4 v[NT];
+                                            frag(j, hf, v);
+                                            mma(0, j, w, hf, v);
+                                        }
+                                    });
+            } else {  // two: the first group's pairs kept, the fragments read once for both
+                exec_u32 w0[2][2][8];
+                exec_tc_item<0>(sd + warp * RG * EXEC_TC_STAGE, rv[0], rbase[0], kc, K16, g, t, lane, esc, pent,
                                 [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
 #pragma unroll
-                                    for (int hf = 0; hf < 2; ++hf) {  // half the fragments at a time (registers)
-                                        uint4 v[NT];
+                                    for (int h = 0; h < 2; ++h)
 #pragma unroll
-                                        for (int nt = 0; nt < NT; ++nt)
-                                            v[nt] = *reinterpret_cast<const uint4*>(xs + ((nt * 2 + j) * 2 + hf) * 512u);
-                                        exec_tc_mma8<NT>(acc, w[0], w[1], v, hf);
+                                        for (int p = 0; p < 8; ++p) w0[j][h][p] = w[h][p];
+                                });
+                exec_tc_item<0>(sd + (warp * RG + 1) * EXEC_TC_STAGE, rv[RG - 1], rbase[RG - 1], kc, K16, g, t, lane, esc,
+                                pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+#pragma unroll
+                                    for (int hf = 0; hf < 2; ++hf) {
+                                        uint4 v[NT];
+                                        frag(j, hf, v);
+                                        mma(0, j, w0[j], hf, v);
+                                        mma(RG - 1, j, w, hf, v);
                                     }
                                 });
             }
         }
-        if (gr < ngroups) {
+#pragma unroll
+        for (int r = 0; r < RG; ++r) {
+            if (gr + r >= ngroups) continue;
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt)
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
-                    const exec_u32 m = gr * 16 + g + 8u * (q >> 1), n = 8u * nt + 2u * t + (q & 1);
+                    const exec_u32 m = (gr + r) * 16 + g + 8u * (q >> 1), n = 8u * nt + 2u * t + (q & 1);
                     if (m >= M || n >= ncols) continue;
                     if (splits > 1) {
-                        part[((exec_u64)s * ncols + n) * M + m] = acc[nt][q];
+                        part[((exec_u64)s * ncols + n) * M + m] = acc[r][nt][q];
                     } else {
-                        const float v = bias ? __fadd_rn(acc[nt][q], bias[m]) : acc[nt][q];
+                        const float v = bias ? __fadd_rn(acc[r][nt][q], bias[m]) : acc[r][nt][q];
                         if (out_bf16)
                             reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(v);
                         else
@@ -133,15 +169,15 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
 // partial sums [splits][ncols][M] (unused when splits == 1) and the splits.
-#define EXEC_PN(NAME, NT, D)                                                                                 \
+#define EXEC_PN(NAME, NT, D, RG)                                                                             \
     extern "C" __global__ void __launch_bounds__(EXEC_PN_WARPS * 32, 1)                                      \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                    \
-        exec_pn_body<NT, D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, pent, \
-                            part, splits);                                                                   \
+        exec_pn_body<NT, D, RG>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff,  \
+                                pent, part, splits);                                                         \
     }
 
-EXEC_PN(exec_tensor_panel_n8, 8, 4)
+EXEC_PN(exec_tensor_panel_n8, 8, 4, 1)
 
 // The panel kernel's outputs where splits > 1: y[n][m] = the partial sums of splits 0, 1, ... added
 // in that order, then the bias, then the conversion (BF16 by RNE, spec 15.4.6). Grid (ceil(M /

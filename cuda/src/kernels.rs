@@ -45,6 +45,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
     include_str!("../kernels/bench/exec_tensor_probes.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
+    include_str!("../kernels/bench/exec_tensor_panel_rg2.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
@@ -179,7 +180,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 33] = [
+pub const BENCH: [(&str, u32); 34] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -225,6 +226,8 @@ pub const BENCH: [(&str, u32); 33] = [
     ("bench_exec_tensor_tile_n2", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n4", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
+    // The panel kernel with 2 row groups per warp (exec_tensor_panel_rg2.cu).
+    ("bench_exec_tensor_panel_rg2_n8", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -29,6 +29,8 @@ const MODEL_SUM_LAUNCH_US: f64 = 1.5;
 #[derive(Clone, Copy, Debug)]
 struct PanelGeometry {
     rows: u64,
+    /// Row groups per warp (1; 2 for the bench's variant, whose item step covers twice the weights).
+    rg: u64,
     /// Items (128 columns each) per row group.
     items: u64,
     ncols: u64,
@@ -44,7 +46,7 @@ struct PanelPlan {
 /// the time of one item step + where S > 1 the partial sums written and read back and the summing
 /// launch. Every split non-empty; on a tie the fewer splits.
 fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
-    let panels = g.rows.div_ceil(16).div_ceil(PANEL_WARPS);
+    let panels = g.rows.div_ceil(16).div_ceil(PANEL_WARPS * g.rg);
     let slots = (sm_count * ctas_per_sm).max(1);
     let mut best: Option<(f64, PanelPlan)> = None;
     for s in 1..=g.items.min(64) {
@@ -54,7 +56,7 @@ fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
         }
         let units = panels * s;
         let grid = units.min(slots);
-        let mut cost = units.div_ceil(grid) as f64 * per as f64 * MODEL_STEP_US;
+        let mut cost = units.div_ceil(grid) as f64 * per as f64 * MODEL_STEP_US * g.rg as f64;
         if s > 1 {
             cost += MODEL_SUM_LAUNCH_US + (s * g.rows * g.ncols * 8) as f64 / MODEL_BYTES_PER_US;
         }
@@ -66,15 +68,19 @@ fn panel_plan(g: PanelGeometry, sm_count: u64, ctas_per_sm: u64) -> PanelPlan {
 }
 
 impl GpuExecMatrix {
-    /// The panel kernel on `ncols` (at most 64) BF16 columns.
-    pub(super) fn panel_launch(&self, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        let name = "exec_tensor_panel_n8";
-        let smem = PANEL_SMEM;
+    /// The panel kernel on `ncols` (at most 64) BF16 columns; with `bench`, its variant with 2 row
+    /// groups per warp and 3 stages where `rg2`.
+    pub(super) fn panel_launch(&self, rg2: bool, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let (name, smem, rg) = if rg2 {
+            ("bench_exec_tensor_panel_rg2_n8", (3 * (2 * PANEL_WARPS * EXEC_TC_STAGE as u64 + PANEL_NT * 2048)) as u32, 2)
+        } else {
+            ("exec_tensor_panel_n8", PANEL_SMEM, 1)
+        };
         let threads = 32 * PANEL_WARPS as u32;
         let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, smem)?);
         let items = 4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128);
         let m = self.shape.rows;
-        let plan = panel_plan(PanelGeometry { rows: m, items, ncols: u64::from(ncols) }, u64::from(self.gpu.sm_count), per_sm);
+        let plan = panel_plan(PanelGeometry { rows: m, rg, items, ncols: u64::from(ncols) }, u64::from(self.gpu.sm_count), per_sm);
         let s = &self.gpu.stream;
         // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
         // SAFETY: the panel kernel writes every element (split, column < ncols, row < M) before
@@ -119,7 +125,7 @@ mod tests {
     fn h200(rows: u64, cols: u64, ncols: u64) -> PanelPlan {
         let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512));
         let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
-        panel_plan(PanelGeometry { rows, items, ncols }, 132, 1)
+        panel_plan(PanelGeometry { rows, rg: 1, items, ncols }, 132, 1)
     }
 
     #[test]

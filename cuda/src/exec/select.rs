@@ -63,6 +63,10 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
+    /// Bench: the panel kernel with 2 row groups per warp (kernels/bench/exec_tensor_panel_rg2.cu)
+    /// for 33..64 columns per decode; the production choice below.
+    #[cfg(feature = "bench")]
+    BoundedPanelRg2,
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
@@ -90,6 +94,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
@@ -120,6 +126,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
@@ -169,6 +177,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma => false,
             // the lean kernel's probes run its exact plans

@@ -19,8 +19,8 @@ enum TensorFamily {
     /// `bench`, `bench_exec_tensor_step_n2` at 16).
     Step,
     /// `exec_tensor_panel_n8`: CTAs of 8 row groups sharing staged activations, 64 columns per
-    /// decode (exec/panel.rs).
-    Panel,
+    /// decode (exec/panel.rs); with `bench`, 2 row groups per warp where `rg2`.
+    Panel { rg2: bool },
     /// Bench: `bench_exec_tensor_tile_n*`, a whole tile per item, up to 64 columns per decode.
     #[cfg(feature = "bench")]
     Tile,
@@ -62,13 +62,15 @@ impl GpuExecMatrix {
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel { rg2: true },
             _ if nt <= 2 => TensorFamily::Stream,
             _ if nt == 4 => TensorFamily::Step,
-            _ => TensorFamily::Panel,
+            _ => TensorFamily::Panel { rg2: false },
         };
         let warps = self.col_tiles.clamp(1, 8);
         let (name, smem) = match family {
-            TensorFamily::Panel => return self.panel_launch(x, ncols, bias, out_bf16, y),
+            TensorFamily::Panel { rg2 } => return self.panel_launch(rg2, x, ncols, bias, out_bf16, y),
             TensorFamily::Stream => {
                 // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
                 // the warps' 16 x 8 NT partial sums

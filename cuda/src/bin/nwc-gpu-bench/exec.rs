@@ -118,8 +118,8 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,
-    /// Bounded (production), step (bench), tile (bench) microseconds.
-    pub tensor_us: [f64; 3],
+    /// Bounded (production), step, tile and, from 33 columns, panel-rg2 (bench) microseconds.
+    pub tensor_us: [f64; 4],
     /// Ceiling probes of the bounded stream kernel up to 8 columns (NaN above): no decode, no
     /// mma (kernels/bench/exec_tensor_probes.cu; timed, never checked).
     pub probe_us: [f64; 2],
@@ -142,8 +142,21 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
     println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
-        "N", "cuBLAS us", "exact us", "/cB", "bounded us", "/cB", "step us", "/cB", "tile us", "/cB", "no-decode /cB", "no-mma /cB"
+        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
+        "N",
+        "cuBLAS us",
+        "exact us",
+        "/cB",
+        "bounded us",
+        "/cB",
+        "step us",
+        "/cB",
+        "tile us",
+        "/cB",
+        "rg2 us",
+        "/cB",
+        "no-decode /cB",
+        "no-mma /cB"
     );
     for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
@@ -198,6 +211,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
             tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
+            if n > 32 { tensor(ExecMatvecKernel::BoundedPanelRg2, &mut mats, &mut tag)? } else { f64::NAN },
         ];
         let probe_us = if n <= 8 {
             [
@@ -208,7 +222,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             [f64::NAN; 2]
         };
         println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
+            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
             cublas_us / exact_us,
             tensor_us[0],
             cublas_us / tensor_us[0],
@@ -216,6 +230,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
             cublas_us / tensor_us[1],
             tensor_us[2],
             cublas_us / tensor_us[2],
+            tensor_us[3],
+            cublas_us / tensor_us[3],
             cublas_us / probe_us[0],
             cublas_us / probe_us[1]
         );
@@ -228,8 +244,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 pub fn batch_summary(rows: &[Vec<BatchRow>]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
     println!(
-        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
-        "N", "exact", "bounded", "step (bench)", "tile (bench)", "probe: no decode", "probe: no mma"
+        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+        "N", "exact", "bounded", "step (bench)", "tile (bench)", "panel-rg2 (bench)", "probe: no decode", "probe: no mma"
     );
     for (i, n) in BATCHES.iter().enumerate() {
         let col = |f: &dyn Fn(&BatchRow) -> f64| {
@@ -242,11 +258,12 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
         println!(
-            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
+            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
             col(&|b| b.exact_us),
             col(&|b| b.tensor_us[0]),
             col(&|b| b.tensor_us[1]),
             col(&|b| b.tensor_us[2]),
+            col(&|b| b.tensor_us[3]),
             col(&|b| b.probe_us[0]),
             col(&|b| b.probe_us[1])
         );

@@ -117,9 +117,14 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
         // up to 16 columns (the stream kernel) and 17..64 (the step and panel kernels)
+        // and the bench's panel kernel with 2 row groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
-        for nb in [[1usize, 3, 8, 13][i % 4], wide] {
-            let kernel = ExecMatvecKernel::Bounded;
+        let runs = [
+            (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
+            (ExecMatvecKernel::Bounded, wide),
+            (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
+        ];
+        for (kernel, nb) in runs {
             let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
             let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
             let dec = DecodedMatrix {
