@@ -30,7 +30,7 @@
 #          device-to-device copy roof (cuda/copy_roof.py) and `nwc-gpu-bench --exec --real`.
 #   exec-quick  the sweep of `exec` and `nwc-gpu-bench --exec --real` (after a kernel change).
 #   exec-record  the execution layout's numbers of record (docs/results.md) and the checks beside
-#          them, one call (~400 s): conformance (corpus and both sweeps, 1000), `--exec-sweep 24`,
+#          them, one call (~500 s): conformance (corpus and both sweeps, 1000), `--exec-sweep 24`,
 #          device tests, memcheck and racecheck (the sweeps, and `--exec-profile` on 1024x4096,
 #          where the lean kernel runs: the racecheck sweep's three seeded shapes never reach it,
 #          the memcheck sweep's six reach it once), the Python wheel's pytest
@@ -61,7 +61,7 @@ conform() {
 }
 exec_sweep() {
   step "exec sweep: every exact one-column kernel and the dequant kernels against the reference"
-  timeout 90 $B/nwc-gpu-bench --exec-sweep "$sweep"
+  timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep"
   step "memcheck (exec sweep, shapes up to 1M weights)"
   timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -3
 }
@@ -145,7 +145,7 @@ exec-quick)
   timeout 240 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared" ;;
 exec-record)
   conform 150
-  step "exec sweep"; timeout 150 $B/nwc-gpu-bench --exec-sweep 24 2>&1 | tail -3
+  step "exec sweep"; timeout 200 $B/nwc-gpu-bench --exec-sweep 24 2>&1 | tail -3
   step "gpu tests (--include-ignored)"; timeout 60 $B/gpu_tests --include-ignored 2>&1 | grep "test result"
   sanitize memcheck
   step "memcheck (exec sweep)"; timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 6:1000000 | tail -2
