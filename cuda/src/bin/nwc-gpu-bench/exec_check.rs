@@ -116,8 +116,8 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             }
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
-        // up to 16 columns (the stream kernel) and 17..64 (the step and panel kernels)
-        // and the bench's panel kernel with 2 row groups per warp on 33..64
+        // the production choice on up to 16 columns (the stream kernel) and on 17..64 (the step
+        // and panel kernels), the bench's panel kernel with 2 row groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
         let runs = [
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
