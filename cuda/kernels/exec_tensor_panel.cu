@@ -103,10 +103,7 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
             cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
             const exec_u8* xs = sd + W * RG * EXEC_TC_STAGE + lane * 16u;
             const exec_u32 kc = it * 128u + 32u * t;
-            // the fragments of chunk j, half hf into mma with the pairs w of row group r
-            auto mma = [&](int r, exec_u32 j, const exec_u32 (&w)[2][8], int hf, const uint4 (&v)[NT]) {
-                exec_tc_mma8<NT>(acc[r], w[0], w[1], v, hf);
-            };
+            // the staged fragments of chunk j, half hf
             auto frag = [&](exec_u32 j, int hf, uint4 (&v)[NT]) {
 #pragma unroll
                 for (int nt = 0; nt < NT; ++nt) v[nt] = *reinterpret_cast<const uint4*>(xs + ((nt * 2 + j) * 2 + hf) * 512u);
@@ -119,7 +116,7 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
                                         for (int hf = 0; hf < 2; ++hf) {  // half the fragments at a time (registers)
                                             uint4 v[NT];
                                             frag(j, hf, v);
-                                            mma(0, j, w, hf, v);
+                                            exec_tc_mma8<NT>(acc[0], w[0], w[1], v, hf);
                                         }
                                     });
             } else {  // two: the first group's pairs kept, the fragments read once for both
@@ -137,8 +134,8 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
                                     for (int hf = 0; hf < 2; ++hf) {
                                         uint4 v[NT];
                                         frag(j, hf, v);
-                                        mma(0, j, w0[j], hf, v);
-                                        mma(RG - 1, j, w, hf, v);
+                                        exec_tc_mma8<NT>(acc[0], w0[j][0], w0[j][1], v, hf);
+                                        exec_tc_mma8<NT>(acc[RG - 1], w[0], w[1], v, hf);
                                     }
                                 });
             }

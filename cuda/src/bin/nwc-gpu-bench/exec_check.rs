@@ -124,16 +124,16 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::Bounded, wide),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
         ];
+        let dec = DecodedMatrix {
+            mode: Mode::BF16_L0,
+            shape,
+            exp_of_rank: [0; 15],
+            elements: Elements::Bf16(reference.words.clone()),
+            scale: None,
+        };
         for (kernel, nb) in runs {
             let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
             let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
-            let dec = DecodedMatrix {
-                mode: Mode::BF16_L0,
-                shape,
-                exp_of_rank: [0; 15],
-                elements: Elements::Bf16(reference.words.clone()),
-                scale: None,
-            };
             let expected = level2::expected(&dec, &xw, nb, None)?;
             let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
             e.set_matvec_kernel(kernel);
