@@ -31,6 +31,9 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
+    /// `EXEC_STRIP` (bench/exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
+    #[cfg(feature = "bench")]
+    RowsFlags(u32),
 }
 
 impl Tail {
@@ -38,6 +41,8 @@ impl Tail {
         match self {
             Tail::Bare => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
+            #[cfg(feature = "bench")]
+            Tail::RowsFlags(rs) => Some(rs),
         }
     }
 
@@ -45,6 +50,8 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) => true,
+            #[cfg(feature = "bench")]
+            Tail::RowsFlags(_) => true,
         }
     }
 }
@@ -225,7 +232,8 @@ impl GpuExecMatrix {
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
         // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups) or EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes); the fields passed the spec 20.9 rules or came from the GPU
+        // rounded up to 4 bytes), or the bench's EXEC_STRIP (Tail::RowsFlags: RS a multiple of 4,
+        // the CTA's shared memory RS x slices x CB f32); the fields passed the spec 20.9 rules or came from the GPU
         // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
         // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
         // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.

@@ -23,6 +23,22 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
+    /// Bench: the strip kernel (kernels/bench/exec_matvec_strip.cu) for one column: a warp per
+    /// tile column of a strip of rows, the tile's activations in registers, weights loaded straight
+    /// into registers, a group of 4 rows at a time; `VarStripAhead` loads the next group while
+    /// one computes, `VarStripRoll` loads each row of the next group as soon as its row of this
+    /// group is decoded, `VarStripRollLong` the same with units of twice the rows. Exact class.
+    #[cfg(feature = "bench")]
+    VarStrip,
+    #[cfg(feature = "bench")]
+    VarStripAhead,
+    #[cfg(feature = "bench")]
+    VarStripRoll,
+    #[cfg(feature = "bench")]
+    VarStripRollLong,
+    /// Bench, ceiling probe (not exact): `VarStripRollLong` with the loaded words as weights.
+    #[cfg(feature = "bench")]
+    ProbeStripNoDecode,
     /// Bench, ceiling probe (not exact): the lean one-column kernel with the stage words used as
     /// weights, no decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -97,6 +113,16 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStrip,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripAhead,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripRoll,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripRollLong,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::ProbeStripNoDecode,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeLoads,
@@ -129,6 +155,16 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStrip => "var-strip",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripAhead => "var-strip-ahead",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripRoll => "var-strip-roll",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripRollLong => "var-strip-roll-long",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeLoads => "probe-loads",
@@ -149,7 +185,7 @@ impl ExecMatvecKernel {
     pub fn is_probe(self) -> bool {
         match self {
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma => true,
+            ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma | ExecMatvecKernel::ProbeStripNoDecode => true,
             k => k.is_lean_probe(),
         }
     }
@@ -173,13 +209,19 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Exact | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
             ExecMatvecKernel::Bounded => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
+            ExecMatvecKernel::StreamGeneric
+            | ExecMatvecKernel::RowsNoPrefetch
+            | ExecMatvecKernel::VarStrip
+            | ExecMatvecKernel::VarStripAhead
+            | ExecMatvecKernel::VarStripRoll
+            | ExecMatvecKernel::VarStripRollLong => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::ProbeBoundedRaw
-            | ExecMatvecKernel::ProbeBoundedNoMma => false,
+            | ExecMatvecKernel::ProbeBoundedNoMma
+            | ExecMatvecKernel::ProbeStripNoDecode => false,
             // the lean kernel's probes run its exact plans
             #[cfg(feature = "bench")]
             k => k.is_lean_probe(),

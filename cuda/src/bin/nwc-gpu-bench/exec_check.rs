@@ -14,12 +14,16 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 5] = [
+const EXACT: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
+    ExecMatvecKernel::VarStrip,
+    ExecMatvecKernel::VarStripAhead,
+    ExecMatvecKernel::VarStripRoll,
+    ExecMatvecKernel::VarStripRollLong,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {

@@ -17,9 +17,14 @@ use std::sync::Arc;
 
 /// Timed after cuBLAS, in this order; the first is the production default and the reference.
 /// The `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 7] = [
+const KERNELS: [ExecMatvecKernel; 12] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
+    ExecMatvecKernel::VarStrip,
+    ExecMatvecKernel::VarStripAhead,
+    ExecMatvecKernel::VarStripRoll,
+    ExecMatvecKernel::VarStripRollLong,
+    ExecMatvecKernel::ProbeStripNoDecode,
     ExecMatvecKernel::ProbeNoDecode,
     ExecMatvecKernel::ProbeLoads,
     ExecMatvecKernel::ProbeStream4x1,
@@ -86,7 +91,8 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
         if kernel == ExecMatvecKernel::Exact {
             exact_rows = name == "exec_matvec_rows";
         }
-        full_plan.push(name.starts_with("bench_exec_") && threads >= 512);
+        // the lean probes' plans always take 16 warps; the strip plans size their CTAs themselves
+        full_plan.push(name.starts_with("bench_exec_strip") || (name.starts_with("bench_exec_") && threads >= 512));
         names.push(format!("{name}/{}w", threads / 32));
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;

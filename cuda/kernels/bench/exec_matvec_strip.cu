@@ -1,0 +1,221 @@
+// Bench variant of the exact one-column matvec (spec 20.15; docs/gpu.md, session 12): the
+// "strip" kernel. The lean kernel (exec_matvec_lean.cu) spends ~74 of its ~151 instructions per
+// row and lane on structure (cp.async copies, stage and x reads from shared memory, the tile loop):
+// its no-decode probe stops at 1.14x of cuBLAS. Here a warp owns one tile column (cb) of a strip
+// of RS rows, so:
+// - the lane's 16 activations of the tile stay in registers for the whole strip (no x traffic per
+//   row);
+// - a row's 16 sm bytes and 8 code bytes go straight from global memory to registers
+//   (ld.global.nc, 512 + 256 contiguous bytes per warp: no shared memory, no cp.async
+//   bookkeeping); memory-level parallelism comes from the resident warps and, by MODE, from rows
+//   of the next group loaded during this one's compute (below);
+// - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives tile
+//   partials P(m, cb) (spec 15.4.4); they go to shared memory, and after the CTA barrier one thread
+//   per row adds them over cb ascending from +0.0 (spec 15.4.5), then the bias (spec 15.4.6).
+// A CTA covers RB = RS x slices rows and all CB tiles: W warps take the CB x slices units (cb, slice)
+// round-robin, slices = max(1, W / CB) (the host picks W so that this is exact: exec/variant.rs).
+// Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
+// and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
+// Shared memory: RB x CB f32 tile partials.
+
+__device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
+    uint4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+__device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
+    uint2 v;
+    asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+    return v;
+}
+
+// One group of 4 rows of a unit, as loaded: the lane's sm and code words per row, the 4 rows' tile
+// flags and bases (one byte each), and row (lane & 3)'s escape offset of the tile.
+struct ExecStripGroup {
+    uint4 s[4];
+    uint2 c[4];
+    exec_u32 fl, b4, eo;
+};
+
+// How a warp overlaps loads and compute inside a unit (the variants measured in session 12):
+// GROUP: load a group of 4 rows, compute it, load the next (memory-level parallelism from the
+// resident warps only); AHEAD: two groups in registers, the next loaded while this one computes
+// (121 registers: 16 warps per SM); ROLL: one group in registers, and as soon as row r of the group
+// is decoded, row r of the next group is loaded into its registers (4 rows in flight during the
+// compute at GROUP's register count). PROBE = 1: the loaded words used as weights (no decode, no
+// escapes; a ceiling probe, not exact).
+#define EXEC_STRIP_GROUP 0
+#define EXEC_STRIP_AHEAD 1
+#define EXEC_STRIP_ROLL 2
+
+template <int MODE, int PROBE>
+__device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
+                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
+                                                const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
+                                                const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
+                                                void* __restrict__ y, int out_bf16, exec_u32 RS,
+                                                const exec_u8* __restrict__ flags) {
+    extern __shared__ __align__(16) float exec_strip_pbuf[];
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
+    const exec_u64 K16c = K16 >> 1;
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
+    const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
+    for (exec_u32 u = warp; u < CB * slices; u += W) {
+        const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
+        if (r0 >= M) continue;  // warp-uniform
+        const exec_u32 r1 = min(r0 + RS, M);
+        const exec_u32 kc = cb * 512u + lane * 16u;
+        const bool active = kc < K16;
+        const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
+        float xv[16];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (active && ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
+            xv[4 * q] = v.x;
+            xv[4 * q + 1] = v.y;
+            xv[4 * q + 2] = v.z;
+            xv[4 * q + 3] = v.w;
+        }
+        const exec_u8* fcol = flags + (exec_u64)cb * M4;
+        // Row r of the group at m (a multiple of 4); rows past M and lanes past K16 get zero sm
+        // bytes and code 1 (a finite weight that meets x = 0).
+        auto load_row = [&](ExecStripGroup& g, exec_u32 r, exec_u32 m) {
+            const exec_u8* ps = sm + (exec_u64)(m + r) * K16 + kc;
+            const exec_u8* pc = codes + (exec_u64)(m + r) * K16c + (kc >> 1);
+            if (m + 4u <= M && whole) {  // warp-uniform: no predicates
+                g.s[r] = exec_ldg_nc16(ps);
+                g.c[r] = exec_ldg_nc8(pc);
+            } else {
+                g.s[r] = make_uint4(0u, 0u, 0u, 0u);
+                g.c[r] = make_uint2(0x11111111u, 0x11111111u);
+                if (m + r < M && active) {
+                    g.s[r] = exec_ldg_nc16(ps);
+                    g.c[r] = exec_ldg_nc8(pc);
+                }
+            }
+        };
+        auto load_meta = [&](ExecStripGroup& g, exec_u32 m) {
+            g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));  // 4 rows' flags (M4 bytes per tile column)
+            g.b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
+            g.eo = m + (lane & 3u) < M ? __ldg(esc_start + (exec_u64)(m + (lane & 3u)) * CB + cb) : 0u;
+        };
+        auto load = [&](ExecStripGroup& g, exec_u32 m) {
+#pragma unroll
+            for (exec_u32 r = 0; r < 4; ++r) load_row(g, r, m);
+            load_meta(g, m);
+        };
+        // Row r's 8 BF16 pairs (spec 20.13); pad columns of the last tile take code 1.
+        auto decode = [&](const ExecStripGroup& g, exec_u32 r, exec_u32 (&w)[8]) {
+            if (PROBE) {
+                const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
+#pragma unroll
+                for (int p = 0; p < 8; ++p) w[p] = raw[p];
+                return;
+            }
+            const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
+            const exec_u32 rb = (g.b4 >> (8u * r)) & 0xffu;
+            exec_pairs16_fast(c, g.s[r], exec_b2(rb), w);
+            if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
+                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                const exec_u32 before = exec_warp_excl(n15, lane);
+                const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
+                if (!exec_plain16(c)) exec_patch_pairs(c, g.s[r], rb, esc, (exec_u64)t0 + before, w);
+            }
+        };
+        auto chain = [&](const exec_u32 (&w)[8]) {
+            float a = 0.0f;
+#pragma unroll
+            for (int p = 0; p < 8; ++p) {
+                a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
+                a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
+            }
+            return a;
+        };
+        auto finish = [&](float (&acc)[4], exec_u32 m) {
+            const float P = exec_tree<4>(acc, lane);
+            const exec_u32 idx = exec_tree_index<4>(lane);
+            if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
+        };
+        auto compute = [&](const ExecStripGroup& g, exec_u32 m) {
+            float acc[4];
+#pragma unroll
+            for (exec_u32 r = 0; r < 4; ++r) {
+                exec_u32 w[8];
+                decode(g, r, w);
+                acc[r] = chain(w);
+            }
+            finish(acc, m);
+        };
+        if (MODE == EXEC_STRIP_AHEAD) {
+            ExecStripGroup a, b;
+            exec_u32 m = r0;
+            load(a, m);
+            for (;;) {
+                const exec_u32 mb = m + 4u;
+                if (mb < r1) load(b, mb);
+                compute(a, m);
+                if (mb >= r1) break;
+                const exec_u32 ma = mb + 4u;
+                if (ma < r1) load(a, ma);
+                compute(b, mb);
+                if (ma >= r1) break;
+                m = ma;
+            }
+        } else if (MODE == EXEC_STRIP_ROLL) {
+            ExecStripGroup g;
+            load(g, r0);
+            for (exec_u32 m = r0; m < r1; m += 4u) {
+                const exec_u32 mn = m + 4u;
+                const bool more = mn < r1;  // warp-uniform
+                ExecStripGroup meta;
+                if (more) load_meta(meta, mn);
+                float acc[4];
+#pragma unroll
+                for (exec_u32 r = 0; r < 4; ++r) {
+                    exec_u32 w[8];
+                    decode(g, r, w);
+                    if (more) load_row(g, r, mn);  // row r's registers are free once it is decoded
+                    acc[r] = chain(w);
+                }
+                finish(acc, m);
+                if (more) {
+                    g.fl = meta.fl;
+                    g.b4 = meta.b4;
+                    g.eo = meta.eo;
+                }
+            }
+        } else {
+            for (exec_u32 m = r0; m < r1; m += 4u) {
+                ExecStripGroup g;
+                load(g, m);
+                compute(g, m);
+            }
+        }
+    }
+    __syncthreads();
+    for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
+        const exec_u32 m = m0 + t;
+        if (m < M && ncols > 0) {
+            float S = 0.0f;
+            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
+            if (bias) S = __fadd_rn(S, bias[m]);
+            if (out_bf16)
+                reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
+            else
+                reinterpret_cast<float*>(y)[m] = S;
+        }
+    }
+}
+
+// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G.
+#define EXEC_STRIP(NAME, MODE, PROBE, MAXREG)                                                                           \
+    extern "C" __global__ void __maxnreg__(MAXREG)                                                             \
+        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
+        exec_strip_body<MODE, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
+    }
+
+EXEC_STRIP(bench_exec_strip, EXEC_STRIP_GROUP, 0, 80)
+EXEC_STRIP(bench_exec_strip_ahead, EXEC_STRIP_AHEAD, 0, 128)
+EXEC_STRIP(bench_exec_strip_roll, EXEC_STRIP_ROLL, 0, 80)
+EXEC_STRIP(bench_exec_strip_roll_nodecode, EXEC_STRIP_ROLL, 1, 80)
