@@ -181,7 +181,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 38] = [
+pub const BENCH: [(&str, u32); 37] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -229,12 +229,11 @@ pub const BENCH: [(&str, u32); 38] = [
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
     // The panel kernel with 2 row groups per warp (exec_tensor_panel_rg2.cu).
     ("bench_exec_tensor_panel_rg2_n8", SMEM_OPTIN),
-    // The strip kernel of the exact one-column matvec (exec_matvec_strip.cu): a group of rows
-    // at a time, the next group ahead, rows rolled in as they are decoded; its no-decode probe.
+    // The strip kernel of the exact one-column matvec (exec_matvec_strip.cu): activations in
+    // registers or in shared memory; its no-decode probe.
     ("bench_exec_strip", SMEM_OPTIN),
-    ("bench_exec_strip_ahead", SMEM_OPTIN),
-    ("bench_exec_strip_roll", SMEM_OPTIN),
-    ("bench_exec_strip_roll_nodecode", SMEM_OPTIN),
+    ("bench_exec_strip_xs", SMEM_OPTIN),
+    ("bench_exec_strip_nodecode", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

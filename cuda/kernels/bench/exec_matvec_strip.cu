@@ -7,8 +7,8 @@
 //   row);
 // - a row's 16 sm bytes and 8 code bytes go straight from global memory to registers
 //   (ld.global.nc, 512 + 256 contiguous bytes per warp: no shared memory, no cp.async
-//   bookkeeping); memory-level parallelism comes from the resident warps and, by MODE, from rows
-//   of the next group loaded during this one's compute (below);
+//   bookkeeping); memory-level parallelism comes from the resident warps (24 per SM at 80
+//   registers), each with a group of 4 rows in flight;
 // - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives tile
 //   partials P(m, cb) (spec 15.4.4); they go to shared memory, and after the CTA barrier one thread
 //   per row adds them over cb ascending from +0.0 (spec 15.4.5), then the bias (spec 15.4.6).
@@ -16,7 +16,7 @@
 // round-robin, slices = max(1, W / CB) (the host picks W so that this is exact: exec/variant.rs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
-// Shared memory: RB x CB f32 tile partials.
+// Shared memory: (XS: CB x 512 f32 activations), then RB x CB f32 tile partials.
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
     uint4 v;
@@ -37,29 +37,35 @@ struct ExecStripGroup {
     exec_u32 fl, b4, eo;
 };
 
-// How a warp overlaps loads and compute inside a unit (the variants measured in session 12):
-// GROUP: load a group of 4 rows, compute it, load the next (memory-level parallelism from the
-// resident warps only); AHEAD: two groups in registers, the next loaded while this one computes
-// (121 registers: 16 warps per SM); ROLL: one group in registers, and as soon as row r of the group
-// is decoded, row r of the next group is loaded into its registers (4 rows in flight during the
-// compute at GROUP's register count). PROBE = 1: the loaded words used as weights (no decode, no
-// escapes; a ceiling probe, not exact).
-#define EXEC_STRIP_GROUP 0
-#define EXEC_STRIP_AHEAD 1
-#define EXEC_STRIP_ROLL 2
-
-template <int MODE, int PROBE>
+// XS = 1: the activations of every tile staged once per CTA in shared memory (transposed per tile as
+// in lean, conflict-free) and read per row, instead of held in registers per unit (16 fewer
+// registers: 32 warps per SM at 64). PROBE = 1: the loaded words used as weights (no decode, no
+// escapes; a ceiling probe, not exact). Session 12 also measured two load schedules that keep the
+// next group's rows in flight during a group's compute (a second group in registers: 118 registers;
+// rows of the next group loaded as this group's are decoded: 80 registers with spills): both slower
+// on 7 of 8 shapes (docs/gpu.md).
+template <int XS, int PROBE>
 __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
                                                 const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
                                                 void* __restrict__ y, int out_bf16, exec_u32 RS,
                                                 const exec_u8* __restrict__ flags) {
-    extern __shared__ __align__(16) float exec_strip_pbuf[];
+    extern __shared__ __align__(16) float exec_strip_smem[];
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u64 K16c = K16 >> 1;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
     const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
+    float* xs = exec_strip_smem;                              // XS: CB x 512 f32, transposed per tile
+    float* pbuf = exec_strip_smem + (XS ? CB * 512u : 0u);    // RB x CB tile partials
+    if (XS) {
+        for (exec_u32 k = threadIdx.x * 4u; k < K16; k += blockDim.x * 4u) {
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + k));
+            *reinterpret_cast<float4*>(xs + (k & ~511u) + ((k >> 2) & 3u) * 128u + ((k >> 4) & 31u) * 4u) = v;
+        }
+        __syncthreads();
+    }
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
@@ -67,16 +73,23 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         const exec_u32 kc = cb * 512u + lane * 16u;
         const bool active = kc < K16;
         const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
-        float xv[16];
+        // the lane's 16 activations of the tile (XS: read again for every row, from shared memory)
+        auto xload = [&](float (&xv)[16]) {
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (active && ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
-            xv[4 * q] = v.x;
-            xv[4 * q + 1] = v.y;
-            xv[4 * q + 2] = v.z;
-            xv[4 * q + 3] = v.w;
-        }
+            for (int q = 0; q < 4; ++q) {
+                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+                if (XS)
+                    v = *reinterpret_cast<const float4*>(xs + cb * 512u + q * 128u + lane * 4u);
+                else if (active && ncols > 0)
+                    v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
+                xv[4 * q] = v.x;
+                xv[4 * q + 1] = v.y;
+                xv[4 * q + 2] = v.z;
+                xv[4 * q + 3] = v.w;
+            }
+        };
+        float xr[16];
+        if (!XS) xload(xr);
         const exec_u8* fcol = flags + (exec_u64)cb * M4;
         // Row r of the group at m (a multiple of 4); rows past M and lanes past K16 get zero sm
         // bytes and code 1 (a finite weight that meets x = 0).
@@ -124,6 +137,12 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
             }
         };
         auto chain = [&](const exec_u32 (&w)[8]) {
+            float xv[16];
+            if (XS)
+                xload(xv);
+            else
+#pragma unroll
+                for (int j = 0; j < 16; ++j) xv[j] = xr[j];
             float a = 0.0f;
 #pragma unroll
             for (int p = 0; p < 8; ++p) {
@@ -135,7 +154,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         auto finish = [&](float (&acc)[4], exec_u32 m) {
             const float P = exec_tree<4>(acc, lane);
             const exec_u32 idx = exec_tree_index<4>(lane);
-            if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
+            if (exec_tree_writer<4>(lane) && m + idx < M) pbuf[(m - m0 + idx) * CB + cb] = P;
         };
         auto compute = [&](const ExecStripGroup& g, exec_u32 m) {
             float acc[4];
@@ -147,50 +166,10 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
             }
             finish(acc, m);
         };
-        if (MODE == EXEC_STRIP_AHEAD) {
-            ExecStripGroup a, b;
-            exec_u32 m = r0;
-            load(a, m);
-            for (;;) {
-                const exec_u32 mb = m + 4u;
-                if (mb < r1) load(b, mb);
-                compute(a, m);
-                if (mb >= r1) break;
-                const exec_u32 ma = mb + 4u;
-                if (ma < r1) load(a, ma);
-                compute(b, mb);
-                if (ma >= r1) break;
-                m = ma;
-            }
-        } else if (MODE == EXEC_STRIP_ROLL) {
+        for (exec_u32 m = r0; m < r1; m += 4u) {
             ExecStripGroup g;
-            load(g, r0);
-            for (exec_u32 m = r0; m < r1; m += 4u) {
-                const exec_u32 mn = m + 4u;
-                const bool more = mn < r1;  // warp-uniform
-                ExecStripGroup meta;
-                if (more) load_meta(meta, mn);
-                float acc[4];
-#pragma unroll
-                for (exec_u32 r = 0; r < 4; ++r) {
-                    exec_u32 w[8];
-                    decode(g, r, w);
-                    if (more) load_row(g, r, mn);  // row r's registers are free once it is decoded
-                    acc[r] = chain(w);
-                }
-                finish(acc, m);
-                if (more) {
-                    g.fl = meta.fl;
-                    g.b4 = meta.b4;
-                    g.eo = meta.eo;
-                }
-            }
-        } else {
-            for (exec_u32 m = r0; m < r1; m += 4u) {
-                ExecStripGroup g;
-                load(g, m);
-                compute(g, m);
-            }
+            load(g, m);
+            compute(g, m);
         }
     }
     __syncthreads();
@@ -198,7 +177,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         const exec_u32 m = m0 + t;
         if (m < M && ncols > 0) {
             float S = 0.0f;
-            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
+            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, pbuf[t * CB + cb]);
             if (bias) S = __fadd_rn(S, bias[m]);
             if (out_bf16)
                 reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
@@ -209,13 +188,12 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
 }
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G.
-#define EXEC_STRIP(NAME, MODE, PROBE, MAXREG)                                                                           \
+#define EXEC_STRIP(NAME, XS, PROBE, MAXREG)                                                                           \
     extern "C" __global__ void __maxnreg__(MAXREG)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<MODE, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
+        exec_strip_body<XS, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
     }
 
-EXEC_STRIP(bench_exec_strip, EXEC_STRIP_GROUP, 0, 80)
-EXEC_STRIP(bench_exec_strip_ahead, EXEC_STRIP_AHEAD, 0, 128)
-EXEC_STRIP(bench_exec_strip_roll, EXEC_STRIP_ROLL, 0, 80)
-EXEC_STRIP(bench_exec_strip_roll_nodecode, EXEC_STRIP_ROLL, 1, 80)
+EXEC_STRIP(bench_exec_strip, 0, 0, 80)
+EXEC_STRIP(bench_exec_strip_xs, 1, 0, 64)
+EXEC_STRIP(bench_exec_strip_nodecode, 0, 1, 80)

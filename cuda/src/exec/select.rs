@@ -25,18 +25,15 @@ pub enum ExecMatvecKernel {
     RowsNoPrefetch,
     /// Bench: the strip kernel (kernels/bench/exec_matvec_strip.cu) for one column: a warp per
     /// tile column of a strip of rows, the tile's activations in registers, weights loaded straight
-    /// into registers, a group of 4 rows at a time; `VarStripAhead` loads the next group while
-    /// one computes, `VarStripRoll` loads each row of the next group as soon as its row of this
-    /// group is decoded, `VarStripRollLong` the same with units of twice the rows. Exact class.
+    /// into registers, a group of 4 rows at a time; `VarStripLong` with units of up to twice the
+    /// rows, `VarStripXs` with the activations in shared memory (64 registers). Exact class.
     #[cfg(feature = "bench")]
     VarStrip,
     #[cfg(feature = "bench")]
-    VarStripAhead,
+    VarStripLong,
     #[cfg(feature = "bench")]
-    VarStripRoll,
-    #[cfg(feature = "bench")]
-    VarStripRollLong,
-    /// Bench, ceiling probe (not exact): `VarStripRollLong` with the loaded words as weights.
+    VarStripXs,
+    /// Bench, ceiling probe (not exact): `VarStrip` with the loaded words as weights.
     #[cfg(feature = "bench")]
     ProbeStripNoDecode,
     /// Bench, ceiling probe (not exact): the lean one-column kernel with the stage words used as
@@ -115,11 +112,9 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStrip,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripAhead,
+        ExecMatvecKernel::VarStripLong,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripRoll,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripRollLong,
+        ExecMatvecKernel::VarStripXs,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -157,11 +152,9 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStrip => "var-strip",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripAhead => "var-strip-ahead",
+            ExecMatvecKernel::VarStripLong => "var-strip-long",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripRoll => "var-strip-roll",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripRollLong => "var-strip-roll-long",
+            ExecMatvecKernel::VarStripXs => "var-strip-xs",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -212,9 +205,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric
             | ExecMatvecKernel::RowsNoPrefetch
             | ExecMatvecKernel::VarStrip
-            | ExecMatvecKernel::VarStripAhead
-            | ExecMatvecKernel::VarStripRoll
-            | ExecMatvecKernel::VarStripRollLong => true,
+            | ExecMatvecKernel::VarStripLong
+            | ExecMatvecKernel::VarStripXs => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -11,11 +11,10 @@ impl GpuExecMatrix {
     /// apply (K16 % 32 != 0, x does not fit, not a probe).
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
         match k {
-            ExecMatvecKernel::VarStrip => return self.strip_plan("bench_exec_strip", 2).map(Some),
-            ExecMatvecKernel::VarStripAhead => return self.strip_plan("bench_exec_strip_ahead", 2).map(Some),
-            ExecMatvecKernel::VarStripRoll => return self.strip_plan("bench_exec_strip_roll", 2).map(Some),
-            ExecMatvecKernel::VarStripRollLong => return self.strip_plan("bench_exec_strip_roll", 1).map(Some),
-            ExecMatvecKernel::ProbeStripNoDecode => return self.strip_plan("bench_exec_strip_roll_nodecode", 1).map(Some),
+            ExecMatvecKernel::VarStrip => return self.strip_plan("bench_exec_strip", false, 2).map(Some),
+            ExecMatvecKernel::VarStripLong => return self.strip_plan("bench_exec_strip", false, 1).map(Some),
+            ExecMatvecKernel::VarStripXs => return self.strip_plan("bench_exec_strip_xs", true, 2).map(Some),
+            ExecMatvecKernel::ProbeStripNoDecode => return self.strip_plan("bench_exec_strip_nodecode", false, 2).map(Some),
             _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];
@@ -60,10 +59,11 @@ impl GpuExecMatrix {
     /// of ceil(8 / CB) slices gets a warp (W = 8..15); more tiles, W = ceil(CB / ceil(CB / 8)) warps
     /// take ceil(CB / 8) tiles each, one slice. Rows per unit RS: the largest of 32, 16, 8 that gives
     /// at least `per_warp` units per resident warp (4 otherwise), so that every warp has work.
-    fn strip_plan(&self, name: &'static str, per_warp: u64) -> Result<Plan, GpuError> {
+    /// `xs`: the kernel stages the activations in shared memory (CB x 2 KB before the partials).
+    fn strip_plan(&self, name: &'static str, xs: bool, per_warp: u64) -> Result<Plan, GpuError> {
         let cb = self.col_tiles;
         let (w, slices) = if cb <= 8 { (cb * 8u64.div_ceil(cb), 8u64.div_ceil(cb)) } else { (cb.div_ceil(cb.div_ceil(8)), 1) };
-        let smem_for = |rs: u64| rs * slices * cb * 4;
+        let smem_for = |rs: u64| if xs { cb * 2048 } else { 0 } + rs * slices * cb * 4;
         let mut rs = 4u64;
         for cand in [32u64, 16, 8] {
             let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem_for(cand) as u32)?);

@@ -14,16 +14,15 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 9] = [
+const EXACT: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
     ExecMatvecKernel::VarStrip,
-    ExecMatvecKernel::VarStripAhead,
-    ExecMatvecKernel::VarStripRoll,
-    ExecMatvecKernel::VarStripRollLong,
+    ExecMatvecKernel::VarStripLong,
+    ExecMatvecKernel::VarStripXs,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {

@@ -17,13 +17,12 @@ use std::sync::Arc;
 
 /// Timed after cuBLAS, in this order; the first is the production default and the reference.
 /// The `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 12] = [
+const KERNELS: [ExecMatvecKernel; 11] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::VarStrip,
-    ExecMatvecKernel::VarStripAhead,
-    ExecMatvecKernel::VarStripRoll,
-    ExecMatvecKernel::VarStripRollLong,
+    ExecMatvecKernel::VarStripLong,
+    ExecMatvecKernel::VarStripXs,
     ExecMatvecKernel::ProbeStripNoDecode,
     ExecMatvecKernel::ProbeNoDecode,
     ExecMatvecKernel::ProbeLoads,
