@@ -29,6 +29,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec.cu"),
     include_str!("../kernels/exec_matvec_rows.cu"),
     include_str!("../kernels/exec_matvec_lean.cu"),
+    include_str!("../kernels/exec_matvec_strip.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_panel.cu"),
     include_str!("../kernels/exec_tensor_step.cu"),
@@ -46,7 +47,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_probes.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_panel_rg2.cu"),
-    include_str!("../kernels/bench/exec_matvec_strip.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
@@ -103,7 +103,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 54] = [
+pub const PRODUCTION: [(&str, u32); 55] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -153,12 +153,14 @@ pub const PRODUCTION: [(&str, u32); 54] = [
     ("exec_matvec_c1_d3", SMEM_OPTIN),
     ("exec_matvec_c1_d2", SMEM_OPTIN),
     ("exec_matvec_c1_xg", SMEM_OPTIN),
+    ("exec_matvec_c2_d2", SMEM_OPTIN),
+    ("exec_matvec_c4_d2", SMEM_OPTIN),
     // One column, fewer instructions per item (K16 % 32 == 0), depth 4/3/2 (exec_matvec_lean.cu).
     ("exec_matvec_lean_d4", SMEM_OPTIN),
     ("exec_matvec_lean_d3", SMEM_OPTIN),
     ("exec_matvec_lean_d2", SMEM_OPTIN),
-    ("exec_matvec_c2_d2", SMEM_OPTIN),
-    ("exec_matvec_c4_d2", SMEM_OPTIN),
+    // One column, the default: a warp per tile column of a strip of rows (exec_matvec_strip.cu).
+    ("exec_matvec_strip", SMEM_OPTIN),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
     // Bounded matvec on tensor cores: the stream kernel, 8 or 16 columns per decode
@@ -181,7 +183,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 37] = [
+pub const BENCH: [(&str, u32); 35] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -214,6 +216,8 @@ pub const BENCH: [(&str, u32); 37] = [
     // Ceiling probes of the lean one-column matvec: no decode, loads only (not exact).
     ("bench_exec_probe_nodecode_d4", SMEM_OPTIN),
     ("bench_exec_probe_loads_d4", SMEM_OPTIN),
+    // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
+    ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
@@ -229,11 +233,6 @@ pub const BENCH: [(&str, u32); 37] = [
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
     // The panel kernel with 2 row groups per warp (exec_tensor_panel_rg2.cu).
     ("bench_exec_tensor_panel_rg2_n8", SMEM_OPTIN),
-    // The strip kernel of the exact one-column matvec (exec_matvec_strip.cu): activations in
-    // registers or in shared memory; its no-decode probe.
-    ("bench_exec_strip", SMEM_OPTIN),
-    ("bench_exec_strip_xs", SMEM_OPTIN),
-    ("bench_exec_strip_nodecode", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

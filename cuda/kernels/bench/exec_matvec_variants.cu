@@ -1,12 +1,15 @@
 // Bench-only ceiling probes of the one-column exact matvec (docs/gpu.md, "session 7"): not
 // exact, never compared, timed by `nwc-gpu-bench --exec-variants`.
-// - bench_exec_probe_nodecode_d4 / _loads_d4: the production lean kernel (exec_matvec_lean.cu)
-//   with the stage words used as weights (no decode) / with neither decode nor fma, so the rest
-//   (copies, x, stage reads, tree, loop) is timed alone;
+// - bench_exec_probe_nodecode_d4 / _loads_d4: the lean kernel (exec_matvec_lean.cu) with the
+//   stage words used as weights (no decode) / with neither decode nor fma, so the rest (copies, x,
+//   stage reads, tree, loop) is timed alone; bench_exec_probe_strip_nodecode: the production strip
+//   kernel (exec_matvec_strip.cu) with the loaded words as weights;
 // - bench_exec_probe_stream*: the copy pipeline alone, for three item shapes.
 
 EXEC_LEAN(bench_exec_probe_nodecode_d4, 4, 1)
 EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
+// The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes.
+EXEC_STRIP(bench_exec_probe_strip_nodecode, 1)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads
 // the sm and code planes when an item (4 pieces of one tile-row each: 512 sm bytes and 256 code

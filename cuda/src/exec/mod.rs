@@ -2,8 +2,8 @@
 //! plane, per-row base, per-tile escape offsets, escape bytes) that every lane addresses by
 //! arithmetic, so decoding costs a few integer instructions per weight. By role: upload and the
 //! device fields here, the GPU encode from BF16 and the transcode from format 10 (`encode`), the
-//! matvec, dequant and gather launches (`run`), the exact kernels' launch plans (`plan`), the
-//! tensor-core launches (`tensor`, the panel kernel's in `panel`), the kernel choices
+//! matvec, dequant and gather launches (`run`), the exact kernels' launch plans (`plan`, the
+//! one-column default's in `strip`), the tensor-core launches (`tensor`, the panel kernel's in `panel`), the kernel choices
 //! (`select`); with the `bench` feature, the plans of the lean kernel's ceiling probes
 //! (`variant`).
 //!
@@ -17,6 +17,7 @@ mod panel;
 mod plan;
 mod run;
 mod select;
+mod strip;
 mod tensor;
 #[cfg(feature = "bench")]
 mod variant;

@@ -31,8 +31,7 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
-    /// `EXEC_STRIP` (bench/exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
-    #[cfg(feature = "bench")]
+    /// `EXEC_STRIP` (exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
     RowsFlags(u32),
 }
 
@@ -40,18 +39,14 @@ impl Tail {
     fn groups(self) -> Option<u32> {
         match self {
             Tail::Bare => None,
-            Tail::Groups(g) | Tail::GroupsFlags(g) => Some(g),
-            #[cfg(feature = "bench")]
-            Tail::RowsFlags(rs) => Some(rs),
+            Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::RowsFlags(g) => Some(g),
         }
     }
 
     fn flags(self) -> bool {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
-            Tail::GroupsFlags(_) => true,
-            #[cfg(feature = "bench")]
-            Tail::RowsFlags(_) => true,
+            Tail::GroupsFlags(_) | Tail::RowsFlags(_) => true,
         }
     }
 }
@@ -175,6 +170,19 @@ impl GpuExecMatrix {
                 return Ok((p, 1));
             }
         }
+        // One column: the strip kernel, the default where it fits (exec/strip.rs).
+        if left == 1 && matches!(k, ExecMatvecKernel::Exact | ExecMatvecKernel::Strip) {
+            if let Some(p) = self.strip_plan("exec_matvec_strip")? {
+                return Ok((p, 1));
+            }
+        }
+        if k == ExecMatvecKernel::Strip {
+            if left > 1 {
+                // one column per launch
+                return self.exact_launch_plan(k, 1);
+            }
+            return Err(GpuError::Unsupported("the strip kernel's tile partials do not fit shared memory at this K"));
+        }
         // Too few items per resident warp for the stream pipeline (STREAM_MIN_ITEMS).
         let small = || {
             let slots = u64::from(self.gpu.sm_count) * u64::from(EXEC_THREADS / 32);
@@ -184,7 +192,8 @@ impl GpuExecMatrix {
             ExecMatvecKernel::Rows => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::RowsNoPrefetch => true,
-            // a lean probe whose plan does not apply runs what Exact runs
+            // a lean probe whose plan does not apply runs what Exact runs where the strip kernel
+            // does not fit
             k if (k == ExecMatvecKernel::Exact || k.is_lean_probe()) && left == 1 => small(),
             _ => false,
         };
@@ -230,10 +239,10 @@ impl GpuExecMatrix {
             b.arg(fp);
         }
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
-        // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups) or EXEC_LEAN
+        // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes), or the bench's EXEC_STRIP (Tail::RowsFlags: RS a multiple of 4,
-        // the CTA's shared memory RS x slices x CB f32); the fields passed the spec 20.9 rules or came from the GPU
+        // rounded up to 4 bytes) or EXEC_STRIP and its probe (Tail::RowsFlags: RS a multiple of 4,
+        // the CTA's shared memory RS x slices x CB f32, slices as the kernel derives it); the fields passed the spec 20.9 rules or came from the GPU
         // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
         // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
         // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.

@@ -7,11 +7,16 @@ use std::str::FromStr;
 /// The matvec kernel of an execution-layout matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ExecMatvecKernel {
-    /// Spec 20.15 exact class, the default: [`ExecMatvecKernel::Stream`] for batches and for
-    /// matrices that give every resident warp at least `STREAM_MIN_ITEMS` items (its pipeline
-    /// fills), [`ExecMatvecKernel::Rows`] for one column of a smaller matrix (measured on the
-    /// H200: docs/gpu.md). Both are bit-identical, so the choice never changes a result.
+    /// Spec 20.15 exact class, the default: [`ExecMatvecKernel::Strip`] for one column (where its
+    /// tile partials fit shared memory: K up to ~7 M), [`ExecMatvecKernel::Stream`] for batches
+    /// (and for one column beyond that K). All are bit-identical, so the choice never changes a
+    /// result.
     Exact,
+    /// Spec 20.15 exact class (kernels/exec_matvec_strip.cu): a warp per tile column of a strip of
+    /// rows, the tile's activations in registers, the weights loaded straight into registers; one
+    /// column per launch. Measured on the H200 against the lean kernel (docs/gpu.md, session 12):
+    /// 4-8% faster by geomean over the bench shapes, faster on 7 of 8.
+    Strip,
     /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
     /// columns per decode; one column: the lean kernel (exec_matvec_lean.cu) where K16 % 32 == 0
@@ -23,17 +28,8 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
-    /// Bench: the strip kernel (kernels/bench/exec_matvec_strip.cu) for one column: a warp per
-    /// tile column of a strip of rows, the tile's activations in registers, weights loaded straight
-    /// into registers, a group of 4 rows at a time; `VarStripLong` with units of up to twice the
-    /// rows, `VarStripXs` with the activations in shared memory (64 registers). Exact class.
-    #[cfg(feature = "bench")]
-    VarStrip,
-    #[cfg(feature = "bench")]
-    VarStripLong,
-    #[cfg(feature = "bench")]
-    VarStripXs,
-    /// Bench, ceiling probe (not exact): `VarStrip` with the loaded words as weights.
+    /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
+    /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
     ProbeStripNoDecode,
     /// Bench, ceiling probe (not exact): the lean one-column kernel with the stage words used as
@@ -96,6 +92,7 @@ pub enum ExecDequantKernel {
 impl ExecMatvecKernel {
     pub const ALL: &'static [ExecMatvecKernel] = &[
         ExecMatvecKernel::Exact,
+        ExecMatvecKernel::Strip,
         ExecMatvecKernel::Stream,
         ExecMatvecKernel::Rows,
         ExecMatvecKernel::Bounded,
@@ -109,12 +106,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::BoundedStep,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStrip,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripLong,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripXs,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -136,6 +127,7 @@ impl ExecMatvecKernel {
     pub fn name(self) -> &'static str {
         match self {
             ExecMatvecKernel::Exact => "exact",
+            ExecMatvecKernel::Strip => "strip",
             ExecMatvecKernel::Stream => "stream",
             ExecMatvecKernel::Bounded => "bounded",
             ExecMatvecKernel::Rows => "rows",
@@ -149,12 +141,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStrip => "var-strip",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripLong => "var-strip-long",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripXs => "var-strip-xs",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -199,14 +185,10 @@ impl ExecMatvecKernel {
     /// True for the kernels of the exact class (bit-identical to the reference).
     pub fn is_exact(self) -> bool {
         match self {
-            ExecMatvecKernel::Exact | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
+            ExecMatvecKernel::Exact | ExecMatvecKernel::Strip | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
             ExecMatvecKernel::Bounded => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric
-            | ExecMatvecKernel::RowsNoPrefetch
-            | ExecMatvecKernel::VarStrip
-            | ExecMatvecKernel::VarStripLong
-            | ExecMatvecKernel::VarStripXs => true,
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

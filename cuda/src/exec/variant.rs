@@ -1,5 +1,5 @@
 //! Bench: launch plans of the lean one-column kernel's ceiling probes
-//! (kernels/bench/exec_matvec_variants.cu) and of the strip kernel (kernels/bench/exec_matvec_strip.cu).
+//! and of the strip kernel's (kernels/bench/exec_matvec_variants.cu).
 
 use super::plan::{Plan, Tail};
 use super::{ExecMatvecKernel, GpuExecMatrix};
@@ -10,12 +10,8 @@ impl GpuExecMatrix {
     /// Bench: the plan of a lean variant or probe for one column, or None where it does not
     /// apply (K16 % 32 != 0, x does not fit, not a probe).
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
-        match k {
-            ExecMatvecKernel::VarStrip => return self.strip_plan("bench_exec_strip", false, 2).map(Some),
-            ExecMatvecKernel::VarStripLong => return self.strip_plan("bench_exec_strip", false, 1).map(Some),
-            ExecMatvecKernel::VarStripXs => return self.strip_plan("bench_exec_strip_xs", true, 2).map(Some),
-            ExecMatvecKernel::ProbeStripNoDecode => return self.strip_plan("bench_exec_strip_nodecode", false, 2).map(Some),
-            _ => {}
+        if k == ExecMatvecKernel::ProbeStripNoDecode {
+            return self.strip_plan("bench_exec_probe_strip_nodecode");
         }
         type Kernels = &'static [(&'static str, u64)];
         // (rows per item, (kernel, depth) in order of preference, warps per CTA in order, stage
@@ -53,31 +49,5 @@ impl GpuExecMatrix {
             }
         }
         Ok(None)
-    }
-
-    /// The strip kernel's plan. Warps per CTA W and row slices: up to 8 tiles per row, every tile
-    /// of ceil(8 / CB) slices gets a warp (W = 8..15); more tiles, W = ceil(CB / ceil(CB / 8)) warps
-    /// take ceil(CB / 8) tiles each, one slice. Rows per unit RS: the largest of 32, 16, 8 that gives
-    /// at least `per_warp` units per resident warp (4 otherwise), so that every warp has work.
-    /// `xs`: the kernel stages the activations in shared memory (CB x 2 KB before the partials).
-    fn strip_plan(&self, name: &'static str, xs: bool, per_warp: u64) -> Result<Plan, GpuError> {
-        let cb = self.col_tiles;
-        let (w, slices) = if cb <= 8 { (cb * 8u64.div_ceil(cb), 8u64.div_ceil(cb)) } else { (cb.div_ceil(cb.div_ceil(8)), 1) };
-        let smem_for = |rs: u64| if xs { cb * 2048 } else { 0 } + rs * slices * cb * 4;
-        let mut rs = 4u64;
-        for cand in [32u64, 16, 8] {
-            let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem_for(cand) as u32)?);
-            let slots = u64::from(self.gpu.sm_count) * per_sm * w;
-            if self.shape.rows.div_ceil(cand) * cb >= per_warp * slots {
-                rs = cand;
-                break;
-            }
-        }
-        let smem = smem_for(rs);
-        if smem > u64::from(self.gpu.smem_optin) {
-            return Err(GpuError::Unsupported("strip kernel: the tile partials do not fit shared memory"));
-        }
-        let grid = self.shape.rows.div_ceil(rs * slices);
-        Ok(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail: Tail::RowsFlags(rs as u32) })
     }
 }

@@ -1,5 +1,5 @@
-//! `--exec-variants`: the bench variants of the lean one-column exact matvec and its ceiling probes
-//! (kernels/bench/exec_matvec_variants.cu) beside cuBLAS and the production kernels, batch 1, on
+//! `--exec-variants`: the one-column exact matvec kernels (the strip default, lean, rows) and the
+//! ceiling probes (kernels/bench/exec_matvec_variants.cu) beside cuBLAS, batch 1, on
 //! the 8 bench shapes (synthetic and, with `--real`, real weights), quickly enough for a short
 //! device call: weights generated on all cores, encoded on the GPU (`GpuExecMatrix::from_bf16`,
 //! byte-identical to the reference encoder), no format-10 encode, dequant or transcode (those
@@ -15,14 +15,13 @@ use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use std::sync::Arc;
 
-/// Timed after cuBLAS, in this order; the first is the production default and the reference.
-/// The `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 11] = [
+/// Timed after cuBLAS, in this order; the first is the production default (the strip kernel at
+/// one column) and the reference. `stream` is the lean kernel, `rows` the short-CTA kernel. The
+/// `probe-` kernels are ceiling probes (not exact): timed, never compared.
+const KERNELS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
-    ExecMatvecKernel::VarStrip,
-    ExecMatvecKernel::VarStripLong,
-    ExecMatvecKernel::VarStripXs,
+    ExecMatvecKernel::Rows,
     ExecMatvecKernel::ProbeStripNoDecode,
     ExecMatvecKernel::ProbeNoDecode,
     ExecMatvecKernel::ProbeLoads,
@@ -60,10 +59,6 @@ struct Row {
     cublas_us: f64,
     /// Per KERNELS entry (NaN when the output differed from Exact's).
     us: Vec<f64>,
-    /// Exact ran the rows kernel (below the stream rule's items per warp).
-    exact_rows: bool,
-    /// Per KERNELS entry: it ran its own variant kernel with its full warp count (16), the condition under which it would replace lean (docs/gpu-history.md, "session 6, late").
-    full_plan: Vec<bool>,
 }
 
 fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words: &[u16]) -> Res<Row> {
@@ -80,18 +75,11 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let mut us = Vec::new();
     let mut expected: Option<Vec<u16>> = None;
     let mut names = Vec::new();
-    let mut exact_rows = false;
-    let mut full_plan = Vec::new();
     for kernel in KERNELS {
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
         }
         let (name, threads) = mats[0].one_column_kernel()?;
-        if kernel == ExecMatvecKernel::Exact {
-            exact_rows = name == "exec_matvec_rows";
-        }
-        // the lean probes' plans always take 16 warps; the strip plans size their CTAs themselves
-        full_plan.push(name.starts_with("bench_exec_strip") || (name.starts_with("bench_exec_") && threads >= 512));
         names.push(format!("{name}/{}w", threads / 32));
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
@@ -106,17 +94,15 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let per: Vec<String> =
         KERNELS.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
     println!("{label:<48} cuBLAS {cublas_us:8.2} us | {}", per.join(" | "));
-    Ok(Row { label, m, k, cublas_us, us, exact_rows, full_plan })
+    Ok(Row { label, m, k, cublas_us, us })
 }
 
 fn geo(v: &[f64]) -> f64 {
     (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
 }
 
-/// Per source: each kernel's geomean against cuBLAS, and for each variant "as default": the
-/// variant where Exact runs a stream kernel and the variant's plan has its full warp count,
-/// Exact's time elsewhere (what promoting the variant by that rule would give), with the minimum
-/// over shapes >= 4096x4096.
+/// Per source: each kernel's geomean against cuBLAS and its minimum over the shapes of at least
+/// 4096x4096.
 fn summary(rows: &[Row]) {
     for kind in ["synthetic", "real"] {
         let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind)).collect();
@@ -125,25 +111,9 @@ fn summary(rows: &[Row]) {
         }
         println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
         for (i, kn) in KERNELS.iter().enumerate() {
-            let alone: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
-            if i < 2 || kn.is_probe() {
-                println!("  {:<10} alone {:.3}x", kn.name(), geo(&alone));
-                continue;
-            }
-            let dflt: Vec<f64> =
-                sel.iter().map(|r| r.cublas_us / if r.exact_rows || !r.full_plan[i] { r.us[0] } else { r.us[i] }).collect();
-            let min_large = sel.iter().zip(&dflt).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
-            let served: Vec<f64> =
-                sel.iter().filter(|r| !r.exact_rows && r.full_plan[i]).map(|r| r.us[0] / r.us[i]).filter(|v| v.is_finite()).collect();
-            println!(
-                "  {:<10} alone {:.3}x | as default {:.3}x (min >= 4096x4096 {:.3}x) | exact time / its time on the {} stream shapes it would serve {:.3}x",
-                kn.name(),
-                geo(&alone),
-                geo(&dflt),
-                min_large,
-                served.len(),
-                if served.is_empty() { f64::NAN } else { geo(&served) }
-            );
+            let ratio: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
+            let min_large = sel.iter().zip(&ratio).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
+            println!("  {:<22} {:.3}x (min >= 4096x4096 {:.3}x)", kn.name(), geo(&ratio), min_large);
         }
     }
 }

@@ -1,22 +1,23 @@
-// Bench variant of the exact one-column matvec (spec 20.15; docs/gpu.md, session 12): the
-// "strip" kernel. The lean kernel (exec_matvec_lean.cu) spends ~74 of its ~151 instructions per
-// row and lane on structure (cp.async copies, stage and x reads from shared memory, the tile loop):
-// its no-decode probe stops at 1.14x of cuBLAS. Here a warp owns one tile column (cb) of a strip
-// of RS rows, so:
-// - the lane's 16 activations of the tile stay in registers for the whole strip (no x traffic per
-//   row);
-// - a row's 16 sm bytes and 8 code bytes go straight from global memory to registers
-//   (ld.global.nc, 512 + 256 contiguous bytes per warp: no shared memory, no cp.async
-//   bookkeeping); memory-level parallelism comes from the resident warps (24 per SM at 80
-//   registers), each with a group of 4 rows in flight;
-// - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives tile
+// Execution layout: the exact one-column matvec (spec 20.15, bit-identical to the reference and to
+// exec_matvec_lean.cu), the "strip" kernel (docs/gpu.md, session 12). The lean kernel spends about
+// half of its instructions per row on structure (cp.async copies, stage and activation reads from
+// shared memory): its no-decode probe stops at 1.14x of cuBLAS, this kernel's at 1.26-1.38x. Here a
+// warp owns one tile column cb of a strip of RS rows (a unit), so:
+// - the lane's 16 activations of the tile stay in registers for the whole unit;
+// - a row's 16 sm bytes and 8 code bytes per lane go straight from global memory to registers
+//   (ld.global.nc: 512 + 256 contiguous bytes per warp; no shared memory, no cp.async); memory-level
+//   parallelism comes from the resident warps, each with a group of 4 rows in flight (80 registers:
+//   3 CTAs of 8 warps per SM). Two schedules that kept the next group in flight during a group's
+//   compute were slower (a second group in registers: 118 registers, 16 warps; the next group's rows
+//   loaded as this group's are decoded: spills at 80);
+// - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives the tile
 //   partials P(m, cb) (spec 15.4.4); they go to shared memory, and after the CTA barrier one thread
-//   per row adds them over cb ascending from +0.0 (spec 15.4.5), then the bias (spec 15.4.6).
-// A CTA covers RB = RS x slices rows and all CB tiles: W warps take the CB x slices units (cb, slice)
-// round-robin, slices = max(1, W / CB) (the host picks W so that this is exact: exec/variant.rs).
+//   per row adds them over cb ascending from +0.0 (spec 15.4.5), then the bias (15.4.6).
+// A CTA covers RB = RS x slices rows and all CB tiles: its W warps take the CB x slices units (cb,
+// slice) round-robin, slices = max(1, W / CB) (exec/strip.rs picks W so that this is exact).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
-// Shared memory: (XS: CB x 512 f32 activations), then RB x CB f32 tile partials.
+// Shared memory: RB x CB f32 tile partials.
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
     uint4 v;
@@ -37,35 +38,20 @@ struct ExecStripGroup {
     exec_u32 fl, b4, eo;
 };
 
-// XS = 1: the activations of every tile staged once per CTA in shared memory (transposed per tile as
-// in lean, conflict-free) and read per row, instead of held in registers per unit (16 fewer
-// registers: 32 warps per SM at 64). PROBE = 1: the loaded words used as weights (no decode, no
-// escapes; a ceiling probe, not exact). Session 12 also measured two load schedules that keep the
-// next group's rows in flight during a group's compute (a second group in registers: 118 registers;
-// rows of the next group loaded as this group's are decoded: 80 registers with spills): both slower
-// on 7 of 8 shapes (docs/gpu.md).
-template <int XS, int PROBE>
+// PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
+// (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
+template <int PROBE>
 __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
                                                 const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
                                                 void* __restrict__ y, int out_bf16, exec_u32 RS,
                                                 const exec_u8* __restrict__ flags) {
-    extern __shared__ __align__(16) float exec_strip_smem[];
+    extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u64 K16c = K16 >> 1;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
     const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
-    float* xs = exec_strip_smem;                              // XS: CB x 512 f32, transposed per tile
-    float* pbuf = exec_strip_smem + (XS ? CB * 512u : 0u);    // RB x CB tile partials
-    if (XS) {
-        for (exec_u32 k = threadIdx.x * 4u; k < K16; k += blockDim.x * 4u) {
-            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + k));
-            *reinterpret_cast<float4*>(xs + (k & ~511u) + ((k >> 2) & 3u) * 128u + ((k >> 4) & 31u) * 4u) = v;
-        }
-        __syncthreads();
-    }
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
@@ -73,23 +59,17 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         const exec_u32 kc = cb * 512u + lane * 16u;
         const bool active = kc < K16;
         const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
-        // the lane's 16 activations of the tile (XS: read again for every row, from shared memory)
-        auto xload = [&](float (&xv)[16]) {
+        // the lane's 16 activations of the tile, for every row of the unit (zero past K16)
+        float xv[16];
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-                if (XS)
-                    v = *reinterpret_cast<const float4*>(xs + cb * 512u + q * 128u + lane * 4u);
-                else if (active && ncols > 0)
-                    v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
-                xv[4 * q] = v.x;
-                xv[4 * q + 1] = v.y;
-                xv[4 * q + 2] = v.z;
-                xv[4 * q + 3] = v.w;
-            }
-        };
-        float xr[16];
-        if (!XS) xload(xr);
+        for (int q = 0; q < 4; ++q) {
+            float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (active && ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
+            xv[4 * q] = v.x;
+            xv[4 * q + 1] = v.y;
+            xv[4 * q + 2] = v.z;
+            xv[4 * q + 3] = v.w;
+        }
         const exec_u8* fcol = flags + (exec_u64)cb * M4;
         // Row r of the group at m (a multiple of 4); rows past M and lanes past K16 get zero sm
         // bytes and code 1 (a finite weight that meets x = 0).
@@ -137,12 +117,6 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
             }
         };
         auto chain = [&](const exec_u32 (&w)[8]) {
-            float xv[16];
-            if (XS)
-                xload(xv);
-            else
-#pragma unroll
-                for (int j = 0; j < 16; ++j) xv[j] = xr[j];
             float a = 0.0f;
 #pragma unroll
             for (int p = 0; p < 8; ++p) {
@@ -154,7 +128,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         auto finish = [&](float (&acc)[4], exec_u32 m) {
             const float P = exec_tree<4>(acc, lane);
             const exec_u32 idx = exec_tree_index<4>(lane);
-            if (exec_tree_writer<4>(lane) && m + idx < M) pbuf[(m - m0 + idx) * CB + cb] = P;
+            if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
         };
         auto compute = [&](const ExecStripGroup& g, exec_u32 m) {
             float acc[4];
@@ -177,7 +151,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         const exec_u32 m = m0 + t;
         if (m < M && ncols > 0) {
             float S = 0.0f;
-            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, pbuf[t * CB + cb]);
+            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
             if (bias) S = __fadd_rn(S, bias[m]);
             if (out_bf16)
                 reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
@@ -187,13 +161,12 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
     }
 }
 
-// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G.
-#define EXEC_STRIP(NAME, XS, PROBE, MAXREG)                                                                           \
-    extern "C" __global__ void __maxnreg__(MAXREG)                                                             \
+// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
+// registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
+#define EXEC_STRIP(NAME, PROBE)                                                                           \
+    extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<XS, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
+        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
     }
 
-EXEC_STRIP(bench_exec_strip, 0, 0, 80)
-EXEC_STRIP(bench_exec_strip_xs, 1, 0, 64)
-EXEC_STRIP(bench_exec_strip_nodecode, 0, 1, 80)
+EXEC_STRIP(exec_matvec_strip, 0)

@@ -1,0 +1,94 @@
+//! Launch plan of the strip kernel (kernels/exec_matvec_strip.cu), the exact one-column matvec of
+//! [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): warps per CTA, row slices and rows
+//! per unit from the matrix's shape and the device's resident warps.
+
+use super::plan::{Plan, Tail};
+use super::GpuExecMatrix;
+use crate::GpuError;
+
+/// Warps per CTA W and row slices S for CB tiles per row, with S = max(1, W / CB) as the kernel
+/// derives it: up to 8 tiles, every tile of each of ceil(8 / CB) slices gets one warp (W = 8..15, so
+/// short rows still fill a CTA); more tiles, one slice and W = ceil(CB / ceil(CB / 8)) warps that
+/// take ceil(CB / 8) tiles each (W <= 8: the units split evenly).
+pub(super) fn strip_shape(cb: u64) -> (u64, u64) {
+    if cb <= 8 {
+        let s = 8u64.div_ceil(cb);
+        (cb * s, s)
+    } else {
+        (cb.div_ceil(cb.div_ceil(8)), 1)
+    }
+}
+
+/// Rows per unit RS: the largest of 32, 16 and 8 that gives at least two units (RS rows of one
+/// tile) per resident warp, else 4: units long enough to amortise the activation loads, and enough
+/// of them that the last round is short. `slots(rs)`: the device's resident warps at that RS.
+pub(super) fn strip_rows(rows: u64, cb: u64, mut slots: impl FnMut(u64) -> Result<u64, GpuError>) -> Result<u64, GpuError> {
+    for rs in [32u64, 16, 8] {
+        if rows.div_ceil(rs) * cb >= 2 * slots(rs)? {
+            return Ok(rs);
+        }
+    }
+    Ok(4)
+}
+
+impl GpuExecMatrix {
+    /// The plan of the strip kernel `name` (production or its bench probe) for one column, or None
+    /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
+    /// RS = 4 on the H200).
+    pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
+        let cb = self.col_tiles;
+        let (w, slices) = strip_shape(cb);
+        let smem = |rs: u64| rs * slices * cb * 4;
+        let optin = u64::from(self.gpu.smem_optin);
+        if smem(4) > optin {
+            return Ok(None);
+        }
+        let sms = u64::from(self.gpu.sm_count);
+        let rs = strip_rows(self.shape.rows, cb, |rs| {
+            if smem(rs) > optin {
+                return Ok(u64::MAX / 4);
+            }
+            Ok(sms * u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(rs) as u32)?) * w)
+        })?;
+        let grid = self.shape.rows.div_ceil(rs * slices);
+        Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem(rs) as u32, tail: Tail::RowsFlags(rs as u32) }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_unit_has_a_warp_and_the_kernel_derives_the_same_slices() {
+        for cb in 1..=200u64 {
+            let (w, s) = strip_shape(cb);
+            assert!((1..=16).contains(&w), "cb {cb}: {w} warps");
+            // the kernel's slices = max(1, W / CB)
+            assert_eq!(s, (w / cb).max(1), "cb {cb}");
+            if cb <= 8 {
+                assert_eq!(w, cb * s, "cb {cb}: one warp per unit");
+                assert!(w >= 8);
+            } else {
+                // as few rounds of units as 8 warps would need, with at most 8 warps
+                assert!(w <= 8 && cb.div_ceil(w) == cb.div_ceil(8), "cb {cb}: w {w}");
+            }
+        }
+        assert_eq!(strip_shape(8), (8, 1));
+        assert_eq!(strip_shape(6), (12, 2));
+        assert_eq!(strip_shape(5), (10, 2));
+        assert_eq!(strip_shape(24), (8, 1));
+        assert_eq!(strip_shape(19), (7, 1));
+    }
+
+    #[test]
+    fn units_shorten_until_every_warp_gets_two() {
+        let slots = |_: u64| Ok(132 * 24);
+        // 151936 x 4096: 37,984 units of 32 rows for 3,168 resident warps
+        assert_eq!(strip_rows(151936, 8, slots).unwrap(), 32);
+        assert_eq!(strip_rows(24576, 8, slots).unwrap(), 16);
+        assert_eq!(strip_rows(4096, 24, slots).unwrap(), 8);
+        assert_eq!(strip_rows(4096, 8, slots).unwrap(), 4);
+        assert_eq!(strip_rows(3, 1, slots).unwrap(), 4);
+    }
+}
