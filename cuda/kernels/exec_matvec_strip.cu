@@ -35,55 +35,12 @@ __device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
 struct ExecStripGroup {
     uint4 s[4];
     uint2 c[4];
-    exec_u32 fl, b4, eo, en;
+    exec_u32 fl, b4, eo;
 };
-
-// The pair word of exec_pair_word (spec 20.13) where the lane's first npre (0..2) code-15
-// exponents of the row are already in registers (pre0, pre1; k counts the code-15 weights taken).
-__device__ __forceinline__ exec_u32 exec_pair_word_pre(exec_u32 cb, exec_u32 sh, exec_u32 base, const exec_u8* __restrict__ esc,
-                                                       exec_u64& off, exec_u32& k, exec_u32 pre0, exec_u32 pre1, exec_u32 npre) {
-    exec_u32 word = 0u;
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        const exec_u32 code = (cb >> (4 * j)) & 15u;
-        const exec_u32 sb = (sh >> (8 * j)) & 0xffu;
-        exec_u32 e = base - 1u + code;
-        if (code == 0u) e = 0u;
-        if (code == 15u) {
-            e = k < npre ? (k == 0u ? pre0 : pre1) : esc[off];
-            ++off;
-            ++k;
-        }
-        word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16 * j);
-    }
-    return word;
-}
-
-// exec_patch_pairs with the lane's first npre code-15 exponents given (exec_pair_word_pre).
-__device__ __forceinline__ void exec_patch_pairs_pre(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc, exec_u64 off,
-                                                     exec_u32 pre0, exec_u32 pre1, exec_u32 npre, exec_u32 (&w)[8]) {
-    exec_u64 pairs = exec_special_pairs(c);
-    const exec_u64 c64 = ((exec_u64)c.y << 32) | c.x;
-    exec_u32 k = 0u;
-#pragma unroll 1
-    while (pairs != 0ull) {
-        const exec_u32 p = (exec_u32)(__ffsll((long long)pairs) - 1) >> 3;
-        pairs &= pairs - 1ull;
-        const exec_u32 cb = (exec_u32)(c64 >> (8u * p)) & 0xffu;
-        const exec_u32 sw = p < 4u ? (p < 2u ? s.x : s.y) : (p < 6u ? s.z : s.w);
-        const exec_u32 word = exec_pair_word_pre(cb, (sw >> (16u * (p & 1u))) & 0xffffu, base, esc, off, k, pre0, pre1, npre);
-#pragma unroll
-        for (int q = 0; q < 8; ++q)
-            if ((exec_u32)q == p) w[q] = word;
-    }
-}
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
-// EP = 1: the escape bytes of a group's flagged rows (up to 32 per row) are loaded by the lanes
-// at the start of the group's compute, before any row is decoded, and each lane takes its first two
-// by shuffle: the patch no longer waits for a dependent global load per row.
-template <int PROBE, int EP>
+template <int PROBE>
 __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
@@ -134,10 +91,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
         auto load_meta = [&](ExecStripGroup& g, exec_u32 m) {
             g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));  // 4 rows' flags (M4 bytes per tile column)
             g.b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
-            const exec_u64 t = (exec_u64)(m + (lane & 3u)) * CB + cb;
-            const bool rv = m + (lane & 3u) < M;
-            g.eo = rv ? __ldg(esc_start + t) : 0u;
-            if (EP) g.en = rv ? __ldg(esc_start + t + 1) : 0u;
+            g.eo = m + (lane & 3u) < M ? __ldg(esc_start + (exec_u64)(m + (lane & 3u)) * CB + cb) : 0u;
         };
         auto load = [&](ExecStripGroup& g, exec_u32 m) {
 #pragma unroll
@@ -145,7 +99,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
             load_meta(g, m);
         };
         // Row r's 8 BF16 pairs (spec 20.13); pad columns of the last tile take code 1.
-        auto decode = [&](const ExecStripGroup& g, exec_u32 r, exec_u32 eb, exec_u32 (&w)[8]) {
+        auto decode = [&](const ExecStripGroup& g, exec_u32 r, exec_u32 (&w)[8]) {
             if (PROBE) {
                 const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
 #pragma unroll
@@ -159,14 +113,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
                 const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
                 const exec_u32 before = exec_warp_excl(n15, lane);
                 const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-                if (EP) {
-                    const exec_u32 pre0 = __shfl_sync(EXEC_FULL, eb, before & 31u);
-                    const exec_u32 pre1 = __shfl_sync(EXEC_FULL, eb, (before + 1u) & 31u);
-                    const exec_u32 npre = before >= 32u ? 0u : min(2u, 32u - before);
-                    if (!exec_plain16(c)) exec_patch_pairs_pre(c, g.s[r], rb, esc, (exec_u64)t0 + before, pre0, pre1, npre, w);
-                } else if (!exec_plain16(c)) {
-                    exec_patch_pairs(c, g.s[r], rb, esc, (exec_u64)t0 + before, w);
-                }
+                if (!exec_plain16(c)) exec_patch_pairs(c, g.s[r], rb, esc, (exec_u64)t0 + before, w);
             }
         };
         auto chain = [&](const exec_u32 (&w)[8]) {
@@ -184,23 +131,11 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
             if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
         };
         auto compute = [&](const ExecStripGroup& g, exec_u32 m) {
-            // EP: lane L holds escape byte L of each flagged row's tile
-            exec_u32 eb[4] = {0u, 0u, 0u, 0u};
-            if (EP && !PROBE) {
-#pragma unroll
-                for (exec_u32 r = 0; r < 4; ++r) {
-                    if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform
-                        const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-                        const exec_u32 n = __shfl_sync(EXEC_FULL, g.en, r) - t0;
-                        if (lane < n) eb[r] = __ldg(esc + (exec_u64)t0 + lane);
-                    }
-                }
-            }
             float acc[4];
 #pragma unroll
             for (exec_u32 r = 0; r < 4; ++r) {
                 exec_u32 w[8];
-                decode(g, r, eb[r], w);
+                decode(g, r, w);
                 acc[r] = chain(w);
             }
             finish(acc, m);
@@ -228,10 +163,10 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
 // registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
-#define EXEC_STRIP(NAME, PROBE, EP)                                                                           \
+#define EXEC_STRIP(NAME, PROBE)                                                                           \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE, EP>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
+        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
     }
 
-EXEC_STRIP(exec_matvec_strip, 0, 0)
+EXEC_STRIP(exec_matvec_strip, 0)

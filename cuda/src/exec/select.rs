@@ -28,10 +28,6 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
-    /// Bench: the strip kernel with the escape bytes of a group's flagged rows loaded before the
-    /// group's decode (kernels/bench/exec_matvec_variants.cu). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripEsc,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -111,8 +107,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripEsc,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -147,8 +141,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripEsc => "var-strip-esc",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -196,7 +188,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Exact | ExecMatvecKernel::Strip | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
             ExecMatvecKernel::Bounded => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch | ExecMatvecKernel::VarStripEsc => true,
+            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

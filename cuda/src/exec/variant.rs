@@ -10,10 +10,8 @@ impl GpuExecMatrix {
     /// Bench: the plan of a lean variant or probe for one column, or None where it does not
     /// apply (K16 % 32 != 0, x does not fit, not a probe).
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
-        match k {
-            ExecMatvecKernel::ProbeStripNoDecode => return self.strip_plan("bench_exec_probe_strip_nodecode"),
-            ExecMatvecKernel::VarStripEsc => return self.strip_plan("bench_exec_strip_ep"),
-            _ => {}
+        if k == ExecMatvecKernel::ProbeStripNoDecode {
+            return self.strip_plan("bench_exec_probe_strip_nodecode");
         }
         type Kernels = &'static [(&'static str, u64)];
         // (rows per item, (kernel, depth) in order of preference, warps per CTA in order, stage

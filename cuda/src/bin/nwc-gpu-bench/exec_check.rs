@@ -14,13 +14,12 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 6] = [
+const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
-    ExecMatvecKernel::VarStripEsc,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
