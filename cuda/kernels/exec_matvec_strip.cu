@@ -41,12 +41,7 @@ struct ExecStripGroup {
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
 template <int PROBE>
-__device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                                const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K,
-                                                const float* __restrict__ x, exec_u32 ncols, const float* __restrict__ bias,
-                                                void* __restrict__ y, int out_bf16, exec_u32 RS,
-                                                const exec_u8* __restrict__ flags) {
+__device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u64 K16c = K16 >> 1;
@@ -166,7 +161,7 @@ __device__ __forceinline__ void exec_strip_body(const exec_u8* __restrict__ sm, 
 #define EXEC_STRIP(NAME, PROBE)                                                                           \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ncols, bias, y, out_bf16, RS, flags); \
+        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
     }
 
 EXEC_STRIP(exec_matvec_strip, 0)
