@@ -103,7 +103,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 55] = [
+pub const PRODUCTION: [(&str, u32); 56] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -159,8 +159,10 @@ pub const PRODUCTION: [(&str, u32); 55] = [
     ("exec_matvec_lean_d4", SMEM_OPTIN),
     ("exec_matvec_lean_d3", SMEM_OPTIN),
     ("exec_matvec_lean_d2", SMEM_OPTIN),
-    // One column, the default: a warp per tile column of a strip of rows (exec_matvec_strip.cu).
+    // One column, the default: a warp per tile column of a strip of rows, in CTAs of W warps or
+    // of one warp (exec_matvec_strip.cu).
     ("exec_matvec_strip", SMEM_OPTIN),
+    ("exec_matvec_strip_w1", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
     // Bounded matvec on tensor cores: the stream kernel, 8 or 16 columns per decode
@@ -183,7 +185,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 35] = [
+pub const BENCH: [(&str, u32); 36] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -218,6 +220,7 @@ pub const BENCH: [(&str, u32); 35] = [
     ("bench_exec_probe_loads_d4", SMEM_OPTIN),
     // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
     ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
+    ("bench_exec_probe_strip_w1_nodecode", 0),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),

@@ -172,7 +172,7 @@ impl GpuExecMatrix {
         }
         // One column: the strip kernel, the default where it fits (exec/strip.rs).
         if left == 1 && matches!(k, ExecMatvecKernel::Exact | ExecMatvecKernel::Strip) {
-            if let Some(p) = self.strip_plan("exec_matvec_strip")? {
+            if let Some(p) = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
                 return Ok((p, 1));
             }
         }

@@ -28,6 +28,12 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
+    /// Bench: the strip kernel with CTAs of W warps at every shape, and with CTAs of one warp
+    /// (W1) at every shape; `Exact` chooses between them (exec/strip.rs). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripCta,
+    #[cfg(feature = "bench")]
+    VarStripW1,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -107,6 +113,10 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripCta,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -141,6 +151,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripCta => "var-strip-cta",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1 => "var-strip-w1",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -188,7 +202,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Exact | ExecMatvecKernel::Strip | ExecMatvecKernel::Stream | ExecMatvecKernel::Rows => true,
             ExecMatvecKernel::Bounded => false,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::StreamGeneric | ExecMatvecKernel::RowsNoPrefetch => true,
+            ExecMatvecKernel::StreamGeneric
+            | ExecMatvecKernel::RowsNoPrefetch
+            | ExecMatvecKernel::VarStripCta
+            | ExecMatvecKernel::VarStripW1 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -1,6 +1,7 @@
-//! Launch plan of the strip kernel (kernels/exec_matvec_strip.cu), the exact one-column matvec of
-//! [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): warps per CTA, row slices and rows
-//! per unit from the matrix's shape and the device's resident warps.
+//! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu), the exact one-column matvec
+//! of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): CTAs of one warp (W1) where the
+//! rows alone give every resident warp enough work, else CTAs of W warps with warps per CTA, row
+//! slices and rows per unit from the matrix's shape and the device's resident warps.
 
 use super::plan::{Plan, Tail};
 use super::GpuExecMatrix;
@@ -31,7 +32,32 @@ pub(super) fn strip_rows(rows: u64, cb: u64, mut slots: impl FnMut(u64) -> Resul
     Ok(4)
 }
 
+/// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows number at least
+/// `W1_MIN_ROUNDS` per resident warp: W1 has no CTA barrier, but a warp runs all CB tiles of its
+/// rows one after the other, so it needs whole rounds of warps to keep every SM busy.
+const W1_MIN_ROUNDS: u64 = 1;
+
+pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
+    rows.div_ceil(4) >= W1_MIN_ROUNDS * w1_slots
+}
+
 impl GpuExecMatrix {
+    /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`]; None
+    /// where neither fits.
+    pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str) -> Result<Option<Plan>, GpuError> {
+        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(w1, 32, 0)?);
+        if strip_w1(self.shape.rows, slots) {
+            return Ok(Some(self.strip_w1_plan(w1)));
+        }
+        self.strip_plan(cta)
+    }
+
+    /// The W1 kernel's plan: one CTA of one warp per 4 rows.
+    pub(super) fn strip_w1_plan(&self, name: &'static str) -> Plan {
+        let grid = self.shape.rows.div_ceil(4);
+        Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::RowsFlags(4) }
+    }
+
     /// The plan of the strip kernel `name` (production or its bench probe) for one column, or None
     /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
     /// RS = 4 on the H200).
@@ -79,6 +105,17 @@ mod tests {
         assert_eq!(strip_shape(5), (10, 2));
         assert_eq!(strip_shape(24), (8, 1));
         assert_eq!(strip_shape(19), (7, 1));
+    }
+
+    #[test]
+    fn one_warp_ctas_only_where_the_rows_fill_a_round() {
+        let slots = 132 * 25;
+        assert!(strip_w1(151936, slots));
+        assert!(strip_w1(24576, slots));
+        assert!(strip_w1(19456, slots));
+        assert!(!strip_w1(6144, slots));
+        assert!(!strip_w1(4096, slots));
+        assert!(!strip_w1(3, slots));
     }
 
     #[test]

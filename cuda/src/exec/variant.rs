@@ -10,8 +10,13 @@ impl GpuExecMatrix {
     /// Bench: the plan of a lean variant or probe for one column, or None where it does not
     /// apply (K16 % 32 != 0, x does not fit, not a probe).
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
-        if k == ExecMatvecKernel::ProbeStripNoDecode {
-            return self.strip_plan("bench_exec_probe_strip_nodecode");
+        match k {
+            ExecMatvecKernel::ProbeStripNoDecode => {
+                return self.strip_choice("bench_exec_probe_strip_w1_nodecode", "bench_exec_probe_strip_nodecode")
+            }
+            ExecMatvecKernel::VarStripCta => return self.strip_plan("exec_matvec_strip"),
+            ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
+            _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];
         // (rows per item, (kernel, depth) in order of preference, warps per CTA in order, stage

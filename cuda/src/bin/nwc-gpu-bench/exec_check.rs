@@ -14,12 +14,14 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 5] = [
+const EXACT: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::RowsNoPrefetch,
+    ExecMatvecKernel::VarStripCta,
+    ExecMatvecKernel::VarStripW1,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
