@@ -1,8 +1,8 @@
 // Execution layout: the exact one-column matvec (spec 20.15, bit-identical to the reference and to
 // exec_matvec_lean.cu), the "strip" kernel (docs/gpu.md, session 12). The lean kernel spends about
 // half of its instructions per row on structure (cp.async copies, stage and activation reads from
-// shared memory): its no-decode probe stops at 1.14x of cuBLAS, this kernel's at 1.26-1.38x. Here a
-// warp owns one tile column cb of a strip of RS rows (a unit), so:
+// shared memory): its no-decode probe stops at 1.11-1.15x of cuBLAS, this kernel's at 1.24-1.30x.
+// Here a warp owns one tile column cb of a strip of RS rows (a unit), so:
 // - the lane's 16 activations of the tile stay in registers for the whole unit;
 // - a row's 16 sm bytes and 8 code bytes per lane go straight from global memory to registers
 //   (ld.global.nc: 512 + 256 contiguous bytes per warp; no shared memory, no cp.async); memory-level
@@ -11,13 +11,15 @@
 //   compute were slower (a second group in registers: 118 registers, 16 warps; the next group's rows
 //   loaded as this group's are decoded: spills at 80);
 // - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives the tile
-//   partials P(m, cb) (spec 15.4.4); they go to shared memory, and after the CTA barrier one thread
-//   per row adds them over cb ascending from +0.0 (spec 15.4.5), then the bias (15.4.6).
-// A CTA covers RB = RS x slices rows and all CB tiles: its W warps take the CB x slices units (cb,
-// slice) round-robin, slices = max(1, W / CB) (exec/strip.rs picks W so that this is exact).
+//   partials P(m, cb) (spec 15.4.4), added per row over cb ascending from +0.0 (spec 15.4.5), then
+//   the bias (15.4.6).
+// Two launch shapes (exec/strip.rs picks): CTAs of W warps whose tile partials meet in shared
+// memory, summed after the CTA barrier (exec_strip_body), or, where the rows alone fill the
+// device, CTAs of one warp that take 4 rows through every tile in order, with no barrier to wait
+// at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
-// Shared memory: RB x CB f32 tile partials.
+// Shared memory (CTAs of W warps): RB x CB f32 tile partials.
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
     uint4 v;

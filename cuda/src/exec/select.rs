@@ -13,9 +13,10 @@ pub enum ExecMatvecKernel {
     /// result.
     Exact,
     /// Spec 20.15 exact class (kernels/exec_matvec_strip.cu): a warp per tile column of a strip of
-    /// rows, the tile's activations in registers, the weights loaded straight into registers; one
-    /// column per launch. Measured on the H200 against the lean kernel (docs/gpu.md, session 12):
-    /// 4-8% faster by geomean over the bench shapes, faster on 7 of 8.
+    /// rows (in CTAs of one warp, a warp per 4 rows through every tile, where the rows fill the
+    /// device), the tile's activations in registers, the weights loaded straight into registers;
+    /// one column per launch. Measured on the H200 against the lean kernel (docs/gpu.md, session
+    /// 12): 3-7% faster by geomean over the bench shapes.
     Strip,
     /// Spec 20.15 exact class (kernels/exec_matvec.cu `exec_matvec_c*`): persistent warps
     /// streaming 4-row items through a cp.async pipeline, activations in shared memory, 1, 2 or 4
