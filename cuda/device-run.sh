@@ -37,10 +37,10 @@
 #          suite on the GPU when B holds an nwc-*.whl (`maturin build` here), `--exec --real`,
 #          `--exec-variants --real` (the ceiling probes), `--exec-batch --quick` and the 0.10.1
 #          library's peer_bench.py.
-#   exec-variants  the lean kernel's bench variants (kernels/bench/exec_matvec_variants.cu), one
+#   exec-variants  the one-column kernels' bench variants and probes (exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
-#          `--exec-variants --real`: cuBLAS, the production default, lean and the variants at
+#          `--exec-variants --real`: cuBLAS, the production default, lean, rows and the variants at
 #          batch 1 on the 8 bench shapes, synthetic and real (weights encoded on the GPU).
 set -uo pipefail
 B=${B:-.device-bin}
@@ -167,7 +167,7 @@ exec-record)
   python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
     PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
 exec-variants)
-  step "exec sweep (variants included), then the variants beside cuBLAS and lean, batch 1"
+  step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"
   timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
 *) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
 esac

@@ -17,8 +17,8 @@ const GROUP_ROWS: u64 = 16;
 
 pub(super) struct Derived {
     /// One byte per tile, laid out [cb][M rounded up to 4], 1 when the tile's columns k < K hold
-    /// a code 0 or 15 (`exec_tile_flags`), so the lean kernel finds the tiles that need more than
-    /// the fast decode without testing every code.
+    /// a code 0 or 15 (`exec_tile_flags`), so the lean and strip kernels find the tiles that need
+    /// more than the fast decode without testing every code.
     pub flags: CudaSlice<u8>,
     /// Patch list offsets: item i's entries are `ent[off[i] .. off[i + 1])` (I + 1 words).
     pub plist_off: CudaSlice<u32>,

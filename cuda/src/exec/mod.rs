@@ -3,9 +3,9 @@
 //! arithmetic, so decoding costs a few integer instructions per weight. By role: upload and the
 //! device fields here, the GPU encode from BF16 and the transcode from format 10 (`encode`), the
 //! matvec, dequant and gather launches (`run`), the exact kernels' launch plans (`plan`, the
-//! one-column default's in `strip`), the tensor-core launches (`tensor`, the panel kernel's in `panel`), the kernel choices
-//! (`select`); with the `bench` feature, the plans of the lean kernel's ceiling probes
-//! (`variant`).
+//! one-column default's in `strip`), the tensor-core launches (`tensor`, the panel kernel's in
+//! `panel`), the kernel choices (`select`); with the `bench` feature, the plans of the one-column
+//! kernels' ceiling probes and variants (`variant`).
 //!
 //! Results: the exact matvec, dequant and gather are bit-identical to `nwc_reference::exec`
 //! (spec 20.14, 20.15); the tensor-core matvec ([`ExecMatvecKernel::Bounded`]) is the bounded

@@ -1,5 +1,5 @@
-//! Bench: launch plans of the lean one-column kernel's ceiling probes
-//! and of the strip kernel's (kernels/bench/exec_matvec_variants.cu).
+//! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
+//! kernels/bench/exec_matvec_variants.cu) and of the strip kernel forced to one launch shape.
 
 use super::plan::{Plan, Tail};
 use super::{ExecMatvecKernel, GpuExecMatrix};

@@ -12,8 +12,8 @@
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
-//! `exec_check.rs`; `--exec-variants [--real FILE]`: the lean kernel's bench variants beside
-//! cuBLAS and the production kernels, after the sweep when both are given, `exec_variants.rs`)
+//! `exec_check.rs`; `--exec-variants [--real FILE]`: the one-column kernels, their bench variants
+//! and ceiling probes beside cuBLAS, after the sweep when both are given, `exec_variants.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
