@@ -241,11 +241,13 @@ impl GpuExecMatrix {
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
         // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes) or EXEC_STRIP and its probe (Tail::RowsFlags: RS a multiple of 4,
-        // the CTA's shared memory RS x slices x CB f32, slices as the kernel derives it); the fields passed the spec 20.9 rules or came from the GPU
-        // encode; x holds ncols vectors of K16 activations (matvec_raw checked the buffer), y
-        // holds ncols x M outputs of the kind out_bf16 says (caller's contract), bias M values or
-        // null; the plan's shared memory fits the device (exact_plan) and G divides the CTA's warps.
+        // rounded up to 4 bytes) or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags:
+        // RS a multiple of 4, then the tile flags; the CTA kernel's shared memory RS x slices x CB
+        // f32 with slices as the kernel derives it, the one-warp kernel's none); the fields passed
+        // the spec 20.9 rules or came from the GPU encode; x holds ncols vectors of K16 activations
+        // (matvec_raw checked the buffer), y holds ncols x M outputs of the kind out_bf16 says
+        // (caller's contract), bias M values or null; the plan's shared memory fits the device
+        // (exact_plan, strip_plan) and G divides the CTA's warps.
         unsafe { b.launch(cfg) }?;
         Ok(())
     }

@@ -7,8 +7,9 @@ use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
 impl GpuExecMatrix {
-    /// Bench: the plan of a lean variant or probe for one column, or None where it does not
-    /// apply (K16 % 32 != 0, x does not fit, not a probe).
+    /// Bench: the plan of a one-column variant or probe, or None where it does not apply (the lean
+    /// probes: K16 % 32 != 0 or x does not fit; the strip kernel's: its tile partials do not fit;
+    /// not a variant or probe).
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
         match k {
             ExecMatvecKernel::ProbeStripNoDecode => {
