@@ -102,7 +102,7 @@ ncu)
   echo "ncu exit $?"
   grep -E "^  nwc_|Duration|Issued Warp|Warp Cycles Per Issued|Achieved Occupancy|Eligible Warps|Registers Per|profile:|wavefronts|inst_executed" "$OUT/ncu.log" | head -80 ;;
 peer-ncu)
-  # The format-10 exact kernel beside the 0.10.1 library's (docs/gpu.md, session 9): Nsight
+  # The format-10 exact kernel beside the 0.10.1 library's (docs/gpu-history.md, session 9): Nsight
   # Compute on the library's fused kernel (cuda/peer_ncu_target.py) and on ours, same shapes.
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   m="gpu__time_duration.sum,smsp__inst_executed.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,launch__shared_mem_per_block_dynamic,sm__warps_active.avg.pct_of_peak_sustained_active,dram__bytes_read.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio"

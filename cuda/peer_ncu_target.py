@@ -1,7 +1,7 @@
 """Nsight Compute target: the 0.10.1 library's fused BF16 matvec (its `linear_bf16`) on the given
 shapes, two launches each inside a cudaProfilerStart/Stop range, everything else (weights, encode,
 warm-up) outside it. On the device, `B=DIR bash cuda/device-run.sh 0 peer-ncu` runs it under
-Nsight Compute beside our format-10 kernel (docs/gpu.md, session 9); by hand:
+Nsight Compute beside our format-10 kernel (docs/gpu-history.md, session 9); by hand:
 
     pip install --no-deps --target /tmp/peer neural_weight_compression-0.10.1-*.whl
     PYTHONPATH=/tmp/peer ncu --profile-from-start off --metrics ... \\

@@ -16,7 +16,7 @@
 //   rows' bytes in one word, and only a flagged row takes the escape prefix and the per-pair patch
 //   (exec_patch_pairs). Testing the codes and voting per row instead cost ~8 ALU instructions a row
 //   on the pipe the decode fills; the flags made the kernel 4-5% faster on the large shapes
-//   (docs/gpu.md, session 7).
+//   (docs/gpu-history.md, session 7).
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the stage words as weights (no
 // decode), 2 = no decode and no fma; production instantiates PROBE = 0 only.
 // Stage: [4 sm rows x 512][4 code rows x 256][4 escape offsets][base word][flag word] (EXEC3_STAGE).

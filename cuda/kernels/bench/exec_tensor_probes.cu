@@ -1,5 +1,5 @@
 // Bench-only ceiling probes of the bounded stream kernel (exec_tensor.cu, up to 8 columns per
-// decode), timed beside it by `nwc-gpu-bench --exec-batch` (docs/gpu.md, session 8); not a
+// decode), timed beside it by `nwc-gpu-bench --exec-batch` (docs/gpu-history.md, session 8); not a
 // matvec, never compared:
 // - bench_exec_tensor_probe_raw_n1: the stage words as weights (no decode, no escape offsets,
 //   no patch), so copies, stage reads, activations, mma and the row-group reduction are timed alone;

@@ -12,7 +12,7 @@ use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 pub(super) const ITEM_ROWS: u64 = 4;
 /// [`ExecMatvecKernel::Exact`] runs the streaming kernel for one column when every resident warp
 /// gets at least this many items (4 rows x 1 tile); below, the rows kernel. Measured on the H200
-/// (docs/gpu.md, session 7, the lean kernel with tile flags, two calls): the stream kernel won
+/// (docs/gpu-history.md, session 7, the lean kernel with tile flags, two calls): the stream kernel won
 /// with 5.8 items per warp and more (2560x9728 by 3-8%, 6144x4096 by 0-3%; 11.5 to 144 items:
 /// 4-31%, session 6) and lost with 3.9 or fewer (4096x4096 by 0-8%, 1000x3000 by 45%): its
 /// pipeline of 4 items needs several items per warp to fill, while the rows kernel's short CTAs
