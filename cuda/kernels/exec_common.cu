@@ -268,13 +268,18 @@ __device__ __forceinline__ void exec_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// The issue side's bookkeeping after an item's copies (stream kernels): count the item, move to
-// the next of the D stages (modulo D, so D = 3 works) and close its cp.async group.
+// The issue side's bookkeeping after an item's copies (stream kernels): move to the next of the D
+// stages (modulo D, so D = 3 works) and close its cp.async group; exec_stage_commit also counts
+// the item.
+template <int D>
+__device__ __forceinline__ void exec_stage_next(exec_u32& istage) {
+    istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
+    exec_cp_commit();
+}
 template <int D, class Count>
 __device__ __forceinline__ void exec_stage_commit(Count& issued, exec_u32& istage) {
     ++issued;
-    istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
-    exec_cp_commit();
+    exec_stage_next<D>(istage);
 }
 
 // Decode with the escape offset of the tile already known to lane 0 (esc0, valid in lane 0 only).

@@ -288,8 +288,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                 rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
             }
         }
-        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
-        exec_cp_commit();
+        exec_stage_next<D>(istage);
     };
 #pragma unroll
     for (int d = 0; d < D - 1; ++d) issue();

@@ -78,8 +78,7 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
                 unit();
             }
         }
-        istage = istage + 1 == (exec_u32)D ? 0u : istage + 1;
-        exec_cp_commit();
+        exec_stage_next<D>(istage);
     };
 #pragma unroll
     for (int d = 0; d < D - 1; ++d) issue();
