@@ -50,6 +50,28 @@ __device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 
     __syncthreads();
 }
 
+// A warp's mma.m16n8 accumulators (NT n-tiles, the C-fragment layout: thread (g, t) holds rows g
+// and g + 8, columns 2t and 2t + 1 of each n-tile) stored as rows row0.. of its partial-sum block
+// rw (COLS floats per row), for exec_tc_rowgroup_out.
+template <int NT, int COLS>
+__device__ __forceinline__ void exec_tc_store_acc(float* rw, const float (&acc)[NT][4], exec_u32 row0, exec_u32 g, exec_u32 t) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) rw[(row0 + g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
+}
+
+// A warp's next tile in round-robin order: tiles warp, warp + W, ... of a row group, then the
+// grid's next row group (the step kernel's issue side; the bench's tile kernel keeps the same lines
+// inline, because the call changed its register allocation and it is session 11's timed baseline).
+__device__ __forceinline__ void exec_tc_next_tile(exec_u32& icb, exec_u64& igr, exec_u32 CB, exec_u32 warp, exec_u32 nwarps) {
+    icb += nwarps;
+    if (icb >= CB) {
+        icb = warp;
+        igr += gridDim.x;
+    }
+}
+
 // The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19),
 // for NT n-tiles: A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of
 // activation column g of n-tile nt (xa[nt]: columns 0..7, xb[nt]: 8..15). The k-step is the outer
@@ -345,11 +367,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
                 }
             });
         }
-        float* rw = red + (exec_u64)warp * 16 * COLS;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
+        exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
         exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();

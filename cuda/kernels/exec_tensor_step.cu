@@ -50,11 +50,7 @@ __device__ __forceinline__ void exec_mmas_body(EXEC_MATVEC_PARAMS(exec_u16)) {
             ++is;
             if (is == 8u || icb * 512u + 64u * is >= K16) {
                 is = 0;
-                icb += nwarps;
-                if (icb >= CB) {
-                    icb = warp;
-                    igr += gridDim.x;
-                }
+                exec_tc_next_tile(icb, igr, CB, warp, nwarps);
             }
         }
         ++issued;
@@ -150,14 +146,8 @@ __device__ __forceinline__ void exec_mmas_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                 for (int rg = 0; rg < RG; ++rg) exec_tc_mma16<NT>(acc[rg], w[rg][0], w[rg][1], xa, xb);
             }
         }
-        float* rw = red + (exec_u64)warp * ROWS * COLS;
 #pragma unroll
-        for (int rg = 0; rg < RG; ++rg)
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-                for (int i = 0; i < 4; ++i)
-                    rw[(16u * rg + g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[rg][nt][i];
+        for (int rg = 0; rg < RG; ++rg) exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * ROWS * COLS, acc[rg], 16u * rg, g, t);
         exec_tc_rowgroup_out<ROWS, COLS>(red, gr * ROWS, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();

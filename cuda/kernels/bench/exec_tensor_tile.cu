@@ -109,11 +109,7 @@ __device__ __forceinline__ void exec_mm3_body(EXEC_MATVEC_PARAMS(exec_u16)) {
                 exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
             }
         }
-        float* rw = red + (exec_u64)warp * 16 * COLS;
-#pragma unroll
-        for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) rw[(g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
+        exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
         exec_tc_rowgroup_out<16, COLS>(red, gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     }
     exec_cp_wait<0>();
