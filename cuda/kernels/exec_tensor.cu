@@ -3,13 +3,16 @@
 // A warp owns 16 rows (A operand: rows g and g + 8 of lane 4 g + t), 8 activation columns per
 // n-tile (B operand: column g); the k order inside an instruction is free in the bounded class, so
 // each thread feeds 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
-// + {2,3} for k-step q, A and B alike). Three kernel families: the stream kernel here (items of 16
-// rows x 128 columns; up to 16 columns per decode), the step kernel (exec_tensor_step.cu, 16 x 64;
-// 32) and the panel kernel (exec_tensor_panel.cu, the stream kernel's items, 8 row groups per CTA
-// sharing activations staged in shared memory; 64). Escapes: every pair is decoded by the fast
-// path, then the pairs holding a code 0 or 15 are rewritten: from the derived patch list in the
-// stream and panel kernels, by exec_patch_pairs in the step kernel (escape order inside a tile:
-// the items, then the threads t, then the thread's columns).
+// + {2,3} for k-step q, A and B alike). This file holds what the kernel families share; the
+// families: the strip kernel (exec_tensor_strip.cu: items of 16 rows x 128 columns loaded straight
+// into registers; up to 16 columns per decode), the step kernel (exec_tensor_step.cu, 16 x 64; 32)
+// and the panel kernel (exec_tensor_panel.cu, the same items through a cp.async stage, 8 row
+// groups per CTA sharing activations staged in shared memory; 64); with `bench`, the stream kernel
+// (bench/exec_tensor_stream.cu: the items through a stage, one row group per CTA; 16 columns until
+// session 13). Escapes: every pair is decoded by the fast path, then the pairs holding a code 0 or
+// 15 are rewritten: from the derived patch list in the strip, stream and panel kernels, by
+// exec_patch_pairs in the step kernel (escape order inside a tile: the items, then the threads t,
+// then the thread's columns).
 
 // The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
 // (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced
@@ -192,16 +195,123 @@ __device__ __forceinline__ void exec_tc_row_bases(const exec_u8* __restrict__ ba
     }
 }
 
-// One staged item of a warp (16 rows x 128 columns at stage sd): lane (g, t) decodes rows g and
-// g + 8 (rv: below M, rbase: their bases), columns kc .. kc + 31 (kc = the item's column + 32 t) as
-// two chunks j of 16, and hands each chunk's pairs w[h][p] (row 8 h + g, columns kc + 16 j + 2 p,
-// + 1) to use(j, w). Codes 0 and 15: every pair is decoded by the fast path, then the pairs of the
-// item's patch list (exec_derived.cu: the item's entries, whose offsets arrive with the stage) are
-// overwritten, so a clean item runs no code test, vote or escape count (session 10: +4% against
-// the per-item vote, prefix and exec_patch_pairs of session 9). A dense item's list holds each
-// row's escape offset at the item instead; the item then takes exec_patch_pairs after a prefix
-// over the row's lanes. PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage
-// words as weights (no decode, no patch); production instantiates PROBE = 0 only.
+// How the 64 pairs of an item row are spread over the 4 threads t of the row (each thread decodes
+// two chunks j of 16 columns): EXEC_TC_SPAN, thread t owns columns 32 t .. 32 t + 31 (chunk j =
+// 32 t + 16 j: the stream and panel kernels, whose lanes read the stage); EXEC_TC_INTERLEAVE,
+// chunk j = 64 j + 16 t (the strip kernel, exec_tensor_strip.cu: each of its loads straight from
+// global memory covers 64 contiguous sm bytes and 32 code bytes of a row).
+#define EXEC_TC_SPAN 0
+#define EXEC_TC_INTERLEAVE 1
+
+// The item-relative pair index of pair p of chunk j of thread t (MAP above).
+template <int MAP>
+__device__ __forceinline__ exec_u32 exec_tc_pair(exec_u32 t, exec_u32 j, exec_u32 p) {
+    return MAP == EXEC_TC_SPAN ? 16u * t + 8u * j + p : 32u * j + 8u * t + p;
+}
+
+// The activation fragments of an item (columns c0 .. c0 + 127) for lane (g, t): column n = 8 nt +
+// g, chunk j of the MAP above at xv[nt][2 j], xv[nt][2 j + 1] (8 activations each; zero past ncols
+// or K16).
+template <int NT, int MAP>
+__device__ __forceinline__ void exec_tc_load_frags(const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
+                                                   exec_u32 c0, exec_u32 g, exec_u32 t, uint4 (&xv)[NT][4]) {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt) {
+        const exec_u32 n = nt * 8u + g;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const exec_u32 kc = MAP == EXEC_TC_SPAN ? c0 + 32u * t + 16u * j : c0 + 64u * j + 16u * t;
+            xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
+            if (n < ncols && kc < K16) {
+                const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc);
+                xv[nt][2 * j] = __ldg(xp);
+                xv[nt][2 * j + 1] = __ldg(xp + 1);
+            }
+        }
+    }
+}
+
+// One item of a warp (16 rows x 128 columns), its words already loaded: lane (g, t) decodes rows
+// g and g + 8 (rv: below M, rbase: their bases) from sv[h][j] / cv[h][j] (row 8 h + g, chunk j of
+// the MAP above; rows past M and chunks past K16 hold sm 0 and code 1, a finite weight that meets
+// x = 0) and hands each chunk's pairs w[h][p] (row 8 h + g, pair exec_tc_pair<MAP>(t, j, p) of
+// the item) to use(j, w). Codes 0 and 15: every pair is decoded by the fast path, then the pairs of
+// the item's patch list (exec_derived.cu: the entries range.x .. range.y) are overwritten, so a
+// clean item runs no code test, vote or escape count (session 10: +4% against the per-item vote,
+// prefix and exec_patch_pairs of session 9). A dense item's list holds each row's escape offset at
+// the item instead; the item then takes exec_patch_pairs after a prefix over the row's lanes (in
+// column order: the chunks' counts in MAP's order). PROBE (bench only,
+// kernels/bench/exec_tensor_stream.cu): 1 = the loaded words as weights (no decode, no patch);
+// production instantiates PROBE = 0 only.
+template <int PROBE, int MAP, class Use>
+__device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const bool (&rv)[2],
+                                               const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,
+                                               exec_u32 lane, const exec_u8* __restrict__ esc,
+                                               const uint2* __restrict__ pent, Use use) {
+    // the item's entries (warp-uniform range); the first is loaded before the decode
+    const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+    // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
+    const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
+    const bool listed = PROBE != 1 && range.x != range.y && !dense;
+    exec_u32 eoff[2][2] = {{0u, 0u}, {0u, 0u}};  // E <= 2^32 - 1 (spec 20.2)
+    if (dense) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const exec_u32 n0 = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
+            const exec_u32 n1 = exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
+            exec_u32 item_rel = 0u;
+            // the row's escape offset at the item: exec_tc_esc_offset reads lane t = 0's only
+            const exec_u32 tr = rv[h] && t == 0u ? __ldg(pent + range.x + 8 * h + g).y : 0u;
+            if (MAP == EXEC_TC_SPAN) {
+                eoff[h][0] = exec_tc_esc_offset(n0 + n1, t, tr, item_rel);
+                eoff[h][1] = eoff[h][0] + n0;
+            } else {  // every thread's chunk 0, then every thread's chunk 1
+                eoff[h][0] = exec_tc_esc_offset(n0, t, tr, item_rel);
+                eoff[h][1] = exec_tc_esc_offset(n1, t, tr, item_rel);
+            }
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+        exec_u32 w[2][8];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            if (PROBE == 1) {
+                const uint4 a = sv[h][j];
+                const uint2 c = cv[h][j];
+                const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
+#pragma unroll
+                for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
+            } else {
+                exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
+                if (dense && !exec_plain16(cv[h][j]))
+                    exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h][j], w[h]);
+            }
+        }
+        if (listed) {
+            // entry pos = r << 6 | q: row r = 8 h + g, pair q = exec_tc_pair<MAP>(t, j, p)
+#pragma unroll 1
+            for (exec_u32 e = range.x; e < range.y; ++e) {
+                const uint2 en = e == range.x ? first : __ldg(pent + e);
+                const exec_u32 r = en.x >> 6, q = en.x & 63u;
+                const exec_u32 qj = MAP == EXEC_TC_SPAN ? (q >> 3) & 1u : q >> 5;
+                const exec_u32 qt = MAP == EXEC_TC_SPAN ? q >> 4 : (q >> 3) & 3u;
+                // one bit per word of w (h * 8 + p), set in the owner lane only: a
+                // select per word keeps w in registers (an indexed store would not)
+                const exec_u32 mine = qj == (exec_u32)j && ((r & 7u) << 2 | qt) == lane ? 1u << ((r >> 3) * 8u + (q & 7u)) : 0u;
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
+            }
+        }
+        use((exec_u32)j, w);
+    }
+}
+
+// One staged item of a warp (16 rows x 128 columns at stage sd, EXEC_TC_SPAN): lane (g, t) reads
+// rows g and g + 8, columns kc .. kc + 31 (kc = the item's column + 32 t) and the item's patch-list
+// range from the stage, then exec_tc_decode.
 template <int PROBE, class Use>
 __device__ __forceinline__ void exec_tc_item(const exec_u8* sd, const bool (&rv)[2], const exec_u32 (&rbase)[2], exec_u32 kc,
                                              exec_u32 K16, exec_u32 g, exec_u32 t, exec_u32 lane,
@@ -221,166 +331,6 @@ __device__ __forceinline__ void exec_tc_item(const exec_u8* sd, const bool (&rv)
             }
         }
     }
-    // the item's entries (warp-uniform range); the first is loaded before the decode
     const uint2 range = *reinterpret_cast<const uint2*>(sd + EXEC_TC_ESC);
-    const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
-    // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
-    const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
-    const bool listed = PROBE != 1 && range.x != range.y && !dense;
-    exec_u32 eoff[2] = {0u, 0u};  // E <= 2^32 - 1 (spec 20.2)
-    exec_u32 n0[2] = {0u, 0u};
-    if (dense) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            n0[h] = exec_count15(cv[h][0].x) + exec_count15(cv[h][0].y);
-            const exec_u32 n = n0[h] + exec_count15(cv[h][1].x) + exec_count15(cv[h][1].y);
-            exec_u32 item_rel = 0u;
-            // the row's escape offset at the item: exec_tc_esc_offset reads lane t = 0's only
-            const exec_u32 tr = rv[h] && t == 0u ? __ldg(pent + range.x + 8 * h + g).y : 0u;
-            eoff[h] = exec_tc_esc_offset(n, t, tr, item_rel);
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        exec_u32 w[2][8];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            if (PROBE == 1) {
-                const uint4 a = sv[h][j];
-                const uint2 c = cv[h][j];
-                const exec_u32 raw[8] = {a.x, a.y, a.z, a.w, c.x, c.y, a.x ^ c.y, a.w ^ c.x};
-#pragma unroll
-                for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
-            } else {
-                exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                if (dense && !exec_plain16(cv[h][j]))
-                    exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h] + (j ? n0[h] : 0u), w[h]);
-            }
-        }
-        if (listed) {
-            // entry pos = r << 6 | q: row r = 8 h + g, pair q of the item = 16 t + 8 j + p
-#pragma unroll 1
-            for (exec_u32 e = range.x; e < range.y; ++e) {
-                const uint2 en = e == range.x ? first : __ldg(pent + e);
-                const exec_u32 r = en.x >> 6, q = en.x & 63u;
-                // one bit per word of w (h * 8 + p), set in the owner lane only: a
-                // select per word keeps w in registers (an indexed store would not)
-                const exec_u32 mine = ((q >> 3) & 1u) == (exec_u32)j && ((r & 7u) << 2 | (q >> 4)) == lane
-                                          ? 1u << ((r >> 3) * 8u + (q & 7u))
-                                          : 0u;
-#pragma unroll
-                for (int h = 0; h < 2; ++h)
-#pragma unroll
-                    for (int p = 0; p < 8; ++p) w[h][p] = (mine >> (h * 8 + p)) & 1u ? en.y : w[h][p];
-            }
-        }
-        use((exec_u32)j, w);
-    }
+    exec_tc_decode<PROBE, EXEC_TC_SPAN>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, use);
 }
-
-// The stream kernel. PROBE (bench only, kernels/bench/exec_tensor_probes.cu): 1 = the stage words
-// as weights (no decode, no patch), 2 = decode without mma; production instantiates PROBE = 0 only.
-template <int NT, int D, int PROBE = 0>
-__device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
-                                             const uint2* __restrict__ pent) {
-    constexpr int COLS = NT * 8;
-    extern __shared__ __align__(16) exec_u8 exec_stage[];
-    const exec_u32 K16 = (K + 15u) & ~15u;
-    const exec_u32 CB = (K + 511u) >> 9;
-    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const exec_u32 g = lane >> 2, t = lane & 3u;
-    const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
-    // items of a row group: 4 per tile but past K16 in a short last tile (those are the last ones)
-    const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
-    const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_TC_STAGE);
-    const exec_u8* sb = exec_stage + (exec_u64)warp * D * EXEC_TC_STAGE;
-    float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_TC_STAGE);
-
-    // issue side: the same (row group, tile, item) sequence as the compute loop.
-    exec_u32 igr = blockIdx.x, iit = warp, istage = 0;
-    ExecTcRows rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
-    auto issue = [&]() {
-        if (igr < ngroups && iit < nitg) {
-            exec_tc_copy_item(st + istage * EXEC_TC_STAGE, rows, (iit >> 2) * 512u + (iit & 3u) * 128u, K16, lane,
-                              poff + ((exec_u64)igr * CB * 4 + iit));
-            iit += nwarps;
-            if (iit >= nitg) {
-                iit = warp;
-                igr += gridDim.x;
-                rows = exec_tc_rows(sm, codes, (exec_u64)igr * 16, M, K16, lane);
-            }
-        }
-        exec_stage_next<D>(istage);
-    };
-#pragma unroll
-    for (int d = 0; d < D - 1; ++d) issue();
-
-    exec_u32 cstage = 0;
-    for (exec_u32 gr = blockIdx.x; gr < ngroups; gr += gridDim.x) {
-        exec_u32 rbase[2];
-        bool rv[2];
-        exec_tc_row_bases(base, gr, M, g, rv, rbase);
-        float acc[NT][4] = {};
-        for (exec_u32 it = warp; it < nitg; it += nwarps) {  // the group's items, round-robin over the warps
-            const exec_u32 cb = it >> 2, sub = it & 3u;
-            const exec_u32 kc = cb * 512u + sub * 128u + 32u * t;
-            uint4 xv[NT][4];
-#pragma unroll
-            for (int nt = 0; nt < NT; ++nt) {
-                const exec_u32 n = nt * 8u + g;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
-                    if (n < ncols && kc + 16u * j < K16) {
-                        const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc + 16u * j);
-                        xv[nt][2 * j] = __ldg(xp);
-                        xv[nt][2 * j + 1] = __ldg(xp + 1);
-                    }
-                }
-            }
-            // Lanes read stage bytes other lanes copied: every lane is done with the
-            // stage this issue refills, and after the wait every lane's copies have landed.
-            __syncwarp();
-            issue();
-            exec_cp_wait<D - 1>();
-            __syncwarp();
-            const exec_u8* sd = sb + cstage * EXEC_TC_STAGE;
-            cstage = cstage + 1 == (exec_u32)D ? 0u : cstage + 1;
-            exec_tc_item<PROBE>(sd, rv, rbase, kc, K16, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
-                uint4 xa[NT], xb[NT];
-#pragma unroll
-                for (int nt = 0; nt < NT; ++nt) {
-                    xa[nt] = xv[nt][2 * j];
-                    xb[nt] = xv[nt][2 * j + 1];
-                }
-                if (PROBE == 2) {
-                    // Probe 2, no mma: the decoded words and the activations folded by XOR.
-#pragma unroll
-                    for (int nt = 0; nt < NT; ++nt) {
-                        exec_u32 f = xa[nt].x ^ xb[nt].w;
-#pragma unroll
-                        for (int p = 0; p < 8; ++p) f ^= w[0][p] ^ w[1][p];
-                        acc[nt][0] = __uint_as_float(__float_as_uint(acc[nt][0]) ^ f);
-                    }
-                } else {
-                    exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
-                }
-            });
-        }
-        exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
-        exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
-    }
-    exec_cp_wait<0>();
-}
-
-// Parameters: EXEC_MATVEC_PARAMS, then the patch list's offsets and entries (exec_derived.cu).
-#define EXEC_TC_PROBE(NAME, NT, D, MINB, PROBE)                                                             \
-    extern "C" __global__ void __launch_bounds__(512, MINB)                                                 \
-        NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent) { \
-        exec_tc_body<NT, D, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, \
-                                   poff, pent);                                                             \
-    }
-#define EXEC_TC(NAME, NT, D, MINB) EXEC_TC_PROBE(NAME, NT, D, MINB, 0)
-
-EXEC_TC(exec_tensor_stream_n1, 1, 4, 1)
-EXEC_TC(exec_tensor_stream_n2, 2, 4, 1)

@@ -33,6 +33,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_panel.cu"),
     include_str!("../kernels/exec_tensor_step.cu"),
+    include_str!("../kernels/exec_tensor_strip.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
 
@@ -44,7 +45,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/fp8_native.cu"),
     include_str!("../kernels/bench/exec_tensor_step.cu"),
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
-    include_str!("../kernels/bench/exec_tensor_probes.cu"),
+    include_str!("../kernels/bench/exec_tensor_stream.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_panel_rg2.cu"),
 );
@@ -165,14 +166,16 @@ pub const PRODUCTION: [(&str, u32); 56] = [
     ("exec_matvec_strip_w1", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
-    // Bounded matvec on tensor cores: the stream kernel, 8 or 16 columns per decode
-    // (exec_tensor.cu), the step kernel, 32 (exec_tensor_step.cu), the panel kernel, 64, and its
-    // sum of partial sums (exec_tensor_panel.cu).
-    ("exec_tensor_stream_n1", SMEM_OPTIN),
-    ("exec_tensor_stream_n2", SMEM_OPTIN),
+    // Bounded matvec on tensor cores: the step kernel, 32 columns per decode
+    // (exec_tensor_step.cu), the panel kernel, 64, and the sum of partial sums of split launches
+    // (exec_tensor_panel.cu).
     ("exec_tensor_step_n4", SMEM_OPTIN),
     ("exec_tensor_panel_n8", SMEM_OPTIN),
     ("exec_tensor_panel_sum", 0),
+    // Bounded matvec on tensor cores, up to 16 columns per decode: the strip kernel, 8 or 16
+    // columns (exec_tensor_strip.cu).
+    ("exec_tensor_strip_n1", 0),
+    ("exec_tensor_strip_n2", 0),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -185,7 +188,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 36] = [
+pub const BENCH: [(&str, u32); 38] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -225,7 +228,10 @@ pub const BENCH: [(&str, u32); 36] = [
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream1x4_d4", SMEM_OPTIN),
-    // Ceiling probes of the bounded stream kernel: no decode, no mma (exec_tensor_probes.cu).
+    // The bounded stream kernel, 8 or 16 columns per decode (the choice until session 13), and its
+    // ceiling probes: no decode, no mma (exec_tensor_stream.cu).
+    ("bench_exec_tensor_stream_n1", SMEM_OPTIN),
+    ("bench_exec_tensor_stream_n2", SMEM_OPTIN),
     ("bench_exec_tensor_probe_raw_n1", SMEM_OPTIN),
     ("bench_exec_tensor_probe_nomma_n1", SMEM_OPTIN),
     // The tile kernel of the bounded matvec, the 33..64-column kernel until session 11

@@ -1,6 +1,6 @@
 //! Data derived at load from a matrix's fields, not part of the layout (spec 20.3): the tile
-//! flags of the lean exact kernel and the patch list of the bounded stream kernel
-//! (kernels/exec_derived.cu has both layouts). Every `GpuExecMatrix` constructor makes them on the
+//! flags of the lean and strip exact kernels and the patch list of the bounded kernels' items
+//! (strip, panel; kernels/exec_derived.cu has both layouts). Every `GpuExecMatrix` constructor makes them on the
 //! device from the validated or GPU-encoded fields; `stored_bytes` counts them.
 
 use super::encode::inclusive_scan;
@@ -10,7 +10,7 @@ use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfi
 use nwc_reference::exec::ExecGeometry;
 use std::sync::Arc;
 
-/// Items of the bounded stream kernel per row group and tile (128 of a tile's 512 columns each).
+/// Items of the bounded kernels per row group and tile (128 of a tile's 512 columns each).
 const ITEMS_PER_TILE: u64 = 4;
 /// Rows of a row group (an item's rows).
 const GROUP_ROWS: u64 = 16;

@@ -3,8 +3,8 @@
 //! arithmetic, so decoding costs a few integer instructions per weight. By role: upload and the
 //! device fields here, the GPU encode from BF16 and the transcode from format 10 (`encode`), the
 //! matvec, dequant and gather launches (`run`), the exact kernels' launch plans (`plan`, the
-//! one-column default's in `strip`), the tensor-core launches (`tensor`, the panel kernel's in
-//! `panel`), the kernel choices (`select`); with the `bench` feature, the plans of the one-column
+//! one-column default's in `strip`), the tensor-core launches (`tensor`, the panel kernel's plan in
+//! `panel`, the strip kernel's in `tensor_strip`), the kernel choices (`select`); with the `bench` feature, the plans of the one-column
 //! kernels' ceiling probes and variants (`variant`).
 //!
 //! Results: the exact matvec, dequant and gather are bit-identical to `nwc_reference::exec`
@@ -19,6 +19,9 @@ mod run;
 mod select;
 mod strip;
 mod tensor;
+#[cfg(feature = "bench")]
+mod tensor_stream;
+mod tensor_strip;
 #[cfg(feature = "bench")]
 mod variant;
 

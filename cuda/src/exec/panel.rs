@@ -4,10 +4,10 @@
 //! the panels alone would leave SMs idle, the f32 partial sums then added in split order by a
 //! second kernel.
 
+use super::tensor::SplitLaunch;
 use super::GpuExecMatrix;
 use crate::kernels::EXEC_TC_STAGE;
 use crate::GpuError;
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 /// Warps per CTA (kernels/exec_tensor_panel.cu `EXEC_PN_WARPS`).
 const PANEL_WARPS: u64 = 8;
@@ -81,40 +81,8 @@ impl GpuExecMatrix {
         let items = 4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128);
         let m = self.shape.rows;
         let plan = panel_plan(PanelGeometry { rows: m, rg, items, ncols: u64::from(ncols) }, u64::from(self.gpu.sm_count), per_sm);
-        let s = &self.gpu.stream;
-        // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
-        // SAFETY: the panel kernel writes every element (split, column < ncols, row < M) before
-        // the summing kernel reads it (stream order).
-        let part =
-            if plan.splits > 1 { Some(unsafe { s.alloc::<f32>(plan.splits as usize * ncols as usize * m as usize) }?) } else { None };
-        let f = self.ptrs();
-        let (poff, _go) = self.derived.plist_off.device_ptr(s);
-        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
-        let (pp, _gp) = match &part {
-            Some(p) => {
-                let (ptr, guard) = p.device_ptr(s);
-                (ptr, Some(guard))
-            }
-            None => (0u64, None),
-        };
-        let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
-        let cfg = LaunchConfig { grid_dim: (plan.grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
-        let mut b = s.launch_builder(self.gpu.function(name)?);
-        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
-        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16).arg(&poff).arg(&pent).arg(&pp).arg(&plan.splits);
-        // SAFETY: the argument list matches EXEC_PN (kernels/exec_tensor_panel.cu); x holds ncols
-        // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
-        // list is the matrix's own; part holds splits x ncols x M floats where splits > 1 (the
-        // kernel does not touch it otherwise); shared memory within the opt-in limit (166 KB).
-        unsafe { b.launch(cfg) }?;
-        if plan.splits > 1 {
-            let cfg = LaunchConfig { grid_dim: (m32.div_ceil(256), ncols, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            let mut b = s.launch_builder(self.gpu.function("exec_tensor_panel_sum")?);
-            b.arg(&pp).arg(&plan.splits).arg(&m32).arg(&ncols).arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-            // SAFETY: matches exec_tensor_panel_sum; part as above, y ncols x M outputs.
-            unsafe { b.launch(cfg) }?;
-        }
-        Ok(())
+        let launch = SplitLaunch { name, grid: plan.grid, threads, smem, splits: plan.splits };
+        self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
 }
 

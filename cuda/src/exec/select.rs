@@ -57,16 +57,22 @@ pub enum ExecMatvecKernel {
     ProbeStream1x4,
     /// Bench, ceiling probes of the bounded stream kernel (not a matvec; up to 8 columns, more
     /// run [`ExecMatvecKernel::Bounded`]): the stage words as weights (no decode), and the decode
-    /// without mma (kernels/bench/exec_tensor_probes.cu).
+    /// without mma (kernels/bench/exec_tensor_stream.cu).
     #[cfg(feature = "bench")]
     ProbeBoundedRaw,
     #[cfg(feature = "bench")]
     ProbeBoundedNoMma,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
-    /// activations run [`ExecMatvecKernel::Exact`]); the stream kernel (items of 16 rows x 128
-    /// columns) up to 16 columns per decode, the step kernel (16 x 64) at 32, the panel kernel
-    /// (CTAs of 8 row groups sharing staged activations) at 64.
+    /// activations run [`ExecMatvecKernel::Exact`]); the strip kernel (items of 16 rows x 128
+    /// columns loaded straight into registers, a row group's item columns split over CTAs where
+    /// the row groups alone would leave the device idle) up to 16 columns per decode, the step kernel (16 x 64) at 32, the panel kernel (CTAs of 8 row
+    /// groups sharing staged activations) at 64.
     Bounded,
+    /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel (bench/exec_tensor_stream.cu:
+    /// items through a cp.async stage in shared memory; the choice up to 16 columns until session
+    /// 13) in place of the strip kernel.
+    #[cfg(feature = "bench")]
+    BoundedStream,
     /// Spec 20.15 exact class, version 1 (kernels/exec_matvec.cu `exec_matvec_rows`): short
     /// CTAs of 2 rows whose warps split the tiles; one column per launch. Same results as
     /// [`ExecMatvecKernel::Exact`].
@@ -79,6 +85,10 @@ pub enum ExecMatvecKernel {
     /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
     #[cfg(feature = "bench")]
     BoundedStep,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 16 columns per decode with the strip kernel held
+    /// to one split of the item columns (no summing launch).
+    #[cfg(feature = "bench")]
+    VarTcStripNoSplit,
     /// Bench: the panel kernel with 2 row groups per warp (kernels/bench/exec_tensor_panel_rg2.cu)
     /// for 33..64 columns per decode; the production choice below.
     #[cfg(feature = "bench")]
@@ -104,6 +114,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::Rows,
         ExecMatvecKernel::Bounded,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedStream,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::StreamGeneric,
@@ -113,6 +125,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::BoundedStep,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -141,6 +155,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Strip => "strip",
             ExecMatvecKernel::Stream => "stream",
             ExecMatvecKernel::Bounded => "bounded",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedStream => "bounded-stream",
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
@@ -152,6 +168,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedStep => "bounded-step",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -211,6 +229,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
             | ExecMatvecKernel::BoundedPanelRg2
+            | ExecMatvecKernel::VarTcStripNoSplit
+            | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma
             | ExecMatvecKernel::ProbeStripNoDecode => false,

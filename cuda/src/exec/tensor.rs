@@ -4,16 +4,21 @@
 
 use super::panel::PANEL_SMEM;
 use super::{ExecMatvecKernel, GpuExecMatrix};
-use crate::kernels::EXEC_TC_STAGE;
 #[cfg(feature = "bench")]
 use crate::kernels::EXEC_TENSOR_STAGE;
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
-/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_step.cu,
-/// exec_tensor_panel.cu and, with `bench`, bench/exec_tensor_tile.cu.
+/// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_strip.cu,
+/// exec_tensor_step.cu, exec_tensor_panel.cu and, with `bench`, bench/exec_tensor_tile.cu.
 enum TensorFamily {
-    /// `exec_tensor_stream_n*`: items of 16 rows x 128 columns, up to 16 columns per decode.
+    /// `exec_tensor_strip_n*`: the stream kernel's items loaded straight into registers, up to 16
+    /// columns per decode; `split`: the plan may split a row group's item columns over CTAs
+    /// (false: bench, one split).
+    Strip { split: bool },
+    /// Bench: `bench_exec_tensor_stream_n*`, items of 16 rows x 128 columns through a cp.async
+    /// stage, up to 16 columns per decode (the choice until session 13), and its probes.
+    #[cfg(feature = "bench")]
     Stream,
     /// `exec_tensor_step_n4`: items of 16 rows x 64 columns, 32 columns per decode (and, with
     /// `bench`, `bench_exec_tensor_step_n2` at 16).
@@ -55,36 +60,31 @@ impl GpuExecMatrix {
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
-        // Measured (docs/gpu.md, "Execution layout", 2026-12-01): the stream kernel up to 16
-        // columns per decode, the step kernel at 32, the panel kernel at 64 (session 11).
+        // Measured (docs/gpu.md, "Execution layout"): the strip kernel up to 16 columns per decode
+        // (session 13), the step kernel at 32, the panel kernel at 64 (session 11).
         let family = match k {
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedStream | ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma if nt <= 2 => {
+                TensorFamily::Stream
+            }
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel { rg2: true },
-            _ if nt <= 2 => TensorFamily::Stream,
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripNoSplit if nt <= 2 => TensorFamily::Strip { split: false },
+            _ if nt <= 2 => TensorFamily::Strip { split: true },
             _ if nt == 4 => TensorFamily::Step,
             _ => TensorFamily::Panel { rg2: false },
         };
         let warps = self.col_tiles.clamp(1, 8);
         let (name, smem) = match family {
             TensorFamily::Panel { rg2 } => return self.panel_launch(rg2, x, ncols, bias, out_bf16, y),
-            TensorFamily::Stream => {
-                // kernels/exec_tensor.cu EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then
-                // the warps' 16 x 8 NT partial sums
-                let (name, nt) = match (k, nt) {
-                    #[cfg(feature = "bench")]
-                    (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
-                    #[cfg(feature = "bench")]
-                    (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
-                    (_, 1) => ("exec_tensor_stream_n1", 1u64),
-                    _ => ("exec_tensor_stream_n2", 2),
-                };
-                let p = self.stream_plan(name, nt)?;
-                return self.tensor_args(name, p.grid, 32 * p.warps, p.smem, x, ncols, bias, out_bf16, y, true);
-            }
+            TensorFamily::Strip { split } => return self.tc_strip_launch(split, x, ncols, bias, out_bf16, y),
+            #[cfg(feature = "bench")]
+            TensorFamily::Stream => return self.stream_launch(k, nt, x, ncols, bias, out_bf16, y),
             TensorFamily::Step => {
                 // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
                 // partial sums; 16 columns only with `bench` (ExecMatvecKernel::BoundedStep)
@@ -115,16 +115,14 @@ impl GpuExecMatrix {
         self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, false)
     }
 
-    /// The stream kernel's launch: [`stream_plan`] with this device's occupancy.
-    fn stream_plan(&self, name: &str, nt: u64) -> Result<StreamPlan, GpuError> {
-        let geo = StreamGeometry { rows: self.shape.rows, col_tiles: self.col_tiles, k16: self.k16, nt };
-        stream_plan(geo, u64::from(self.gpu.sm_count), u64::from(self.gpu.smem_optin), |threads, smem| {
-            self.gpu.ctas_per_sm(name, threads, smem)
-        })
+    /// Item columns of 128 columns per row group: 4 per tile, none past K16 in a short last tile
+    /// (kernels/exec_tensor.cu and exec_tensor_strip.cu `nitg`).
+    pub(super) fn item_columns(&self) -> u64 {
+        4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128)
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn tensor_args(
+    pub(super) fn tensor_args(
         &self,
         name: &str,
         grid: u32,
@@ -149,8 +147,8 @@ impl GpuExecMatrix {
         if list {
             b.arg(&poff).arg(&pent);
         }
-        // SAFETY: the argument list matches EXEC_TC_PROBE (kernels/exec_tensor.cu, with the patch
-        // list: `list` is set for the stream family only), EXEC_MM3 (bench/exec_tensor_tile.cu) or
+        // SAFETY: the argument list matches EXEC_TC_PROBE (bench/exec_tensor_stream.cu, with the
+        // patch list: `list` is set for the stream family only), EXEC_MM3 (bench/exec_tensor_tile.cu) or
         // EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
         // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
         // shared memory within the device's opt-in limit.
@@ -159,108 +157,56 @@ impl GpuExecMatrix {
     }
 }
 
-/// What the stream kernel's plan needs of a matrix and a launch.
-#[derive(Clone, Copy, Debug)]
-struct StreamGeometry {
-    rows: u64,
-    /// Tiles per row (CB).
-    col_tiles: u64,
-    k16: u64,
-    /// n-tiles of 8 columns per decode (1 or 2).
-    nt: u64,
+/// A launch of a kernel whose argument list ends with the f32 partial sums and the splits
+/// (EXEC_PN in kernels/exec_tensor_panel.cu, EXEC_TCS in exec_tensor_strip.cu): `grid` CTAs of
+/// `threads` threads, `smem` dynamic bytes, a row's items split into `splits` ranges.
+pub(super) struct SplitLaunch {
+    pub name: &'static str,
+    pub grid: u32,
+    pub threads: u32,
+    pub smem: u32,
+    pub splits: u32,
 }
 
-/// A launch of the stream kernel: CTAs of `warps` warps, `grid` CTAs, `smem` dynamic bytes each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct StreamPlan {
-    warps: u32,
-    grid: u32,
-    smem: u32,
-}
-
-/// The stream kernel's CTA size W, grid and shared memory. Its warps split a row group's items
-/// round-robin and CTAs are persistent over row groups, so a warp handles ceil(groups / CTAs) x
-/// ceil(items per group / W) items at most; the plan takes the W (1 to 16, at most the group's
-/// items) that makes this smallest; on a tie the CTA of session 9 (min(tiles per row, 8) warps),
-/// then the fewest rounds of row groups (session 10: 6144x4096 takes W = 16 and 3 rounds of 2 items
-/// per warp instead of W = 8 and 2 rounds of 4; 2560x9728 W = 8 and 10 items instead of 12;
-/// 1000x3000 W = 12 and 2 instead of 4). `ctas_per_sm(threads, smem)` is the device's occupancy.
-fn stream_plan(
-    g: StreamGeometry,
-    sm_count: u64,
-    smem_optin: u64,
-    mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
-) -> Result<StreamPlan, GpuError> {
-    let groups = g.rows.div_ceil(16);
-    // 4 per tile, but none past K16 in a short last tile (kernels/exec_tensor.cu `nitg`)
-    let items = 4 * (g.col_tiles - 1) + (g.k16 - (g.col_tiles - 1) * 512).div_ceil(128);
-    let before = g.col_tiles.clamp(1, 8);
-    // (items per warp, not session 9's CTA, rounds) and the plan
-    let mut best: Option<((u64, bool, u64), StreamPlan)> = None;
-    for w in 1..=16u64.min(items) {
-        // 4 stages of EXEC_TC_STAGE bytes per warp, then the warps' 16 x 8 NT partial sums
-        let smem = w * 4 * u64::from(EXEC_TC_STAGE) + w * 16 * g.nt * 8 * 4;
-        if smem > smem_optin {
-            break;
+impl GpuExecMatrix {
+    /// Runs `l` on `ncols` BF16 columns at `x` into `y`; where `l.splits > 1` the kernel writes f32
+    /// partial sums [splits][ncols][M] and `exec_tensor_panel_sum` adds them in split order, then
+    /// the bias, then the conversion.
+    pub(super) fn split_launch(&self, l: SplitLaunch, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let m = self.shape.rows;
+        let s = &self.gpu.stream;
+        // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
+        // SAFETY: the kernel writes every element (split, column < ncols, row < M) before the
+        // summing kernel reads it (stream order).
+        let part = if l.splits > 1 { Some(unsafe { s.alloc::<f32>(l.splits as usize * ncols as usize * m as usize) }?) } else { None };
+        let f = self.ptrs();
+        let (poff, _go) = self.derived.plist_off.device_ptr(s);
+        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
+        let (pp, _gp) = match &part {
+            Some(p) => {
+                let (ptr, guard) = p.device_ptr(s);
+                (ptr, Some(guard))
+            }
+            None => (0u64, None),
+        };
+        let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
+        let cfg = LaunchConfig { grid_dim: (l.grid, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
+        let mut b = s.launch_builder(self.gpu.function(l.name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16).arg(&poff).arg(&pent).arg(&pp).arg(&l.splits);
+        // SAFETY: the argument list matches EXEC_PN / EXEC_TCS (the callers pass only those
+        // kernels); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
+        // values or null; the patch list is the matrix's own; part holds splits x ncols x M floats
+        // where splits > 1 (the kernels do not touch it otherwise); the callers' plans keep every
+        // split non-empty and the shared memory within what the kernel may have.
+        unsafe { b.launch(cfg) }?;
+        if l.splits > 1 {
+            let cfg = LaunchConfig { grid_dim: (m32.div_ceil(256), ncols, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+            let mut b = s.launch_builder(self.gpu.function("exec_tensor_panel_sum")?);
+            b.arg(&pp).arg(&l.splits).arg(&m32).arg(&ncols).arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+            // SAFETY: matches exec_tensor_panel_sum; part as above, y ncols x M outputs.
+            unsafe { b.launch(cfg) }?;
         }
-        let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?);
-        let grid = (sm_count * per_sm).min(groups).max(1);
-        let rounds = groups.div_ceil(grid);
-        let key = (rounds * items.div_ceil(w), w != before, rounds);
-        if best.is_none_or(|(b, _)| key < b) {
-            best = Some((key, StreamPlan { warps: w as u32, grid: grid as u32, smem: smem as u32 }));
-        }
-    }
-    best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded stream kernel fits shared memory"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An H200-like device: 132 SMs, 227 KB of opt-in shared memory per CTA and 228 KB per SM (1 KB
-    /// reserved per CTA), 64 K registers at 120 per thread, at most 32 CTAs per SM.
-    fn h200(rows: u64, cols: u64, nt: u64) -> StreamPlan {
-        let k16 = cols.div_ceil(16) * 16;
-        let g = StreamGeometry { rows, col_tiles: cols.div_ceil(512), k16, nt };
-        stream_plan(g, 132, 232_448, |threads, smem| {
-            let by_regs = 65_536 / (120 * threads);
-            let by_smem = 233_472 / (smem + 1024);
-            Ok(by_regs.min(by_smem).min(32))
-        })
-        .unwrap()
-    }
-
-    #[test]
-    fn the_plan_balances_items_per_warp() {
-        // 384 row groups: 3 rounds of 2 items per warp beat 2 rounds of 4
-        assert_eq!(h200(6144, 4096, 1), StreamPlan { warps: 16, grid: 132, smem: 16 * 4 * EXEC_TC_STAGE + 16 * 512 });
-        // 160 row groups of 76 items: one round, 10 items per warp instead of 3 tiles (12 items)
-        assert_eq!(h200(2560, 9728, 1).warps, 8);
-        assert_eq!(h200(2560, 9728, 1).grid, 160);
-        // 63 row groups of 24 items (K16 = 3008: the last tile has 4 items)
-        assert_eq!(h200(1000, 3000, 1), StreamPlan { warps: 12, grid: 63, smem: 12 * 4 * EXEC_TC_STAGE + 12 * 512 });
-    }
-
-    #[test]
-    fn ties_keep_the_session_9_cta() {
-        for (m, k) in [(4096, 4096), (4096, 12288), (24576, 4096), (151936, 4096)] {
-            assert_eq!(h200(m, k, 1).warps, 8, "{m}x{k}");
-            assert_eq!(h200(m, k, 2).warps, 8, "{m}x{k}, 16 columns");
-        }
-    }
-
-    #[test]
-    fn small_matrices_never_get_idle_warps() {
-        // one item per row group: one warp per CTA
-        assert_eq!(h200(16, 16, 1).warps, 1);
-        assert_eq!(h200(300, 100, 1), StreamPlan { warps: 1, grid: 19, smem: 4 * EXEC_TC_STAGE + 512 });
-    }
-
-    #[test]
-    fn no_cta_that_fits_is_an_error() {
-        let g = StreamGeometry { rows: 64, col_tiles: 1, k16: 512, nt: 1 };
-        let r = stream_plan(g, 132, 1000, |_, _| Ok(1));
-        assert!(matches!(r, Err(GpuError::Unsupported(_))), "{r:?}");
+        Ok(())
     }
 }

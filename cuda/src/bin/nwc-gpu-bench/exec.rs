@@ -110,23 +110,38 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
     Ok(ExecRow { us, dequant_us, transcode_us, encode_us, stored, escapes })
 }
 
-/// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact kernel (batched
-/// from N = 2, the production default at N = 1) and the tensor-core kernels on the execution
-/// layout: the production bounded choice (stream kernel to 16 columns, step kernel at 32, tile
-/// kernel at 64 until session 11, then the panel kernel), the step kernel to 32 columns and the
-/// tile kernel alone.
+/// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact
+/// kernel (batched from N = 2, the production default at N = 1) and the tensor-core kernels of
+/// [`TENSOR`] on the execution layout.
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,
-    /// Bounded (production), step, tile and, from 33 columns, panel-rg2 (bench) microseconds.
-    pub tensor_us: [f64; 4],
-    /// Ceiling probes of the bounded stream kernel up to 8 columns (NaN above): no decode, no
-    /// mma (kernels/bench/exec_tensor_probes.cu; timed, never checked).
-    pub probe_us: [f64; 2],
+    /// Microseconds of each kernel of [`TENSOR`] (NaN where it does not apply).
+    pub tensor_us: [f64; TENSOR.len()],
 }
 
 /// The batch sizes of `--exec-batch`.
 pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
+
+/// A tensor-core kernel of `--exec-batch`: its label, the kernel, whether it runs at a batch size.
+pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
+
+/// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
+/// choice (`bounded`: the strip kernel to 16 columns, the step kernel at 32, the panel kernel at
+/// 64), the stream kernel (the choice to 16 columns before session 13), the strip kernel held to
+/// one split, the step kernel to 32 columns, the tile kernel, the panel kernel with 2
+/// row groups per warp, and the stream kernel's ceiling probes (no decode; decode without mma;
+/// timed, never checked).
+pub const TENSOR: [TensorRun; 8] = [
+    ("bounded", ExecMatvecKernel::Bounded, |_| true),
+    ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
+    ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 16),
+    ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
+    ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
+    ("panel-rg2 (bench)", ExecMatvecKernel::BoundedPanelRg2, |n| n > 32),
+    ("probe: no decode", ExecMatvecKernel::ProbeBoundedRaw, |n| n <= 8),
+    ("probe: no mma", ExecMatvecKernel::ProbeBoundedNoMma, |n| n <= 8),
+];
 
 pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<BatchRow>> {
     let s = &gpu.stream;
@@ -140,24 +155,12 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let copies = mats.len();
     let dense = DenseGemm::new(gpu, &words, m, k)?;
     let mut out = Vec::new();
-    println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs):");
-    println!(
-        "{:>4} | {:>9} | {:>9} {:>6} | {:>10} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>13} | {:>13} | check",
-        "N",
-        "cuBLAS us",
-        "exact us",
-        "/cB",
-        "bounded us",
-        "/cB",
-        "step us",
-        "/cB",
-        "tile us",
-        "/cB",
-        "rg2 us",
-        "/cB",
-        "no-decode /cB",
-        "no-mma /cB"
-    );
+    println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs; us and cuBLAS time / ours):");
+    let mut head = format!("{:>4} | {:>9} | {:>17} |", "N", "cuBLAS us", "exact");
+    for (label, _, _) in TENSOR {
+        head += &format!(" {label:>17} |");
+    }
+    println!("{head} check");
     for n in BATCHES {
         let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
         let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
@@ -183,59 +186,41 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         } else {
             f64::NAN
         };
-        // the host reference (spec 19.6), once per batch size for the three tensor-core kernels
-        // (the probes are not checked)
+        // the host reference (spec 19.6), once per batch size for every tensor-core kernel (the
+        // probes are not checked)
         let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
-        let mut tensor = |kernel: ExecMatvecKernel, mats: &mut Vec<GpuExecMatrix>, tag: &mut String| -> Res<f64> {
+        let mut tensor_us = [f64::NAN; TENSOR.len()];
+        for (slot, (_, kernel, runs)) in tensor_us.iter_mut().zip(TENSOR) {
+            if !runs(n) {
+                continue;
+            }
             for e in mats.iter_mut() {
                 e.set_matvec_kernel(kernel);
             }
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
             let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+            *slot = t;
             if kernel.is_probe() {
-                return Ok(t); // a ceiling probe: timed, never checked
+                continue; // a ceiling probe: timed, never checked
             }
             if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
                 if let Err(why) = level2::check_outputs(expected, &got, true) {
-                    *tag += &format!(" MISMATCH({}: {why})", kernel.name());
-                    return Ok(f64::NAN);
+                    tag += &format!(" MISMATCH({}: {why})", kernel.name());
+                    *slot = f64::NAN;
                 }
             } else if !tag.contains("unchecked") {
-                *tag += " (bound unchecked: host reference too large)";
+                tag += " (bound unchecked: host reference too large)";
             }
-            Ok(t)
-        };
-        let tensor_us = [
-            tensor(ExecMatvecKernel::Bounded, &mut mats, &mut tag)?,
-            tensor(ExecMatvecKernel::BoundedStep, &mut mats, &mut tag)?,
-            tensor(ExecMatvecKernel::BoundedTile, &mut mats, &mut tag)?,
-            if n > 32 { tensor(ExecMatvecKernel::BoundedPanelRg2, &mut mats, &mut tag)? } else { f64::NAN },
-        ];
-        let probe_us = if n <= 8 {
-            [
-                tensor(ExecMatvecKernel::ProbeBoundedRaw, &mut mats, &mut tag)?,
-                tensor(ExecMatvecKernel::ProbeBoundedNoMma, &mut mats, &mut tag)?,
-            ]
-        } else {
-            [f64::NAN; 2]
-        };
-        println!(
-            "{n:>4} | {cublas_us:9.2} | {exact_us:9.2} {:5.2}x | {:10.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:9.2} {:5.2}x | {:12.3}x | {:12.3}x |{tag}",
-            cublas_us / exact_us,
-            tensor_us[0],
-            cublas_us / tensor_us[0],
-            tensor_us[1],
-            cublas_us / tensor_us[1],
-            tensor_us[2],
-            cublas_us / tensor_us[2],
-            tensor_us[3],
-            cublas_us / tensor_us[3],
-            cublas_us / probe_us[0],
-            cublas_us / probe_us[1]
-        );
-        out.push(BatchRow { cublas_us, exact_us, tensor_us, probe_us });
+        }
+        let cell = |us: f64| if us.is_finite() { format!("{us:9.2} {:6.3}x", cublas_us / us) } else { format!("{:>17}", "-") };
+        let mut line = format!("{n:>4} | {cublas_us:9.2} | {} |", cell(exact_us));
+        for us in tensor_us {
+            line += &format!(" {} |", cell(us));
+        }
+        println!("{line}{tag}");
+        out.push(BatchRow { cublas_us, exact_us, tensor_us });
     }
     Ok(out)
 }
@@ -243,10 +228,11 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 /// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
 pub fn batch_summary(rows: &[Vec<BatchRow>]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
-    println!(
-        "{:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
-        "N", "exact", "bounded", "step (bench)", "tile (bench)", "panel-rg2 (bench)", "probe: no decode", "probe: no mma"
-    );
+    let mut head = format!("{:>4} | {:>22} |", "N", "exact");
+    for (label, _, _) in TENSOR {
+        head += &format!(" {label:>22} |");
+    }
+    println!("{head}");
     for (i, n) in BATCHES.iter().enumerate() {
         let col = |f: &dyn Fn(&BatchRow) -> f64| {
             let r: Vec<f64> = rows.iter().filter_map(|s| s.get(i)).map(|b| b.cublas_us / f(b)).filter(|v| v.is_finite()).collect();
@@ -257,16 +243,11 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
-        println!(
-            "{n:>4} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22} | {:>22}",
-            col(&|b| b.exact_us),
-            col(&|b| b.tensor_us[0]),
-            col(&|b| b.tensor_us[1]),
-            col(&|b| b.tensor_us[2]),
-            col(&|b| b.tensor_us[3]),
-            col(&|b| b.probe_us[0]),
-            col(&|b| b.probe_us[1])
-        );
+        let mut line = format!("{n:>4} | {:>22} |", col(&|b| b.exact_us));
+        for j in 0..TENSOR.len() {
+            line += &format!(" {:>22} |", col(&|b| b.tensor_us[j]));
+        }
+        println!("{line}");
     }
 }
 

@@ -1,0 +1,102 @@
+// Execution layout: the strip kernel of the bounded batched matvec on tensor cores (spec 19,
+// 20.15), up to 16 columns per decode. The stream kernel (bench/exec_tensor_stream.cu) copies
+// every item through a cp.async stage in shared memory and reads it back; its probes
+// (docs/gpu-history.md, session 8) put the decode plus the stage reads at 0.95-1.01x of cuBLAS
+// before any mma. As the
+// one-column strip kernel did for batch 1 (exec_matvec_strip.cu, session 12), here each lane loads
+// its words straight from global memory into registers (ld.global.nc, no shared memory, no
+// cp.async):
+// - a CTA of W warps covers one row group of 16 rows and the item columns (128 columns: 4 per
+//   tile, fewer in a short last tile) of one of `splits` equal ranges; warp w takes the range's
+//   item columns w, w + W, ...; each item: the activation fragments of the NT n-tiles, the item's
+//   words and patch-list range, the stream kernel's decode (exec_tc_decode, with the threads'
+//   chunks interleaved: EXEC_TC_INTERLEAVE), the mma;
+// - at the end the warps' partial sums meet in shared memory and are added in warp order (spec 19
+//   allows any order; this one is fixed); with one split, then the bias and the output conversion,
+//   else the f32 sum is written to part[split][n][m] and exec_tensor_panel_sum adds the splits in
+//   order.
+// W and splits come from exec/tensor_strip.rs. Shared memory: W x 16 x 8 NT f32.
+
+template <int NT>
+__device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
+                                              const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
+    constexpr int COLS = NT * 8;
+    extern __shared__ __align__(16) float exec_tcs_red[];
+    // item columns: 4 per tile but none past K16 in a short last tile (as exec_tensor.cu)
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const exec_u32 g = lane >> 2, t = lane & 3u;
+    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;
+    const exec_u32 per = (nitg + splits - 1) / splits;  // the host keeps every split non-empty
+    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);
+    bool rv[2];
+    exec_u32 rbase[2];
+    exec_tc_row_bases(base, gr, M, g, rv, rbase);
+    float acc[NT][4] = {};
+    for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
+        const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
+        // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
+        // past K16 get sm 0 and code 1 (a finite weight that meets x = 0). A variant that loaded
+        // the warp's next item before decoding this one (121-128 registers) was slower on 3 of
+        // the 6 shapes (docs/gpu.md, session 13).
+        uint4 sv[2][2];
+        uint2 cv[2][2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                const exec_u32 kc = c0 + 64u * j + 16u * t;
+                sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+                cv[h][j] = make_uint2(0x11111111u, 0x11111111u);
+                if (rv[h] && kc < K16) {
+                    sv[h][j] = exec_ldg_nc16(sm + m * K16 + kc);
+                    cv[h][j] = exec_ldg_nc8(codes + m * (K16 >> 1) + (kc >> 1));
+                }
+            }
+        }
+        // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
+        const exec_u32* pi = poff + ((exec_u64)gr * CB * 4 + it);
+        const uint2 range = make_uint2(__ldg(pi), __ldg(pi + 1));
+        uint4 xv[NT][4];
+        exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
+        exec_tc_decode<0, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
+                                              [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+                                                  uint4 xa[NT], xb[NT];
+#pragma unroll
+                                                  for (int nt = 0; nt < NT; ++nt) {
+                                                      xa[nt] = xv[nt][2 * j];
+                                                      xb[nt] = xv[nt][2 * j + 1];
+                                                  }
+                                                  exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
+                                              });
+    }
+    exec_tc_store_acc<NT, COLS>(exec_tcs_red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
+    if (splits == 1) {
+        exec_tc_rowgroup_out<16, COLS>(exec_tcs_red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
+        return;
+    }
+    __syncthreads();
+    for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(16 * COLS); idx += blockDim.x) {
+        const exec_u32 r = idx / COLS, n = idx % COLS;
+        const exec_u64 m = (exec_u64)gr * 16 + r;
+        if (m >= M || n >= ncols) continue;
+        float sum = 0.0f;
+        for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, exec_tcs_red[(exec_u64)wi * 16 * COLS + idx]);
+        part[((exec_u64)split * ncols + n) * M + m] = sum;
+    }
+}
+
+// Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
+// partial sums [splits][ncols][M] (unused when splits == 1) and the splits; grid = row groups x
+// splits, at most 16 warps per CTA.
+#define EXEC_TCS(NAME, NT)                                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 1)                                                    \
+        NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
+             float* __restrict__ part, exec_u32 splits) {                                                   \
+        exec_tcs_body<NT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+                                 pent, part, splits);                                                       \
+    }
+
+EXEC_TCS(exec_tensor_strip_n1, 1)
+EXEC_TCS(exec_tensor_strip_n2, 2)

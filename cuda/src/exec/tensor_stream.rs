@@ -1,0 +1,146 @@
+//! Bench: the bounded stream kernel (kernels/bench/exec_tensor_stream.cu), the tensor-core choice
+//! up to 16 columns per decode until session 13, and its ceiling probes: the launch and its plan.
+
+use super::{ExecMatvecKernel, GpuExecMatrix};
+use crate::kernels::EXEC_TC_STAGE;
+use crate::GpuError;
+
+impl GpuExecMatrix {
+    /// The stream kernel (or, for `k` a probe at 8 columns, that probe) on `ncols` (at most 16)
+    /// BF16 columns, `nt` n-tiles of 8 columns.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn stream_launch(
+        &self,
+        k: ExecMatvecKernel,
+        nt: u32,
+        x: u64,
+        ncols: u32,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+    ) -> Result<(), GpuError> {
+        // EXEC_TC: 4 stages of EXEC_TC_STAGE bytes per warp, then the warps' 16 x 8 NT partial sums
+        let (name, nt) = match (k, nt) {
+            (ExecMatvecKernel::ProbeBoundedRaw, 1) => ("bench_exec_tensor_probe_raw_n1", 1u64),
+            (ExecMatvecKernel::ProbeBoundedNoMma, 1) => ("bench_exec_tensor_probe_nomma_n1", 1u64),
+            (_, 1) => ("bench_exec_tensor_stream_n1", 1u64),
+            _ => ("bench_exec_tensor_stream_n2", 2),
+        };
+        let p = self.stream_plan(name, nt)?;
+        self.tensor_args(name, p.grid, 32 * p.warps, p.smem, x, ncols, bias, out_bf16, y, true)
+    }
+
+    /// The stream kernel's plan: [`stream_plan`] with this device's occupancy.
+    fn stream_plan(&self, name: &str, nt: u64) -> Result<StreamPlan, GpuError> {
+        let geo = StreamGeometry { rows: self.shape.rows, col_tiles: self.col_tiles, k16: self.k16, nt };
+        stream_plan(geo, u64::from(self.gpu.sm_count), u64::from(self.gpu.smem_optin), |threads, smem| {
+            self.gpu.ctas_per_sm(name, threads, smem)
+        })
+    }
+}
+
+/// What the stream kernel's plan needs of a matrix and a launch.
+#[derive(Clone, Copy, Debug)]
+struct StreamGeometry {
+    rows: u64,
+    /// Tiles per row (CB).
+    col_tiles: u64,
+    k16: u64,
+    /// n-tiles of 8 columns per decode (1 or 2).
+    nt: u64,
+}
+
+/// A launch of the stream kernel: CTAs of `warps` warps, `grid` CTAs, `smem` dynamic bytes each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct StreamPlan {
+    warps: u32,
+    grid: u32,
+    smem: u32,
+}
+
+/// The stream kernel's CTA size W, grid and shared memory. Its warps split a row group's items
+/// round-robin and CTAs are persistent over row groups, so a warp handles ceil(groups / CTAs) x
+/// ceil(items per group / W) items at most; the plan takes the W (1 to 16, at most the group's
+/// items) that makes this smallest; on a tie the CTA of session 9 (min(tiles per row, 8) warps),
+/// then the fewest rounds of row groups (session 10: 6144x4096 takes W = 16 and 3 rounds of 2 items
+/// per warp instead of W = 8 and 2 rounds of 4; 2560x9728 W = 8 and 10 items instead of 12;
+/// 1000x3000 W = 12 and 2 instead of 4). `ctas_per_sm(threads, smem)` is the device's occupancy.
+fn stream_plan(
+    g: StreamGeometry,
+    sm_count: u64,
+    smem_optin: u64,
+    mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
+) -> Result<StreamPlan, GpuError> {
+    let groups = g.rows.div_ceil(16);
+    // 4 per tile, but none past K16 in a short last tile (kernels/exec_tensor.cu `nitg`)
+    let items = 4 * (g.col_tiles - 1) + (g.k16 - (g.col_tiles - 1) * 512).div_ceil(128);
+    let before = g.col_tiles.clamp(1, 8);
+    // (items per warp, not session 9's CTA, rounds) and the plan
+    let mut best: Option<((u64, bool, u64), StreamPlan)> = None;
+    for w in 1..=16u64.min(items) {
+        // 4 stages of EXEC_TC_STAGE bytes per warp, then the warps' 16 x 8 NT partial sums
+        let smem = w * 4 * u64::from(EXEC_TC_STAGE) + w * 16 * g.nt * 8 * 4;
+        if smem > smem_optin {
+            break;
+        }
+        let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?);
+        let grid = (sm_count * per_sm).min(groups).max(1);
+        let rounds = groups.div_ceil(grid);
+        let key = (rounds * items.div_ceil(w), w != before, rounds);
+        if best.is_none_or(|(b, _)| key < b) {
+            best = Some((key, StreamPlan { warps: w as u32, grid: grid as u32, smem: smem as u32 }));
+        }
+    }
+    best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded stream kernel fits shared memory"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An H200-like device: 132 SMs, 227 KB of opt-in shared memory per CTA and 228 KB per SM (1 KB
+    /// reserved per CTA), 64 K registers at 120 per thread, at most 32 CTAs per SM.
+    fn h200(rows: u64, cols: u64, nt: u64) -> StreamPlan {
+        let k16 = cols.div_ceil(16) * 16;
+        let g = StreamGeometry { rows, col_tiles: cols.div_ceil(512), k16, nt };
+        stream_plan(g, 132, 232_448, |threads, smem| {
+            let by_regs = 65_536 / (120 * threads);
+            let by_smem = 233_472 / (smem + 1024);
+            Ok(by_regs.min(by_smem).min(32))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_plan_balances_items_per_warp() {
+        // 384 row groups: 3 rounds of 2 items per warp beat 2 rounds of 4
+        assert_eq!(h200(6144, 4096, 1), StreamPlan { warps: 16, grid: 132, smem: 16 * 4 * EXEC_TC_STAGE + 16 * 512 });
+        // 160 row groups of 76 items: one round, 10 items per warp instead of 3 tiles (12 items)
+        assert_eq!(h200(2560, 9728, 1).warps, 8);
+        assert_eq!(h200(2560, 9728, 1).grid, 160);
+        // 63 row groups of 24 items (K16 = 3008: the last tile has 4 items)
+        assert_eq!(h200(1000, 3000, 1), StreamPlan { warps: 12, grid: 63, smem: 12 * 4 * EXEC_TC_STAGE + 12 * 512 });
+    }
+
+    #[test]
+    fn ties_keep_the_session_9_cta() {
+        for (m, k) in [(4096, 4096), (4096, 12288), (24576, 4096), (151936, 4096)] {
+            assert_eq!(h200(m, k, 1).warps, 8, "{m}x{k}");
+            assert_eq!(h200(m, k, 2).warps, 8, "{m}x{k}, 16 columns");
+        }
+    }
+
+    #[test]
+    fn small_matrices_never_get_idle_warps() {
+        // one item per row group: one warp per CTA
+        assert_eq!(h200(16, 16, 1).warps, 1);
+        assert_eq!(h200(300, 100, 1), StreamPlan { warps: 1, grid: 19, smem: 4 * EXEC_TC_STAGE + 512 });
+    }
+
+    #[test]
+    fn no_cta_that_fits_is_an_error() {
+        let g = StreamGeometry { rows: 64, col_tiles: 1, k16: 512, nt: 1 };
+        let r = stream_plan(g, 132, 1000, |_, _| Ok(1));
+        assert!(matches!(r, Err(GpuError::Unsupported(_))), "{r:?}");
+    }
+}

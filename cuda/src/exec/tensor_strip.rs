@@ -1,0 +1,174 @@
+//! Launch plan of the bounded strip kernel (kernels/exec_tensor_strip.cu), the tensor-core matvec
+//! of [`ExecMatvecKernel::Bounded`](super::ExecMatvecKernel::Bounded) up to 16 columns per
+//! decode: a CTA of W warps per row group of 16 rows and range of item columns, the ranges
+//! (`splits`) summed by a second kernel where the row groups alone would spread unevenly over the
+//! SMs.
+
+use super::tensor::SplitLaunch;
+use super::GpuExecMatrix;
+use crate::GpuError;
+
+/// Warps per CTA at most (the kernel's launch bounds: 512 threads) and splits at most.
+const MAX_WARPS: u64 = 16;
+const MAX_SPLITS: u64 = 64;
+/// Splits only for matrices of at least this many weights: below, the summing launch (~2 us on
+/// the H200) costs more than the balance gains (session 13: 1000x3000 at 8 columns, 5.3 us with
+/// one split, 6.1 us with two).
+const SPLIT_MIN_WEIGHTS: u64 = 1 << 24;
+/// The most CTAs an SM may run above the average over the SMs, in tenths of that average, before
+/// the items are split (session 13: 2560x9728, 160 row groups on 132 SMs, so 28 SMs run two row
+/// groups and 104 one: 20.5 us at 8 columns with one split, 17.0 us with four; 19456x2560, 1216
+/// row groups, 8.5% above: 33.0 us at 16 columns with one split, 38.6 us with two).
+const MAX_IMBALANCE_TENTHS: u64 = 1;
+
+/// What the plan needs of a matrix and a launch.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TcStripGeometry {
+    pub rows: u64,
+    pub cols: u64,
+    /// Item columns of 128 columns per row group (4 per tile, fewer in a short last tile).
+    pub items: u64,
+    /// n-tiles of 8 columns per decode (1 or 2).
+    pub nt: u64,
+}
+
+/// A launch: CTAs of `warps` warps, `grid` = row groups x `splits` CTAs, `smem` dynamic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TcStripPlan {
+    pub warps: u32,
+    pub splits: u32,
+    pub grid: u32,
+    pub smem: u32,
+}
+
+/// Shared memory of a CTA: the warps' partial sums, W x 16 rows x 8 NT columns of f32.
+pub(super) fn tc_strip_smem(warps: u64, nt: u64) -> u64 {
+    warps * 16 * 8 * nt * 4
+}
+
+/// The splits S: 1, unless the matrix has at least [`SPLIT_MIN_WEIGHTS`] weights and its row
+/// groups spread over the SMs with one SM more than [`MAX_IMBALANCE_TENTHS`] tenths above the
+/// average (ceil(G / SMs) against G / SMs); then the least S (at most `max_splits` and the item columns,
+/// every split non-empty) that brings G x S units within it.
+pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64) -> u64 {
+    let groups = g.rows.div_ceil(16);
+    // ceil(units / SMs) <= (1 + tenths / 10) x units / SMs, in integers
+    let even = |units: u64| 10 * units.div_ceil(sm_count) * sm_count <= (10 + MAX_IMBALANCE_TENTHS) * units;
+    if g.rows * g.cols < SPLIT_MIN_WEIGHTS || even(groups) {
+        return 1;
+    }
+    let mut best = 1;
+    for s in 2..=g.items.min(max_splits) {
+        if (s - 1) * g.items.div_ceil(s) >= g.items {
+            continue; // an empty split
+        }
+        best = s;
+        if even(groups * s) {
+            break;
+        }
+    }
+    best
+}
+
+/// The splits by [`tc_strip_splits`], then W (1 to 16, at most the split's item columns): the CTAs
+/// run in waves of `sm_count x ctas_per_sm(threads, smem)` and a warp runs ceil(items / S / W)
+/// items one after the other, so the plan takes the W with the fewest waves x items per warp, on
+/// a tie the fewest warps (fewer wait at the CTA's barrier).
+pub(super) fn tc_strip_plan(
+    g: TcStripGeometry,
+    sm_count: u64,
+    max_splits: u64,
+    mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
+) -> Result<TcStripPlan, GpuError> {
+    let s = tc_strip_splits(g, sm_count, max_splits);
+    let per = g.items.div_ceil(s).max(1);
+    let units = g.rows.div_ceil(16) * s;
+    let mut best: Option<(u64, TcStripPlan)> = None;
+    for w in 1..=MAX_WARPS.min(per) {
+        let smem = tc_strip_smem(w, g.nt);
+        let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
+        let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
+        if best.is_none_or(|(b, _)| cost < b) {
+            best = Some((cost, TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 }));
+        }
+    }
+    best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded strip kernel"))
+}
+
+impl GpuExecMatrix {
+    /// The strip kernel on `ncols` (at most 16) BF16 columns: [`tc_strip_plan`] with this device's
+    /// occupancy, then the summing kernel where the plan splits the item columns; with `bench`,
+    /// `!split` holds the plan to one split.
+    pub(super) fn tc_strip_launch(&self, split: bool, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let m = self.shape.rows;
+        let nt = u64::from(ncols.div_ceil(8));
+        let name = if nt == 1 { "exec_tensor_strip_n1" } else { "exec_tensor_strip_n2" };
+        let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
+        let max_splits = if split { MAX_SPLITS } else { 1 };
+        let plan = tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
+        let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits };
+        self.split_launch(launch, x, ncols, bias, out_bf16, y)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn geo(rows: u64, cols: u64, ncols: u64) -> TcStripGeometry {
+        let k16 = cols.div_ceil(16) * 16;
+        let cb = cols.div_ceil(512);
+        let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+        TcStripGeometry { rows, cols, items, nt: ncols.div_ceil(8) }
+    }
+
+    /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and
+    /// 64 warps per SM.
+    fn h200(rows: u64, cols: u64, ncols: u64) -> TcStripPlan {
+        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, |threads, _| Ok((65_536 / (96 * threads)).min(32).min(2048 / threads)))
+            .unwrap()
+    }
+
+    #[test]
+    fn uneven_row_groups_split_the_items() {
+        // 160 row groups on 132 SMs: 28 SMs would run two; 3 x 160 = 480 units: 4 per SM against
+        // 3.64, exactly 10% above
+        assert_eq!(h200(2560, 9728, 8).splits, 3);
+        assert_eq!(h200(2560, 9728, 8).grid, 480);
+        // 100 row groups (2^24 weights): 32 SMs idle; 4 x 100 = 400 units, 4 per SM against 3.03
+        // is 32% above, 5 x 100 = 500: 4 against 3.79, 5.6%
+        assert_eq!(h200(1600, 10_486, 8).splits, 5);
+    }
+
+    #[test]
+    fn even_or_small_matrices_do_not_split() {
+        // 256, 384, 1536 and 9496 row groups spread within 10%; 1000x3000 is below 2^24 weights
+        for (m, k) in [(4096, 4096), (6144, 4096), (24576, 4096), (151_936, 4096), (4096, 12288), (1000, 3000)] {
+            assert_eq!(h200(m, k, 16).splits, 1, "{m}x{k}");
+        }
+        // 1216 row groups: ceil(1216 / 132) = 10 against 9.2, 8.5% above
+        assert_eq!(h200(19456, 2560, 8).splits, 1);
+    }
+
+    #[test]
+    fn no_split_is_empty_and_max_splits_holds() {
+        for (m, k) in [(2560, 9728), (300, 70_000), (64, 300_000), (2048, 8200)] {
+            let g = geo(m, k, 8);
+            let s = tc_strip_splits(g, 132, MAX_SPLITS);
+            assert!((s - 1) * g.items.div_ceil(s) < g.items, "{m}x{k}: {s}");
+            assert_eq!(tc_strip_splits(g, 132, 1), 1);
+        }
+    }
+
+    #[test]
+    fn warps_fill_the_waves() {
+        // 63 row groups of 24 item columns (one split): 12 warps, 2 items each
+        let p = h200(1000, 3000, 8);
+        assert_eq!((p.warps, p.grid), (12, 63), "{p:?}");
+        // one item column: one warp
+        assert_eq!(h200(300, 100, 8).warps, 1);
+        // the partial sums fit the default 48 KB at 16 warps and 16 columns
+        assert_eq!(tc_strip_smem(16, 2), 16 * 1024);
+        assert_eq!(u64::from(h200(4096, 4096, 16).smem), tc_strip_smem(u64::from(h200(4096, 4096, 16).warps), 2));
+    }
+}
