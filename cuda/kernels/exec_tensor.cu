@@ -64,17 +64,6 @@ __device__ __forceinline__ void exec_tc_store_acc(float* rw, const float (&acc)[
         for (int i = 0; i < 4; ++i) rw[(row0 + g + 8u * (i >> 1)) * COLS + 8u * nt + 2u * t + (i & 1)] = acc[nt][i];
 }
 
-// A warp's next tile in round-robin order: tiles warp, warp + W, ... of a row group, then the
-// grid's next row group (the step kernel's issue side; the bench's tile kernel keeps the same lines
-// inline, because the call changed its register allocation and it is session 11's timed baseline).
-__device__ __forceinline__ void exec_tc_next_tile(exec_u32& icb, exec_u64& igr, exec_u32 CB, exec_u32 warp, exec_u32 nwarps) {
-    icb += nwarps;
-    if (icb >= CB) {
-        icb = warp;
-        igr += gridDim.x;
-    }
-}
-
 // The 4 mma k-steps over 16 consecutive columns of this thread (k permuted per thread, spec 19),
 // for NT n-tiles: A = its pairs of rows g and g + 8 (w0, w1), B = the same 16 columns of
 // activation column g of n-tile nt (xa[nt]: columns 0..7, xb[nt]: 8..15). The k-step is the outer

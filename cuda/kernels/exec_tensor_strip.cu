@@ -1,5 +1,5 @@
 // Execution layout: the strip kernel of the bounded batched matvec on tensor cores (spec 19,
-// 20.15), up to 16 columns per decode. The stream kernel (bench/exec_tensor_stream.cu) copies
+// 20.15), up to 32 columns per decode. The stream kernel (bench/exec_tensor_stream.cu) copies
 // every item through a cp.async stage in shared memory and reads it back; its probes
 // (docs/gpu-history.md, session 8) put the decode plus the stage reads at 0.95-1.01x of cuBLAS
 // before any mma. As the
@@ -15,9 +15,10 @@
 //   allows any order; this one is fixed); with one split, then the bias and the output conversion,
 //   else the f32 sum is written to part[split][n][m] and exec_tensor_panel_sum adds the splits in
 //   order.
-// W and splits come from exec/tensor_strip.rs. Shared memory: W x 16 x 8 NT f32.
+// W and splits come from exec/tensor_strip.rs. Shared memory: W x 16 x 8 NT f32. NT = 1, 2, 4:
+// 8, 16, 32 columns per decode.
 
-template <int NT>
+template <int NT, bool XCHUNK>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     constexpr int COLS = NT * 8;
@@ -58,15 +59,23 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
         const exec_u32* pi = poff + ((exec_u64)gr * CB * 4 + it);
         const uint2 range = make_uint2(__ldg(pi), __ldg(pi + 1));
-        uint4 xv[NT][4];
-        exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
+        // the activation fragments: the item's (both chunks) before the decode, or with XCHUNK
+        // each chunk's as its mma need them (at 32 columns, 64 registers for the item's would not
+        // fit beside the words and the accumulators)
+        constexpr int XN = XCHUNK ? 1 : NT;
+        uint4 xv[XN][4];
+        if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
         exec_tc_decode<0, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
                                               [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
                                                   uint4 xa[NT], xb[NT];
+                                                  if constexpr (!XCHUNK) {
 #pragma unroll
-                                                  for (int nt = 0; nt < NT; ++nt) {
-                                                      xa[nt] = xv[nt][2 * j];
-                                                      xb[nt] = xv[nt][2 * j + 1];
+                                                      for (int nt = 0; nt < NT; ++nt) {
+                                                          xa[nt] = xv[nt][2 * j];
+                                                          xb[nt] = xv[nt][2 * j + 1];
+                                                      }
+                                                  } else {
+                                                      exec_load_b<NT>(x, ldx, ncols, K16, c0 + 64u * j + 16u * t, g, xa, xb);
                                                   }
                                                   exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
                                               });
@@ -90,13 +99,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
 // partial sums [splits][ncols][M] (unused when splits == 1) and the splits; grid = row groups x
 // splits, at most 16 warps per CTA.
-#define EXEC_TCS(NAME, NT)                                                                          \
+#define EXEC_TCS(NAME, NT, XCHUNK)                                                                          \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+        exec_tcs_body<NT, XCHUNK>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
                                  pent, part, splits);                                                       \
     }
 
-EXEC_TCS(exec_tensor_strip_n1, 1)
-EXEC_TCS(exec_tensor_strip_n2, 2)
+EXEC_TCS(exec_tensor_strip_n1, 1, false)
+EXEC_TCS(exec_tensor_strip_n2, 2, false)
+EXEC_TCS(exec_tensor_strip_n4, 4, true)

@@ -32,7 +32,6 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec_strip.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_panel.cu"),
-    include_str!("../kernels/exec_tensor_step.cu"),
     include_str!("../kernels/exec_tensor_strip.cu"),
     include_str!("../kernels/exec_dequant.cu"),
 );
@@ -48,6 +47,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_stream.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_panel_rg2.cu"),
+    include_str!("../kernels/bench/exec_tensor_variants.cu"),
 );
 
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
@@ -166,16 +166,15 @@ pub const PRODUCTION: [(&str, u32); 56] = [
     ("exec_matvec_strip_w1", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
-    // Bounded matvec on tensor cores: the step kernel, 32 columns per decode
-    // (exec_tensor_step.cu), the panel kernel, 64, and the sum of partial sums of split launches
-    // (exec_tensor_panel.cu).
-    ("exec_tensor_step_n4", SMEM_OPTIN),
+    // Bounded matvec on tensor cores: the panel kernel, 64 columns per decode, and the sum of
+    // partial sums of split launches (exec_tensor_panel.cu).
     ("exec_tensor_panel_n8", SMEM_OPTIN),
     ("exec_tensor_panel_sum", 0),
-    // Bounded matvec on tensor cores, up to 16 columns per decode: the strip kernel, 8 or 16
+    // Bounded matvec on tensor cores, up to 32 columns per decode: the strip kernel, 8, 16 or 32
     // columns (exec_tensor_strip.cu).
     ("exec_tensor_strip_n1", 0),
     ("exec_tensor_strip_n2", 0),
+    ("exec_tensor_strip_n4", 0),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -188,7 +187,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 38] = [
+pub const BENCH: [(&str, u32); 40] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -216,7 +215,8 @@ pub const BENCH: [(&str, u32); 38] = [
     ("bench_probe_read_write", 0),
     // The uncompressed fp8 baseline.
     ("bench_fp8_native_matvec", 0),
-    // The execution layout's step kernel at 16 columns per decode (exec_tensor_step.cu).
+    // The execution layout's step kernel at 32 and 16 columns per decode (exec_tensor_step.cu).
+    ("bench_exec_tensor_step_n4", SMEM_OPTIN),
     ("bench_exec_tensor_step_n2", SMEM_OPTIN),
     // Ceiling probes of the lean one-column matvec: no decode, loads only (not exact).
     ("bench_exec_probe_nodecode_d4", SMEM_OPTIN),
@@ -242,6 +242,8 @@ pub const BENCH: [(&str, u32); 38] = [
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
     // The panel kernel with 2 row groups per warp (exec_tensor_panel_rg2.cu).
     ("bench_exec_tensor_panel_rg2_n8", SMEM_OPTIN),
+    // The strip kernel at 16 columns with activations loaded per chunk (exec_tensor_variants.cu).
+    ("bench_exec_tensor_strip_n2_xchunk", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -20,7 +20,7 @@ mod select;
 mod strip;
 mod tensor;
 #[cfg(feature = "bench")]
-mod tensor_stream;
+mod tensor_bench;
 mod tensor_strip;
 #[cfg(feature = "bench")]
 mod variant;

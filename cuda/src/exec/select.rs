@@ -81,14 +81,18 @@ pub enum ExecMatvecKernel {
     /// every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
-    /// Bench: the step kernel (kernels/exec_tensor_step.cu, items of 16 rows x 64 columns) up to
-    /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel.
+    /// Bench: the step kernel (kernels/bench/exec_tensor_step.cu, items of 16 rows x 64 columns) up to
+    /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel,
+    /// and at 17..32 columns until session 13.
     #[cfg(feature = "bench")]
     BoundedStep,
-    /// Bench: [`ExecMatvecKernel::Bounded`] up to 16 columns per decode with the strip kernel held
-    /// to one split of the item columns (no summing launch).
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel held
+    /// to one split of the item columns (no summing launch); at 9..16 columns, with the strip
+    /// kernel's variant that loads each chunk's activations as its mma need them.
     #[cfg(feature = "bench")]
     VarTcStripNoSplit,
+    #[cfg(feature = "bench")]
+    VarTcStripXChunk,
     /// Bench: the panel kernel with 2 row groups per warp (kernels/bench/exec_tensor_panel_rg2.cu)
     /// for 33..64 columns per decode; the production choice below.
     #[cfg(feature = "bench")]
@@ -127,6 +131,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripNoSplit,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripXChunk,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -170,6 +176,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -230,6 +238,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedStep
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
+            | ExecMatvecKernel::VarTcStripXChunk
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma

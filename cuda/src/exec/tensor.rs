@@ -1,27 +1,28 @@
-//! The bounded matvec (spec 19 on the execution layout, spec 20.15.3) on tensor cores: launch
-//! plans of the kernels in kernels/exec_tensor.cu and exec_tensor_step.cu (the panel kernel's in
-//! `panel`, the bench's tile kernel here). BF16 activations only; `run` routes here.
+//! The bounded matvec (spec 19 on the execution layout, spec 20.15.3) on tensor cores: the choice
+//! of kernel family per launch and the launch of the kernels that split a row's items over CTAs
+//! (the strip kernel's plan in `tensor_strip`, the panel kernel's in `panel`, the bench's
+//! superseded kernels in `tensor_bench`). BF16 activations only; `run` routes here.
 
 use super::panel::PANEL_SMEM;
 use super::{ExecMatvecKernel, GpuExecMatrix};
-#[cfg(feature = "bench")]
-use crate::kernels::EXEC_TENSOR_STAGE;
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 /// The tensor-core kernel families of kernels/exec_tensor.cu, exec_tensor_strip.cu,
-/// exec_tensor_step.cu, exec_tensor_panel.cu and, with `bench`, bench/exec_tensor_tile.cu.
+/// exec_tensor_panel.cu and, with `bench`, bench/exec_tensor_step.cu, exec_tensor_stream.cu and
+/// exec_tensor_tile.cu.
 enum TensorFamily {
-    /// `exec_tensor_strip_n*`: the stream kernel's items loaded straight into registers, up to 16
+    /// `exec_tensor_strip_n*`: the stream kernel's items loaded straight into registers, up to 32
     /// columns per decode; `split`: the plan may split a row group's item columns over CTAs
-    /// (false: bench, one split).
-    Strip { split: bool },
+    /// (false: bench, one split); `xchunk` (bench, 16 columns): activations loaded per chunk.
+    Strip { split: bool, xchunk: bool },
     /// Bench: `bench_exec_tensor_stream_n*`, items of 16 rows x 128 columns through a cp.async
     /// stage, up to 16 columns per decode (the choice until session 13), and its probes.
     #[cfg(feature = "bench")]
     Stream,
-    /// `exec_tensor_step_n4`: items of 16 rows x 64 columns, 32 columns per decode (and, with
-    /// `bench`, `bench_exec_tensor_step_n2` at 16).
+    /// Bench: `bench_exec_tensor_step_n4`, items of 16 rows x 64 columns, 32 columns per decode
+    /// (the choice at 17..32 until session 13), and `bench_exec_tensor_step_n2` at 16.
+    #[cfg(feature = "bench")]
     Step,
     /// `exec_tensor_panel_n8`: CTAs of 8 row groups sharing staged activations, 64 columns per
     /// decode (exec/panel.rs); with `bench`, 2 row groups per warp where `rg2`.
@@ -60,8 +61,8 @@ impl GpuExecMatrix {
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
-        // Measured (docs/gpu.md, "Execution layout"): the strip kernel up to 16 columns per decode
-        // (session 13), the step kernel at 32, the panel kernel at 64 (session 11).
+        // Measured (docs/gpu.md, "Execution layout"): the strip kernel up to 32 columns per decode
+        // (session 13), the panel kernel at 64 (session 11).
         let family = match k {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStream | ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma if nt <= 2 => {
@@ -74,86 +75,28 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel { rg2: true },
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripNoSplit if nt <= 2 => TensorFamily::Strip { split: false },
-            _ if nt <= 2 => TensorFamily::Strip { split: true },
-            _ if nt == 4 => TensorFamily::Step,
+            ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip { split: false, xchunk: false },
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip { split: true, xchunk: true },
+            _ if nt <= 4 => TensorFamily::Strip { split: true, xchunk: false },
             _ => TensorFamily::Panel { rg2: false },
         };
-        let warps = self.col_tiles.clamp(1, 8);
-        let (name, smem) = match family {
-            TensorFamily::Panel { rg2 } => return self.panel_launch(rg2, x, ncols, bias, out_bf16, y),
-            TensorFamily::Strip { split } => return self.tc_strip_launch(split, x, ncols, bias, out_bf16, y),
+        match family {
+            TensorFamily::Panel { rg2 } => self.panel_launch(rg2, x, ncols, bias, out_bf16, y),
+            TensorFamily::Strip { split, xchunk } => self.tc_strip_launch(split, xchunk, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
-            TensorFamily::Stream => return self.stream_launch(k, nt, x, ncols, bias, out_bf16, y),
-            TensorFamily::Step => {
-                // kernels/exec_tensor_step.cu EXEC_MMAS: 4 stages of 1600 bytes per warp, then the
-                // partial sums; 16 columns only with `bench` (ExecMatvecKernel::BoundedStep)
-                let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("exec_tensor_step_n4", 4u64) };
-                (name, warps * 4 * 1600 + warps * 16 * nt * 8 * 4)
-            }
+            TensorFamily::Stream => self.stream_launch(k, nt, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
-            TensorFamily::Tile => {
-                let (name, nt) = match nt {
-                    1 => ("bench_exec_tensor_tile_n1", 1u64),
-                    2 => ("bench_exec_tensor_tile_n2", 2),
-                    4 => ("bench_exec_tensor_tile_n4", 4),
-                    _ => ("bench_exec_tensor_tile_n8", 8),
-                };
-                let optin = u64::from(self.gpu.smem_optin);
-                let smem = |w: u64| w * 2 * u64::from(EXEC_TENSOR_STAGE) + w * 16 * nt * 8 * 4;
-                let mut w = warps;
-                while w > 1 && smem(w) > optin {
-                    w /= 2;
-                }
-                let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(w) as u32)?);
-                let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-                return self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y, false);
-            }
-        };
-        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
-        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
-        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, false)
+            TensorFamily::Step => self.step_launch(nt, x, ncols, bias, out_bf16, y),
+            #[cfg(feature = "bench")]
+            TensorFamily::Tile => self.tile_launch(nt, x, ncols, bias, out_bf16, y),
+        }
     }
 
     /// Item columns of 128 columns per row group: 4 per tile, none past K16 in a short last tile
     /// (kernels/exec_tensor.cu and exec_tensor_strip.cu `nitg`).
     pub(super) fn item_columns(&self) -> u64 {
         4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128)
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn tensor_args(
-        &self,
-        name: &str,
-        grid: u32,
-        threads: u32,
-        smem: u32,
-        x: u64,
-        ncols: u32,
-        bias: u64,
-        out_bf16: i32,
-        y: u64,
-        list: bool,
-    ) -> Result<(), GpuError> {
-        let s = &self.gpu.stream;
-        let f = self.ptrs();
-        let (poff, _go) = self.derived.plist_off.device_ptr(s);
-        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
-        let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
-        let mut b = s.launch_builder(self.gpu.function(name)?);
-        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
-        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
-        if list {
-            b.arg(&poff).arg(&pent);
-        }
-        // SAFETY: the argument list matches EXEC_TC_PROBE (bench/exec_tensor_stream.cu, with the
-        // patch list: `list` is set for the stream family only), EXEC_MM3 (bench/exec_tensor_tile.cu) or
-        // EXEC_MMAS (exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
-        // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
-        // shared memory within the device's opt-in limit.
-        unsafe { b.launch(cfg) }?;
-        Ok(())
     }
 }
 

@@ -1,5 +1,5 @@
 //! Launch plan of the bounded strip kernel (kernels/exec_tensor_strip.cu), the tensor-core matvec
-//! of [`ExecMatvecKernel::Bounded`](super::ExecMatvecKernel::Bounded) up to 16 columns per
+//! of [`ExecMatvecKernel::Bounded`](super::ExecMatvecKernel::Bounded) up to 32 columns per
 //! decode: a CTA of W warps per row group of 16 rows and range of item columns, the ranges
 //! (`splits`) summed by a second kernel where the row groups alone would spread unevenly over the
 //! SMs.
@@ -28,7 +28,7 @@ pub(super) struct TcStripGeometry {
     pub cols: u64,
     /// Item columns of 128 columns per row group (4 per tile, fewer in a short last tile).
     pub items: u64,
-    /// n-tiles of 8 columns per decode (1 or 2).
+    /// n-tiles of 8 columns per decode (1, 2 or 4).
     pub nt: u64,
 }
 
@@ -41,7 +41,8 @@ pub(super) struct TcStripPlan {
     pub smem: u32,
 }
 
-/// Shared memory of a CTA: the warps' partial sums, W x 16 rows x 8 NT columns of f32.
+/// Shared memory of a CTA: the warps' partial sums, W x 16 rows x 8 NT columns of f32 (at most
+/// 32 KB: 16 warps, NT = 4).
 pub(super) fn tc_strip_smem(warps: u64, nt: u64) -> u64 {
     warps * 16 * 8 * nt * 4
 }
@@ -96,13 +97,29 @@ pub(super) fn tc_strip_plan(
 }
 
 impl GpuExecMatrix {
-    /// The strip kernel on `ncols` (at most 16) BF16 columns: [`tc_strip_plan`] with this device's
+    /// The strip kernel on `ncols` (at most 32) BF16 columns: [`tc_strip_plan`] with this device's
     /// occupancy, then the summing kernel where the plan splits the item columns; with `bench`,
-    /// `!split` holds the plan to one split.
-    pub(super) fn tc_strip_launch(&self, split: bool, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+    /// `!split` holds the plan to one split and `xchunk` takes the variant that loads activations
+    /// per chunk (16 columns).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tc_strip_launch(
+        &self,
+        split: bool,
+        xchunk: bool,
+        x: u64,
+        ncols: u32,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+    ) -> Result<(), GpuError> {
         let m = self.shape.rows;
-        let nt = u64::from(ncols.div_ceil(8));
-        let name = if nt == 1 { "exec_tensor_strip_n1" } else { "exec_tensor_strip_n2" };
+        let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
+        let name = match (nt, xchunk) {
+            (1, _) => "exec_tensor_strip_n1",
+            (2, false) => "exec_tensor_strip_n2",
+            (2, true) => "bench_exec_tensor_strip_n2_xchunk",
+            _ => "exec_tensor_strip_n4",
+        };
         let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
         let max_splits = if split { MAX_SPLITS } else { 1 };
         let plan = tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
@@ -169,6 +186,7 @@ mod tests {
         assert_eq!(h200(300, 100, 8).warps, 1);
         // the partial sums fit the default 48 KB at 16 warps and 16 columns
         assert_eq!(tc_strip_smem(16, 2), 16 * 1024);
+        assert_eq!(tc_strip_smem(MAX_WARPS, 4), 32 * 1024);
         assert_eq!(u64::from(h200(4096, 4096, 16).smem), tc_strip_smem(u64::from(h200(4096, 4096, 16).warps), 2));
     }
 }

@@ -127,15 +127,17 @@ pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
-/// choice (`bounded`: the strip kernel to 16 columns, the step kernel at 32, the panel kernel at
-/// 64), the stream kernel (the choice to 16 columns before session 13), the strip kernel held to
-/// one split, the step kernel to 32 columns, the tile kernel, the panel kernel with 2
+/// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
+/// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
+/// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
+/// session 13) to 32 columns, the tile kernel, the panel kernel with 2
 /// row groups per warp, and the stream kernel's ceiling probes (no decode; decode without mma;
 /// timed, never checked).
-pub const TENSOR: [TensorRun; 8] = [
+pub const TENSOR: [TensorRun; 9] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
-    ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 16),
+    ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
+    ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
     ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
     ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
     ("panel-rg2 (bench)", ExecMatvecKernel::BoundedPanelRg2, |n| n > 32),

@@ -118,15 +118,18 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             }
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
-        // the production choice on up to 16 columns (the strip kernel) and on 17..64 (the step
-        // and panel kernels), the stream kernel, the strip kernel held to one split, the bench's
-        // panel kernel with 2 row groups per warp on 33..64
+        // the production choice on up to 32 columns (the strip kernel) and on 33..64 (the panel
+        // kernel), the stream kernel, the strip kernel held to one split and its variant that
+        // loads activations per chunk, the step kernel, the bench's panel kernel with 2 row groups
+        // per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
         let runs = [
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
             (ExecMatvecKernel::Bounded, wide),
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
-            (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 7, 12][i % 4]),
+            (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
+            (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
+            (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
         ];
         let dec = DecodedMatrix {

@@ -1,9 +1,13 @@
-//! Bench: the bounded stream kernel (kernels/bench/exec_tensor_stream.cu), the tensor-core choice
-//! up to 16 columns per decode until session 13, and its ceiling probes: the launch and its plan.
+//! Bench: the superseded tensor-core kernels of the bounded matvec and their launches: the stream
+//! kernel (kernels/bench/exec_tensor_stream.cu, the choice up to 16 columns per decode until
+//! session 13) with its plan and its ceiling probes, the step kernel (bench/exec_tensor_step.cu,
+//! the choice at 17..32 until session 13) and the tile kernel (bench/exec_tensor_tile.cu, the
+//! choice at 64 until session 11).
 
 use super::{ExecMatvecKernel, GpuExecMatrix};
-use crate::kernels::EXEC_TC_STAGE;
+use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
 use crate::GpuError;
+use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 impl GpuExecMatrix {
     /// The stream kernel (or, for `k` a probe at 8 columns, that probe) on `ncols` (at most 16)
@@ -28,6 +32,74 @@ impl GpuExecMatrix {
         };
         let p = self.stream_plan(name, nt)?;
         self.tensor_args(name, p.grid, 32 * p.warps, p.smem, x, ncols, bias, out_bf16, y, true)
+    }
+
+    /// The step kernel on `ncols` (at most 32) columns, `nt` n-tiles: EXEC_MMAS, 4 stages of 1600
+    /// bytes per warp, then the partial sums; CTAs of up to 8 warps, persistent over row groups.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn step_launch(&self, nt: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let warps = self.col_tiles.clamp(1, 8);
+        let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("bench_exec_tensor_step_n4", 4u64) };
+        let smem = warps * 4 * 1600 + warps * 16 * nt * 8 * 4;
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * warps as u32, smem as u32)?);
+        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+        self.tensor_args(name, grid, 32 * warps as u32, smem as u32, x, ncols, bias, out_bf16, y, false)
+    }
+
+    /// The tile kernel on `ncols` (at most 64) columns, `nt` n-tiles: a whole tile per item, 2
+    /// stages per warp, as many warps (up to 8) as shared memory allows.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tile_launch(&self, nt: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let (name, nt) = match nt {
+            1 => ("bench_exec_tensor_tile_n1", 1u64),
+            2 => ("bench_exec_tensor_tile_n2", 2),
+            4 => ("bench_exec_tensor_tile_n4", 4),
+            _ => ("bench_exec_tensor_tile_n8", 8),
+        };
+        let optin = u64::from(self.gpu.smem_optin);
+        let smem = |w: u64| w * 2 * u64::from(EXEC_TENSOR_STAGE) + w * 16 * nt * 8 * 4;
+        let mut w = self.col_tiles.clamp(1, 8);
+        while w > 1 && smem(w) > optin {
+            w /= 2;
+        }
+        let per_sm = u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(w) as u32)?);
+        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(self.shape.rows.div_ceil(16)).max(1) as u32;
+        self.tensor_args(name, grid, 32 * w as u32, smem(w) as u32, x, ncols, bias, out_bf16, y, false)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn tensor_args(
+        &self,
+        name: &str,
+        grid: u32,
+        threads: u32,
+        smem: u32,
+        x: u64,
+        ncols: u32,
+        bias: u64,
+        out_bf16: i32,
+        y: u64,
+        list: bool,
+    ) -> Result<(), GpuError> {
+        let s = &self.gpu.stream;
+        let f = self.ptrs();
+        let (poff, _go) = self.derived.plist_off.device_ptr(s);
+        let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
+        let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
+        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (threads, 1, 1), shared_mem_bytes: smem };
+        let mut b = s.launch_builder(self.gpu.function(name)?);
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
+        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+        if list {
+            b.arg(&poff).arg(&pent);
+        }
+        // SAFETY: the argument list matches EXEC_TC_PROBE (bench/exec_tensor_stream.cu, with the
+        // patch list: `list` is set for the stream family only), EXEC_MM3 (bench/exec_tensor_tile.cu) or
+        // EXEC_MMAS (bench/exec_tensor_step.cu); x holds ncols vectors of K16 BF16 activations, y ncols x
+        // M outputs, bias M values or null; the patch list is the matrix's own (exec/derived.rs);
+        // shared memory within the device's opt-in limit.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
     }
 
     /// The stream kernel's plan: [`stream_plan`] with this device's occupancy.
