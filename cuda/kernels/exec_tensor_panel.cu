@@ -29,8 +29,8 @@ __device__ __forceinline__ void exec_cp16z(exec_u32 dst, const void* src, bool v
                  : "memory");
 }
 
-// RG row groups per warp (a panel of W x RG row groups): 1 in production; 2 (bench) decodes both
-// groups' chunk before the mma, so each activation fragment read from shared memory feeds 2 mma.
+// RG row groups per warp (a panel of W x RG row groups): 1, or 2, which decodes both groups' chunk
+// before the mma, so each activation fragment read from shared memory feeds 2 mma.
 template <int NT, int D, int RG = 1>
 __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                              const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
@@ -174,6 +174,10 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
     }
 
 EXEC_PN(exec_tensor_panel_n8, 8, 4, 1)
+// 2 row groups per warp (panels of 16 row groups, 3 stages of 66 KB): each activation fragment
+// read from shared memory feeds 2 mma, and a CTA barrier covers twice the weights (session 11:
+// +7% at 64 columns where its panels fill the device; exec/panel.rs chooses).
+EXEC_PN(exec_tensor_panel_rg2_n8, 8, 3, 2)
 
 // The panel kernel's outputs where splits > 1: y[n][m] = the partial sums of splits 0, 1, ... added
 // in that order, then the bias, then the conversion (BF16 by RNE, spec 15.4.6). Grid (ceil(M /

@@ -46,7 +46,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_matvec_variants.cu"),
     include_str!("../kernels/bench/exec_tensor_stream.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
-    include_str!("../kernels/bench/exec_tensor_panel_rg2.cu"),
     include_str!("../kernels/bench/exec_tensor_variants.cu"),
 );
 
@@ -104,7 +103,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 56] = [
+pub const PRODUCTION: [(&str, u32); 57] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -166,9 +165,10 @@ pub const PRODUCTION: [(&str, u32); 56] = [
     ("exec_matvec_strip_w1", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
-    // Bounded matvec on tensor cores: the panel kernel, 64 columns per decode, and the sum of
-    // partial sums of split launches (exec_tensor_panel.cu).
+    // Bounded matvec on tensor cores: the panel kernel, 64 columns per decode, with 1 or 2 row
+    // groups per warp, and the sum of partial sums of split launches (exec_tensor_panel.cu).
     ("exec_tensor_panel_n8", SMEM_OPTIN),
+    ("exec_tensor_panel_rg2_n8", SMEM_OPTIN),
     ("exec_tensor_panel_sum", 0),
     // Bounded matvec on tensor cores, up to 32 columns per decode: the strip kernel, 8, 16 or 32
     // columns (exec_tensor_strip.cu).
@@ -187,7 +187,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 40] = [
+pub const BENCH: [(&str, u32); 39] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -240,8 +240,6 @@ pub const BENCH: [(&str, u32); 40] = [
     ("bench_exec_tensor_tile_n2", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n4", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
-    // The panel kernel with 2 row groups per warp (exec_tensor_panel_rg2.cu).
-    ("bench_exec_tensor_panel_rg2_n8", SMEM_OPTIN),
     // The strip kernel at 16 columns with activations loaded per chunk (exec_tensor_variants.cu).
     ("bench_exec_tensor_strip_n2_xchunk", 0),
 ];

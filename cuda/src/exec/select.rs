@@ -93,8 +93,11 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench: the panel kernel with 2 row groups per warp (kernels/bench/exec_tensor_panel_rg2.cu)
-    /// for 33..64 columns per decode; the production choice below.
+    /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
+    /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
+    /// faster.
+    #[cfg(feature = "bench")]
+    BoundedPanelRg1,
     #[cfg(feature = "bench")]
     BoundedPanelRg2,
 }
@@ -127,6 +130,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::RowsNoPrefetch,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStep,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedPanelRg1,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedPanelRg2,
         #[cfg(feature = "bench")]
@@ -172,6 +177,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::RowsNoPrefetch => "rows-noprefetch",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep => "bounded-step",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedPanelRg1 => "bounded-panel-rg1",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 => "bounded-panel-rg2",
             #[cfg(feature = "bench")]
@@ -236,6 +243,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
+            | ExecMatvecKernel::BoundedPanelRg1
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk

@@ -3,7 +3,7 @@
 //! (the strip kernel's plan in `tensor_strip`, the panel kernel's in `panel`, the bench's
 //! superseded kernels in `tensor_bench`). BF16 activations only; `run` routes here.
 
-use super::panel::PANEL_SMEM;
+use super::panel::{PanelRows, PANEL_SMEM};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
@@ -25,8 +25,8 @@ enum TensorFamily {
     #[cfg(feature = "bench")]
     Step,
     /// `exec_tensor_panel_n8`: CTAs of 8 row groups sharing staged activations, 64 columns per
-    /// decode (exec/panel.rs); with `bench`, 2 row groups per warp where `rg2`.
-    Panel { rg2: bool },
+    /// decode, 1 or 2 row groups per warp (exec/panel.rs).
+    Panel(PanelRows),
     /// Bench: `bench_exec_tensor_tile_n*`, a whole tile per item, up to 64 columns per decode.
     #[cfg(feature = "bench")]
     Tile,
@@ -73,16 +73,18 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel { rg2: true },
+            ExecMatvecKernel::BoundedPanelRg1 if nt == 8 => TensorFamily::Panel(PanelRows::One),
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel(PanelRows::Two),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip { split: false, xchunk: false },
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip { split: true, xchunk: true },
             _ if nt <= 4 => TensorFamily::Strip { split: true, xchunk: false },
-            _ => TensorFamily::Panel { rg2: false },
+            _ => TensorFamily::Panel(PanelRows::Auto),
         };
         match family {
-            TensorFamily::Panel { rg2 } => self.panel_launch(rg2, x, ncols, bias, out_bf16, y),
+            TensorFamily::Panel(rows) => self.panel_launch(rows, x, ncols, bias, out_bf16, y),
             TensorFamily::Strip { split, xchunk } => self.tc_strip_launch(split, xchunk, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
             TensorFamily::Stream => self.stream_launch(k, nt, x, ncols, bias, out_bf16, y),

@@ -120,8 +120,8 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
         // the production choice on up to 32 columns (the strip kernel) and on 33..64 (the panel
         // kernel), the stream kernel, the strip kernel held to one split and its variant that
-        // loads activations per chunk, the step kernel, the bench's panel kernel with 2 row groups
-        // per warp on 33..64
+        // loads activations per chunk, the step kernel, the panel kernel held to 1 and to 2 row
+        // groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
         let runs = [
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
@@ -130,6 +130,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
+            (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
         ];
         let dec = DecodedMatrix {
