@@ -5,14 +5,14 @@
 // each thread feeds 16 consecutive columns it decoded itself (columns k0 + 4q + {0,1} and
 // + {2,3} for k-step q, A and B alike). This file holds what the kernel families share; the
 // families: the strip kernel (exec_tensor_strip.cu: items of 16 rows x 128 columns loaded straight
-// into registers; up to 16 columns per decode), the step kernel (exec_tensor_step.cu, 16 x 64; 32)
-// and the panel kernel (exec_tensor_panel.cu, the same items through a cp.async stage, 8 row
-// groups per CTA sharing activations staged in shared memory; 64); with `bench`, the stream kernel
-// (bench/exec_tensor_stream.cu: the items through a stage, one row group per CTA; 16 columns until
-// session 13). Escapes: every pair is decoded by the fast path, then the pairs holding a code 0 or
-// 15 are rewritten: from the derived patch list in the strip, stream and panel kernels, by
-// exec_patch_pairs in the step kernel (escape order inside a tile: the items, then the threads t,
-// then the thread's columns).
+// into registers; up to 32 columns per decode) and the panel kernel (exec_tensor_panel.cu, the
+// same items through a cp.async stage, 8 or 16 row groups per CTA sharing activations staged in
+// shared memory; 64); with `bench`, the stream kernel (bench/exec_tensor_stream.cu: the items
+// through a stage, one row group per CTA; 16 columns until session 13) and the step kernel
+// (bench/exec_tensor_step.cu, 16 x 64; 32 until session 13). Escapes: every pair is decoded by the
+// fast path, then the pairs holding a code 0 or 15 are rewritten: from the derived patch list in
+// the strip, stream and panel kernels, by exec_patch_pairs in the step kernel (escape order inside
+// a tile: the items, then the threads t, then the thread's columns).
 
 // The offset in `esc` of this thread's first code-15 weight in the item: the tile's first escape
 // (tesc, read by thread t = 0 of the row), the escapes of the tile's earlier items (rel, advanced

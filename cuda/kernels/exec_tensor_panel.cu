@@ -1,5 +1,5 @@
 // Execution layout: the panel kernel of the bounded batched matvec on tensor cores (spec 19, 20.15),
-// used for 33..64 columns per decode. The stream, step and tile kernels load each warp's
+// used for 33..64 columns per decode. The stream, step, tile and strip kernels load each warp's
 // activation fragments from L1/L2 (N / 8 bytes per weight: 8 at N = 64, mostly L2 hits at K =
 // 4096: the tile kernel's L1 hit rate was 47% on 6144x4096); here a CTA of EXEC_PN_WARPS warps
 // stages the activations of one item's 128 columns in shared memory once, beside its warps' items
@@ -9,8 +9,8 @@
 // panel x one of `splits` equal ranges of its items (exec/panel.rs `panel_plan`); with splits > 1
 // the units write f32 partial sums and exec_tensor_panel_sum adds them in split order (spec 19
 // allows any order; this one is fixed), then the bias and the conversion. Same operand mapping,
-// k permutation, item decode and patch list as the stream kernel (exec_tensor.cu:
-// exec_tc_rows, exec_tc_copy_item, exec_tc_item).
+// k permutation, item decode and patch list as the strip and stream kernels (exec_tensor.cu:
+// exec_tc_rows, exec_tc_copy_item, exec_tc_item, exec_tc_decode).
 
 #define EXEC_PN_WARPS 8
 

@@ -2,10 +2,9 @@
 // 20.15), up to 32 columns per decode. The stream kernel (bench/exec_tensor_stream.cu) copies
 // every item through a cp.async stage in shared memory and reads it back; its probes
 // (docs/gpu-history.md, session 8) put the decode plus the stage reads at 0.95-1.01x of cuBLAS
-// before any mma. As the
-// one-column strip kernel did for batch 1 (exec_matvec_strip.cu, session 12), here each lane loads
-// its words straight from global memory into registers (ld.global.nc, no shared memory, no
-// cp.async):
+// before any mma. As the one-column strip kernel did for batch 1 (exec_matvec_strip.cu, session
+// 12), here each lane loads its words straight from global memory into registers (ld.global.nc,
+// no shared memory, no cp.async):
 // - a CTA of W warps covers one row group of 16 rows and the item columns (128 columns: 4 per
 //   tile, fewer in a short last tile) of one of `splits` equal ranges; warp w takes the range's
 //   item columns w, w + W, ...; each item: the activation fragments of the NT n-tiles, the item's

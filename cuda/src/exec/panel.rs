@@ -1,8 +1,8 @@
 //! The panel kernel of the bounded matvec, 33..64 columns per decode (kernels/exec_tensor_panel.cu):
-//! CTAs of [`PANEL_WARPS`] warps, a panel of 8 row groups of 16 rows sharing each item's
-//! activations through shared memory; a row's items split into `splits` ranges across CTAs where
-//! the panels alone would leave SMs idle, the f32 partial sums then added in split order by a
-//! second kernel.
+//! CTAs of [`PANEL_WARPS`] warps, a panel of 8 row groups of 16 rows (16 with 2 row groups per
+//! warp, where the plan models that faster) sharing each item's activations through shared
+//! memory; a row's items split into `splits` ranges across CTAs where the panels alone would leave
+//! SMs idle, the f32 partial sums then added in split order by a second kernel.
 
 use super::tensor::SplitLaunch;
 use super::GpuExecMatrix;
