@@ -65,8 +65,8 @@ pub enum ExecMatvecKernel {
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the strip kernel (items of 16 rows x 128
     /// columns loaded straight into registers, a row group's item columns split over CTAs where
-    /// the row groups alone would leave the device idle) up to 16 columns per decode, the step kernel (16 x 64) at 32, the panel kernel (CTAs of 8 row
-    /// groups sharing staged activations) at 64.
+    /// the row groups alone would spread unevenly over the SMs) up to 32 columns per decode, the
+    /// panel kernel (CTAs of 8 warps sharing staged activations, 1 or 2 row groups per warp) at 64.
     Bounded,
     /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel (bench/exec_tensor_stream.cu:
     /// items through a cp.async stage in shared memory; the choice up to 16 columns until session
@@ -81,9 +81,9 @@ pub enum ExecMatvecKernel {
     /// every batch size (8 to 64 columns per decode).
     #[cfg(feature = "bench")]
     BoundedTile,
-    /// Bench: the step kernel (kernels/bench/exec_tensor_step.cu, items of 16 rows x 64 columns) up to
-    /// 32 columns per decode, the tile kernel above: the bounded choice before the stream kernel,
-    /// and at 17..32 columns until session 13.
+    /// Bench: the step kernel (kernels/bench/exec_tensor_step.cu, items of 16 rows x 64 columns)
+    /// up to 32 columns per decode, the tile kernel above: the bounded choice before the stream
+    /// kernel, and at 17..32 columns until session 13.
     #[cfg(feature = "bench")]
     BoundedStep,
     /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel held
