@@ -17,7 +17,9 @@
 // W and splits come from exec/tensor_strip.rs. Shared memory: W x 16 x 8 NT f32. NT = 1, 2, 4:
 // 8, 16, 32 columns per decode.
 
-template <int NT, bool XCHUNK>
+// PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
+// (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
+template <int NT, bool XCHUNK, int PROBE = 0>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     constexpr int COLS = NT * 8;
@@ -64,7 +66,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         constexpr int XN = XCHUNK ? 1 : NT;
         uint4 xv[XN][4];
         if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
-        exec_tc_decode<0, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
+        exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
                                               [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
                                                   uint4 xa[NT], xb[NT];
                                                   if constexpr (!XCHUNK) {
@@ -98,13 +100,15 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
 // partial sums [splits][ncols][M] (unused when splits == 1) and the splits; grid = row groups x
 // splits, at most 16 warps per CTA.
-#define EXEC_TCS(NAME, NT, XCHUNK)                                                                          \
+#define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE)                                                                          \
     extern "C" __global__ void __launch_bounds__(512, 1)                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+        exec_tcs_body<NT, XCHUNK, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
                                  pent, part, splits);                                                       \
     }
+
+#define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)
 
 EXEC_TCS(exec_tensor_strip_n1, 1, false)
 EXEC_TCS(exec_tensor_strip_n2, 2, false)

@@ -187,7 +187,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 39] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -240,8 +240,11 @@ pub const BENCH: [(&str, u32); 39] = [
     ("bench_exec_tensor_tile_n2", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n4", SMEM_OPTIN),
     ("bench_exec_tensor_tile_n8", SMEM_OPTIN),
-    // The strip kernel at 16 columns with activations loaded per chunk (exec_tensor_variants.cu).
+    // The strip kernel at 16 columns with activations loaded per chunk, and its no-decode probe
+    // (exec_tensor_variants.cu).
     ("bench_exec_tensor_strip_n2_xchunk", 0),
+    ("bench_exec_tensor_strip_probe_raw_n1", 0),
+    ("bench_exec_tensor_strip_probe_raw_n2", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

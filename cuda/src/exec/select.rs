@@ -62,6 +62,10 @@ pub enum ExecMatvecKernel {
     ProbeBoundedRaw,
     #[cfg(feature = "bench")]
     ProbeBoundedNoMma,
+    /// Bench, ceiling probe of the bounded strip kernel (not a matvec; up to 16 columns): the
+    /// loaded words as weights, no decode, no patch (kernels/bench/exec_tensor_variants.cu).
+    #[cfg(feature = "bench")]
+    ProbeBoundedStripRaw,
     /// Spec 19 bounded class (kernels/exec_tensor*.cu): tensor cores, BF16 activations only (f32
     /// activations run [`ExecMatvecKernel::Exact`]); the strip kernel (items of 16 rows x 128
     /// columns loaded straight into registers, a row group's item columns split over CTAs where
@@ -158,6 +162,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::ProbeBoundedRaw,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeBoundedNoMma,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::ProbeBoundedStripRaw,
     ];
 
     pub fn name(self) -> &'static str {
@@ -205,6 +211,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::ProbeBoundedRaw => "probe-bounded-raw",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedNoMma => "probe-bounded-nomma",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeBoundedStripRaw => "probe-bounded-strip-raw",
         }
     }
 
@@ -212,7 +220,10 @@ impl ExecMatvecKernel {
     pub fn is_probe(self) -> bool {
         match self {
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma | ExecMatvecKernel::ProbeStripNoDecode => true,
+            ExecMatvecKernel::ProbeBoundedRaw
+            | ExecMatvecKernel::ProbeBoundedNoMma
+            | ExecMatvecKernel::ProbeBoundedStripRaw
+            | ExecMatvecKernel::ProbeStripNoDecode => true,
             k => k.is_lean_probe(),
         }
     }
@@ -250,6 +261,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma
+            | ExecMatvecKernel::ProbeBoundedStripRaw
             | ExecMatvecKernel::ProbeStripNoDecode => false,
             // the lean kernel's probes run its exact plans
             #[cfg(feature = "bench")]

@@ -4,6 +4,7 @@
 //! superseded kernels in `tensor_bench`). BF16 activations only; `run` routes here.
 
 use super::panel::{PanelRows, PANEL_SMEM};
+use super::tensor_strip::StripVariant;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
@@ -13,9 +14,8 @@ use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 /// exec_tensor_tile.cu.
 enum TensorFamily {
     /// `exec_tensor_strip_n*`: the stream kernel's items loaded straight into registers, up to 32
-    /// columns per decode; `split`: the plan may split a row group's item columns over CTAs
-    /// (false: bench, one split); `xchunk` (bench, 16 columns): activations loaded per chunk.
-    Strip { split: bool, xchunk: bool },
+    /// columns per decode (with `bench`, its variants and probe: exec/tensor_strip.rs).
+    Strip(StripVariant),
     /// Bench: `bench_exec_tensor_stream_n*`, items of 16 rows x 128 columns through a cp.async
     /// stage, up to 16 columns per decode (the choice until session 13), and its probes.
     #[cfg(feature = "bench")]
@@ -77,15 +77,17 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel(PanelRows::Two),
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip { split: false, xchunk: false },
+            ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip(StripVariant::NoSplit),
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip { split: true, xchunk: true },
-            _ if nt <= 4 => TensorFamily::Strip { split: true, xchunk: false },
+            ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
+            _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),
         };
         match family {
             TensorFamily::Panel(rows) => self.panel_launch(rows, x, ncols, bias, out_bf16, y),
-            TensorFamily::Strip { split, xchunk } => self.tc_strip_launch(split, xchunk, x, ncols, bias, out_bf16, y),
+            TensorFamily::Strip(v) => self.tc_strip_launch(v, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
             TensorFamily::Stream => self.stream_launch(k, nt, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]

@@ -96,30 +96,48 @@ pub(super) fn tc_strip_plan(
     best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded strip kernel"))
 }
 
+/// Which strip kernel a launch runs: the production one, or a bench variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StripVariant {
+    Production,
+    /// The production kernels with the plan held to one split.
+    #[cfg(feature = "bench")]
+    NoSplit,
+    /// 16 columns with each chunk's activations loaded as its mma need them.
+    #[cfg(feature = "bench")]
+    XChunk,
+    /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
+    /// 16 columns.
+    #[cfg(feature = "bench")]
+    ProbeRaw,
+}
+
+impl StripVariant {
+    /// The entry point at `nt` n-tiles (1, 2 or 4) and whether the plan may split.
+    fn kernel(self, nt: u64) -> (&'static str, bool) {
+        match (self, nt) {
+            #[cfg(feature = "bench")]
+            (StripVariant::XChunk, 2) => ("bench_exec_tensor_strip_n2_xchunk", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
+            (_, 1) => ("exec_tensor_strip_n1", true),
+            (_, 2) => ("exec_tensor_strip_n2", true),
+            _ => ("exec_tensor_strip_n4", true),
+        }
+    }
+}
+
 impl GpuExecMatrix {
-    /// The strip kernel on `ncols` (at most 32) BF16 columns: [`tc_strip_plan`] with this device's
-    /// occupancy, then the summing kernel where the plan splits the item columns; with `bench`,
-    /// `!split` holds the plan to one split and `xchunk` takes the variant that loads activations
-    /// per chunk (16 columns).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn tc_strip_launch(
-        &self,
-        split: bool,
-        xchunk: bool,
-        x: u64,
-        ncols: u32,
-        bias: u64,
-        out_bf16: i32,
-        y: u64,
-    ) -> Result<(), GpuError> {
+    /// The strip kernel `v` on `ncols` (at most 32) BF16 columns: [`tc_strip_plan`] with this
+    /// device's occupancy, then the summing kernel where the plan splits the item columns.
+    pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let m = self.shape.rows;
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
-        let name = match (nt, xchunk) {
-            (1, _) => "exec_tensor_strip_n1",
-            (2, false) => "exec_tensor_strip_n2",
-            (2, true) => "bench_exec_tensor_strip_n2_xchunk",
-            _ => "exec_tensor_strip_n4",
-        };
+        let (name, split) = v.kernel(nt);
         let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
         let max_splits = if split { MAX_SPLITS } else { 1 };
         let plan = tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;

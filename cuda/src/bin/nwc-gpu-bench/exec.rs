@@ -131,10 +131,9 @@ pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
 /// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
 /// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
-/// warp (the production choice takes one of them by its plan), and the stream kernel's ceiling
-/// probes (no decode; decode without mma;
-/// timed, never checked).
-pub const TENSOR: [TensorRun; 10] = [
+/// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
+/// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
+pub const TENSOR: [TensorRun; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
@@ -145,6 +144,7 @@ pub const TENSOR: [TensorRun; 10] = [
     ("panel-rg2 (bench)", ExecMatvecKernel::BoundedPanelRg2, |n| n > 32),
     ("probe: no decode", ExecMatvecKernel::ProbeBoundedRaw, |n| n <= 8),
     ("probe: no mma", ExecMatvecKernel::ProbeBoundedNoMma, |n| n <= 8),
+    ("probe: strip, no decode", ExecMatvecKernel::ProbeBoundedStripRaw, |n| n <= 16),
 ];
 
 pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<BatchRow>> {
