@@ -36,7 +36,6 @@ impl GpuExecMatrix {
 
     /// The step kernel on `ncols` (at most 32) columns, `nt` n-tiles: EXEC_MMAS, 4 stages of 1600
     /// bytes per warp, then the partial sums; CTAs of up to 8 warps, persistent over row groups.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn step_launch(&self, nt: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let warps = self.col_tiles.clamp(1, 8);
         let (name, nt) = if nt <= 2 { ("bench_exec_tensor_step_n2", 2u64) } else { ("bench_exec_tensor_step_n4", 4u64) };
@@ -48,7 +47,6 @@ impl GpuExecMatrix {
 
     /// The tile kernel on `ncols` (at most 64) columns, `nt` n-tiles: a whole tile per item, 2
     /// stages per warp, as many warps (up to 8) as shared memory allows.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn tile_launch(&self, nt: u32, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let (name, nt) = match nt {
             1 => ("bench_exec_tensor_tile_n1", 1u64),
@@ -68,7 +66,7 @@ impl GpuExecMatrix {
     }
 
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn tensor_args(
+    fn tensor_args(
         &self,
         name: &str,
         grid: u32,
