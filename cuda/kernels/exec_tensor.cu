@@ -32,11 +32,14 @@ __device__ __forceinline__ exec_u32 exec_tc_esc_offset(exec_u32 n, exec_u32 t, e
 
 // The outputs of a row group (ROWS rows from row0): each warp has stored its ROWS x COLS partial
 // sums at red + warp * ROWS * COLS; they are added in warp order (spec 19 allows any order; this
-// one is fixed), then the bias, then the output conversion (BF16 by RNE, spec 15.4.6).
-template <int ROWS, int COLS>
+// one is fixed), then the bias, then the output conversion (BF16 by RNE, spec 15.4.6). With PART,
+// a split launch's unit: the warp-order sum goes to part[split][n][m] instead (f32, no bias), for
+// exec_tensor_panel_sum.
+template <int ROWS, int COLS, bool PART = false>
 __device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 row0, exec_u32 M, exec_u32 ncols,
                                                      exec_u32 nwarps, const float* __restrict__ bias, void* __restrict__ y,
-                                                     exec_u64 ldy, int out_bf16) {
+                                                     exec_u64 ldy, int out_bf16, float* __restrict__ part = nullptr,
+                                                     exec_u32 split = 0) {
     __syncthreads();
     for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
         const exec_u32 r = idx / COLS, n = idx % COLS;
@@ -44,13 +47,18 @@ __device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 
         if (m >= M || n >= ncols) continue;
         float sum = 0.0f;
         for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
+        if constexpr (PART) {
+            part[((exec_u64)split * ncols + n) * M + m] = sum;
+            continue;
+        }
         if (bias) sum = __fadd_rn(sum, bias[m]);
         if (out_bf16)
             reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
         else
             reinterpret_cast<float*>(y)[n * ldy + m] = sum;
     }
-    __syncthreads();
+    // red may be reused after a row group's outputs; a split unit's are the kernel's last step
+    if constexpr (!PART) __syncthreads();
 }
 
 // A warp's mma.m16n8 accumulators (NT n-tiles, the C-fragment layout: thread (g, t) holds rows g

@@ -82,19 +82,11 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
                                               });
     }
     exec_tc_store_acc<NT, COLS>(exec_tcs_red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
-    if (splits == 1) {
+    if (splits == 1)
         exec_tc_rowgroup_out<16, COLS>(exec_tcs_red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
-        return;
-    }
-    __syncthreads();
-    for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(16 * COLS); idx += blockDim.x) {
-        const exec_u32 r = idx / COLS, n = idx % COLS;
-        const exec_u64 m = (exec_u64)gr * 16 + r;
-        if (m >= M || n >= ncols) continue;
-        float sum = 0.0f;
-        for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, exec_tcs_red[(exec_u64)wi * 16 * COLS + idx]);
-        part[((exec_u64)split * ncols + n) * M + m] = sum;
-    }
+    else
+        exec_tc_rowgroup_out<16, COLS, true>(exec_tcs_red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part,
+                                             split);
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32

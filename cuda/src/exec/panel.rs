@@ -128,16 +128,16 @@ impl GpuExecMatrix {
 mod tests {
     use super::*;
 
+    use crate::exec::tensor::item_columns;
+
     fn h200(rows: u64, cols: u64, ncols: u64) -> PanelPlan {
-        let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512));
-        let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+        let items = item_columns(cols);
         panel_plan(PanelGeometry { rows, rg: 1, items, ncols }, 132, 1).1
     }
 
     /// The row groups per warp the plan's costs choose on an H200 (one CTA per SM either way).
     fn h200_rg(rows: u64, cols: u64) -> u64 {
-        let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512));
-        let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+        let items = item_columns(cols);
         let cost = |rg| panel_plan(PanelGeometry { rows, rg, items, ncols: 64 }, 132, 1).0;
         if cost(2) < cost(1) {
             2
@@ -190,8 +190,7 @@ mod tests {
     fn no_split_is_empty() {
         for (m, k) in [(1000, 3000), (300, 700), (64, 1000), (8192, 257)] {
             let p = h200(m, k, 40);
-            let (k16, cb) = (k.div_ceil(16) * 16, k.div_ceil(512));
-            let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
+            let items = item_columns(k);
             let per = items.div_ceil(u64::from(p.splits));
             assert!((u64::from(p.splits) - 1) * per < items, "{m}x{k}: {p:?}");
         }

@@ -97,11 +97,18 @@ impl GpuExecMatrix {
         }
     }
 
-    /// Item columns of 128 columns per row group: 4 per tile, none past K16 in a short last tile
-    /// (kernels/exec_tensor.cu and exec_tensor_strip.cu `nitg`).
+    /// [`item_columns`] of this matrix's K.
     pub(super) fn item_columns(&self) -> u64 {
-        4 * (self.col_tiles - 1) + (self.k16 - (self.col_tiles - 1) * 512).div_ceil(128)
+        item_columns(self.shape.cols)
     }
+}
+
+/// Item columns of 128 columns per row group of a K-column matrix: 4 per tile, none past K16 in a
+/// short last tile (the kernels' `nitg`: exec_tensor_strip.cu, exec_tensor_panel.cu,
+/// bench/exec_tensor_stream.cu).
+pub(super) fn item_columns(cols: u64) -> u64 {
+    let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512).max(1));
+    4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128)
 }
 
 /// A launch of a kernel whose argument list ends with the f32 partial sums and the splits

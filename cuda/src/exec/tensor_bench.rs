@@ -102,7 +102,7 @@ impl GpuExecMatrix {
 
     /// The stream kernel's plan: [`stream_plan`] with this device's occupancy.
     fn stream_plan(&self, name: &str, nt: u64) -> Result<StreamPlan, GpuError> {
-        let geo = StreamGeometry { rows: self.shape.rows, col_tiles: self.col_tiles, k16: self.k16, nt };
+        let geo = StreamGeometry { rows: self.shape.rows, col_tiles: self.col_tiles, items: self.item_columns(), nt };
         stream_plan(geo, u64::from(self.gpu.sm_count), u64::from(self.gpu.smem_optin), |threads, smem| {
             self.gpu.ctas_per_sm(name, threads, smem)
         })
@@ -115,7 +115,8 @@ struct StreamGeometry {
     rows: u64,
     /// Tiles per row (CB).
     col_tiles: u64,
-    k16: u64,
+    /// Item columns per row group (`GpuExecMatrix::item_columns`).
+    items: u64,
     /// n-tiles of 8 columns per decode (1 or 2).
     nt: u64,
 }
@@ -142,8 +143,7 @@ fn stream_plan(
     mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
 ) -> Result<StreamPlan, GpuError> {
     let groups = g.rows.div_ceil(16);
-    // 4 per tile, but none past K16 in a short last tile (kernels/exec_tensor.cu `nitg`)
-    let items = 4 * (g.col_tiles - 1) + (g.k16 - (g.col_tiles - 1) * 512).div_ceil(128);
+    let items = g.items;
     let before = g.col_tiles.clamp(1, 8);
     // (items per warp, not session 9's CTA, rounds) and the plan
     let mut best: Option<((u64, bool, u64), StreamPlan)> = None;
@@ -167,12 +167,12 @@ fn stream_plan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::tensor::item_columns;
 
     /// An H200-like device: 132 SMs, 227 KB of opt-in shared memory per CTA and 228 KB per SM (1 KB
     /// reserved per CTA), 64 K registers at 120 per thread, at most 32 CTAs per SM.
     fn h200(rows: u64, cols: u64, nt: u64) -> StreamPlan {
-        let k16 = cols.div_ceil(16) * 16;
-        let g = StreamGeometry { rows, col_tiles: cols.div_ceil(512), k16, nt };
+        let g = StreamGeometry { rows, col_tiles: cols.div_ceil(512), items: item_columns(cols), nt };
         stream_plan(g, 132, 232_448, |threads, smem| {
             let by_regs = 65_536 / (120 * threads);
             let by_smem = 233_472 / (smem + 1024);
@@ -209,7 +209,7 @@ mod tests {
 
     #[test]
     fn no_cta_that_fits_is_an_error() {
-        let g = StreamGeometry { rows: 64, col_tiles: 1, k16: 512, nt: 1 };
+        let g = StreamGeometry { rows: 64, col_tiles: 1, items: 4, nt: 1 };
         let r = stream_plan(g, 132, 1000, |_, _| Ok(1));
         assert!(matches!(r, Err(GpuError::Unsupported(_))), "{r:?}");
     }

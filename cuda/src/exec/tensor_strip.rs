@@ -150,11 +150,10 @@ impl GpuExecMatrix {
 mod tests {
     use super::*;
 
+    use crate::exec::tensor::item_columns;
+
     fn geo(rows: u64, cols: u64, ncols: u64) -> TcStripGeometry {
-        let k16 = cols.div_ceil(16) * 16;
-        let cb = cols.div_ceil(512);
-        let items = 4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128);
-        TcStripGeometry { rows, cols, items, nt: ncols.div_ceil(8) }
+        TcStripGeometry { rows, cols, items: item_columns(cols), nt: ncols.div_ceil(8) }
     }
 
     /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and
