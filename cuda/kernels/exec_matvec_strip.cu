@@ -19,6 +19,10 @@
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
+// Instructions (session 14, docs/gpu.md): the decode pairs weights a and a + 4 (exec_strip_pairs16),
+// tiles without pad columns load without predicates or masks, and W1 loads its rows' bases once
+// and advances its pointers; the path every group of 4 rows runs is 369 SASS instructions in W1
+// (439 before) and 404 in the CTA kernel (443).
 // Shared memory (CTAs of W warps): RB x CB f32 tile partials.
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
@@ -32,111 +36,201 @@ __device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
     return v;
 }
 
-// One group of 4 rows of a unit, as loaded: the lane's sm and code words per row, the 4 rows' tile
-// flags and bases (one byte each), and row (lane & 3)'s escape offset of the tile.
+// The strip kernels' decode (spec 20.13) pairs weight a with a + 4 (a in 0..3 and 8..11), not with
+// a + 1 as exec_pairs16_fast does: w[q] holds weight a(q) = (q & 3) + 2 (q & 4) in its low half and
+// a(q) + 4 in its high half (exec_strip_weight gives the f32 of weight i). The two codes of such a
+// pair sit 16 bits apart in the code word, so one mask puts them in the halves (at bit 0, or at bit
+// 4 for odd a, shifted by the IMAD's multiplier instead): per 8 weights one shift and 4 masks where
+// the adjacent pairs take the nibble split (3) and 4 PRMT. The sm bytes of a pair come from two
+// words by one PRMT, as before. Valid for codes 1..14 (no carry out of the exponent field).
+
+// a b + c as one IMAD: written in PTX so that the compiler does not turn (x & M) * 128 + c into a
+// shift, a mask and an add.
+__device__ __forceinline__ exec_u32 exec_strip_mad(exec_u32 a, exec_u32 b, exec_u32 c) {
+    exec_u32 d;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
+
+__device__ __forceinline__ void exec_strip_pairs8(exec_u32 c, exec_u32 s0, exec_u32 s1, exec_u32 b2, exec_u32& w0,
+                                                  exec_u32& w1, exec_u32& w2, exec_u32& w3) {
+    const exec_u32 h = c >> 8;
+    w0 = exec_strip_mad(c & 0x000f000fu, 128u, (exec_prmt(s0, s1, 0xC480u) & 0x807f807fu) | b2);
+    w1 = exec_strip_mad(c & 0x00f000f0u, 8u, (exec_prmt(s0, s1, 0xD591u) & 0x807f807fu) | b2);
+    w2 = exec_strip_mad(h & 0x000f000fu, 128u, (exec_prmt(s0, s1, 0xE6A2u) & 0x807f807fu) | b2);
+    w3 = exec_strip_mad(h & 0x00f000f0u, 8u, (exec_prmt(s0, s1, 0xF7B3u) & 0x807f807fu) | b2);
+}
+
+__device__ __forceinline__ void exec_strip_pairs16(uint2 c, uint4 s, exec_u32 b2, exec_u32 (&w)[8]) {
+    exec_strip_pairs8(c.x, s.x, s.y, b2, w[0], w[1], w[2], w[3]);
+    exec_strip_pairs8(c.y, s.z, s.w, b2, w[4], w[5], w[6], w[7]);
+}
+
+// Weight i (0..15, column order) of the lane as f32.
+__device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i) {
+    const exec_u32 v = w[(i & 3) | ((i >> 1) & 4)];
+    return (i & 4) ? exec_hi(v) : exec_lo(v);
+}
+
+// Rewrites the pairs (a, a + 4) of exec_strip_pairs16's words that hold a code 0 or 15 (spec 20.13),
+// exactly as exec_patch_pairs does for adjacent pairs: a loop over those pairs only (not unrolled: the kernels
+// inline it once per row), each pair rebuilt from its codes and sm bytes. A code-15 weight i takes
+// esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
+// pairs do not come in column order). The fast decode's carry out of a code-15 half (base 242) stays
+// inside its pair, which is rewritten whole.
+__device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
+                                                 exec_u64 off, exec_u32 (&w)[8]) {
+    const exec_u64 c64 = ((exec_u64)c.y << 32) | c.x;
+    // bit 4i + 3: weight i is not plain; bit 4a + 3 of pairs: pair (a, a + 4) holds such a weight
+    const exec_u64 ns = ((exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32) | (~exec_plain_bits(c.x) & 0x88888888u);
+    exec_u64 pairs = (ns | (ns >> 16)) & 0x0000888800008888ull;
+    // bit 4i: weight i has code 15
+    exec_u64 m15 = c64 & (c64 >> 1);
+    m15 &= m15 >> 2;
+    m15 &= 0x1111111111111111ull;
+#pragma unroll 1
+    while (pairs != 0ull) {
+        const exec_u32 a = (exec_u32)(__ffsll((long long)pairs) - 1) >> 2;
+        pairs &= pairs - 1ull;
+        exec_u32 word = 0u;
+#pragma unroll
+        for (exec_u32 j = 0; j < 2; ++j) {
+            const exec_u32 i = a + 4u * j;
+            const exec_u32 code = (exec_u32)(c64 >> (4u * i)) & 15u;
+            const exec_u32 sw = i < 8u ? (i < 4u ? s.x : s.y) : (i < 12u ? s.z : s.w);
+            const exec_u32 sb = (sw >> (8u * (i & 3u))) & 0xffu;
+            exec_u32 e = base - 1u + code;
+            if (code == 0u) e = 0u;
+            if (code == 15u) e = esc[off + (exec_u64)__popcll(m15 & ((1ull << (4u * i)) - 1ull))];
+            word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16u * j);
+        }
+        const exec_u32 q = (a & 3u) | ((a >> 1) & 4u);
+#pragma unroll
+        for (exec_u32 k = 0; k < 8; ++k)
+            if (k == q) w[k] = word;
+    }
+}
+
+// One group of 4 rows, as loaded: the lane's sm and code words per row, the 4 rows' tile flags
+// (one byte each) and row (lane & 3)'s escape offset of the tile.
 struct ExecStripGroup {
     uint4 s[4];
     uint2 c[4];
-    exec_u32 fl, b4, eo;
+    exec_u32 fl, eo;
 };
+
+// The lane's 16 activations of its tile (zero past K16). whole (warp-uniform): no pad column in the
+// tile, so every lane loads without a predicate.
+__device__ __forceinline__ void exec_strip_x(float (&xv)[16], const float* __restrict__ x, exec_u32 kc, bool whole, bool active) {
+    const float4* p = reinterpret_cast<const float4*>(x + kc);
+    float4 v[4];
+    if (whole) {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[q] = __ldg(p + q);
+    } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[q] = active ? __ldg(p + q) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        xv[4 * q] = v[q].x;
+        xv[4 * q + 1] = v[q].y;
+        xv[4 * q + 2] = v[q].z;
+        xv[4 * q + 3] = v[q].w;
+    }
+}
+
+// The 4 rows' words of a group: ps / pc point at the group's first row at the lane's columns, row r
+// at ps + r K16 and pc + r K16 / 2. full (warp-uniform): the 4 rows are below M and the tile has no
+// pad column, so no predicates; else rows r >= nrows and lanes past K16 get zero sm bytes and code 1
+// (a finite weight that meets x = 0).
+__device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8* ps, const exec_u8* pc, exec_u32 K16,
+                                                bool full, exec_u32 nrows, bool active) {
+    if (full) {
+#pragma unroll
+        for (exec_u32 r = 0; r < 4; ++r) {
+            g.s[r] = exec_ldg_nc16(ps + (exec_u64)r * K16);
+            g.c[r] = exec_ldg_nc8(pc + (exec_u64)r * (K16 >> 1));
+        }
+    } else {
+#pragma unroll
+        for (exec_u32 r = 0; r < 4; ++r) {
+            g.s[r] = make_uint4(0u, 0u, 0u, 0u);
+            g.c[r] = make_uint2(0x11111111u, 0x11111111u);
+            if (r < nrows && active) {
+                g.s[r] = exec_ldg_nc16(ps + (exec_u64)r * K16);
+                g.c[r] = exec_ldg_nc8(pc + (exec_u64)r * (K16 >> 1));
+            }
+        }
+    }
+}
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
-// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
-// sink(m, P) receives each group's tree result, P = the tile partial of row m + exec_tree_index<4>
-// (lane) in every lane.
-template <int PROBE, class Sink>
-__device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
-                                                const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
-                                                const float* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 ncols,
-                                                exec_u32 cb, exec_u32 r0, exec_u32 r1, Sink sink) {
-    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
-    const exec_u64 K16c = K16 >> 1;
-    const exec_u32 lane = threadIdx.x & 31u;
-    const exec_u32 kc = cb * 512u + lane * 16u;
-    const bool active = kc < K16;
-    const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
-    // the lane's 16 activations of the tile, for every row of the unit (zero past K16)
-    float xv[16];
+// One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
+// each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
+// the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
+// them; the weight is finite, its sm byte 0, and meets x = 0: spec 15.4.3 note); in a flagged row
+// of a tile with pad columns (not whole) they take code 1 first, so that the patch leaves them
+// (session 14: without it, every flagged row of 1000x3000's last tile patched 4 pad pairs, -16%).
+template <int PROBE>
+__device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
+                                                  const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {
+    float acc[4];
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-        if (active && ncols > 0) v = __ldg(reinterpret_cast<const float4*>(x + kc) + q);
-        xv[4 * q] = v.x;
-        xv[4 * q + 1] = v.y;
-        xv[4 * q + 2] = v.z;
-        xv[4 * q + 3] = v.w;
-    }
-    const exec_u8* fcol = flags + (exec_u64)cb * M4;
-    // Row r of the group at m (a multiple of 4); rows past M and lanes past K16 get zero sm
-    // bytes and code 1 (a finite weight that meets x = 0).
-    auto load_row = [&](ExecStripGroup& g, exec_u32 r, exec_u32 m) {
-        const exec_u8* ps = sm + (exec_u64)(m + r) * K16 + kc;
-        const exec_u8* pc = codes + (exec_u64)(m + r) * K16c + (kc >> 1);
-        if (m + 4u <= M && whole) {  // warp-uniform: no predicates
-            g.s[r] = exec_ldg_nc16(ps);
-            g.c[r] = exec_ldg_nc8(pc);
-        } else {
-            g.s[r] = make_uint4(0u, 0u, 0u, 0u);
-            g.c[r] = make_uint2(0x11111111u, 0x11111111u);
-            if (m + r < M && active) {
-                g.s[r] = exec_ldg_nc16(ps);
-                g.c[r] = exec_ldg_nc8(pc);
-            }
-        }
-    };
-    auto load_meta = [&](ExecStripGroup& g, exec_u32 m) {
-        g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));  // 4 rows' flags (M4 bytes per tile column)
-        g.b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
-        g.eo = m + (lane & 3u) < M ? __ldg(esc_start + (exec_u64)(m + (lane & 3u)) * CB + cb) : 0u;
-    };
-    auto load = [&](ExecStripGroup& g, exec_u32 m) {
-#pragma unroll
-        for (exec_u32 r = 0; r < 4; ++r) load_row(g, r, m);
-        load_meta(g, m);
-    };
-    // Row r's 8 BF16 pairs (spec 20.13); pad columns of the last tile take code 1.
-    auto decode = [&](const ExecStripGroup& g, exec_u32 r, exec_u32 (&w)[8]) {
+    for (exec_u32 r = 0; r < 4; ++r) {
+        exec_u32 w[8];
         if (PROBE) {
             const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
 #pragma unroll
             for (int p = 0; p < 8; ++p) w[p] = raw[p];
-            return;
+        } else {
+            exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
+            if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
+                const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
+                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                const exec_u32 before = exec_warp_excl(n15, lane);
+                const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
+                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
+            }
         }
-        const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-        const exec_u32 rb = (g.b4 >> (8u * r)) & 0xffu;
-        exec_pairs16_fast(c, g.s[r], exec_b2(rb), w);
-        if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
-            const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-            const exec_u32 before = exec_warp_excl(n15, lane);
-            const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-            if (!exec_plain16(c)) exec_patch_pairs(c, g.s[r], rb, esc, (exec_u64)t0 + before, w);
-        }
-    };
-    auto chain = [&](const exec_u32 (&w)[8]) {
         float a = 0.0f;
 #pragma unroll
-        for (int p = 0; p < 8; ++p) {
-            a = __fmaf_rn(exec_lo(w[p]), xv[2 * p], a);
-            a = __fmaf_rn(exec_hi(w[p]), xv[2 * p + 1], a);
-        }
-        return a;
-    };
-    auto compute = [&](const ExecStripGroup& g, exec_u32 m) {
-        float acc[4];
-#pragma unroll
-        for (exec_u32 r = 0; r < 4; ++r) {
-            exec_u32 w[8];
-            decode(g, r, w);
-            acc[r] = chain(w);
-        }
-        sink(m, exec_tree<4>(acc, lane));
-    };
+        for (int i = 0; i < 16; ++i) a = __fmaf_rn(exec_strip_weight(w, i), xv[i], a);
+        acc[r] = a;
+    }
+    return exec_tree<4>(acc, lane);
+}
+
+// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
+// sink(m, P) receives each group's tree result.
+template <int PROBE, class Sink>
+__device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
+                                                const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
+                                                const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
+                                                const float* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 cb,
+                                                exec_u32 r0, exec_u32 r1, Sink sink) {
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
+    const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u;
+    const exec_u32 kc = cb * 512u + lane * 16u;
+    const bool active = kc < K16;
+    const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
+    float xv[16];
+    exec_strip_x(xv, x, kc, whole, active);
+    const exec_u8* ps = sm + kc;
+    const exec_u8* pc = codes + (kc >> 1);
+    const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
+    const exec_u32* ecol = esc_start + cb + (exec_u64)l3 * CB;
     for (exec_u32 m = r0; m < r1; m += 4u) {
         ExecStripGroup g;
-        load(g, m);
-        compute(g, m);
+        exec_strip_load(g, ps + (exec_u64)m * K16, pc + (exec_u64)m * (K16 >> 1), K16, whole && m + 4u <= M, M - m, active);
+        g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));
+        const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
+        g.eo = m + l3 < M ? __ldg(ecol + (exec_u64)m * CB) : 0u;
+        exec_u32 b2[4];
+#pragma unroll
+        for (exec_u32 r = 0; r < 4; ++r) b2[r] = exec_b2((b4 >> (8u * r)) & 0xffu);
+        sink(m, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
     }
 }
 
@@ -146,13 +240,14 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
 template <int PROBE>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
+    if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
     const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, ncols, cb, r0, min(r0 + RS, M),
+        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
                                [&](exec_u32 m, float P) {
                                    const exec_u32 idx = exec_tree_index<4>(lane);
                                    if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
@@ -161,7 +256,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
     __syncthreads();
     for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
         const exec_u32 m = m0 + t;
-        if (m < M && ncols > 0) {
+        if (m < M) {
             float S = 0.0f;
             for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
             if (bias) S = __fadd_rn(S, bias[m]);
@@ -176,17 +271,45 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
 // CTAs of one warp (W1): the warp takes 4 rows through every tile in ascending cb, adding each
 // tile partial to its row's sum as it comes (spec 15.4.5): no shared memory, no CTA barrier, so no
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
-// samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs).
+// samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs). The rows'
+// bases are loaded once and the rows' pointers advance by one tile per step.
 template <int PROBE>
 __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
-    const exec_u32 CB = (K + 511u) >> 9, lane = threadIdx.x & 31u, r0 = blockIdx.x * 4u;
-    const exec_u32 idx = exec_tree_index<4>(lane);
+    if (ncols == 0) return;  // no output
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
+    const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
+    const bool rows = r0 + 4u <= M;
+    // The rows' bases (base is allocated rounded up to 4 bytes). Each lane loads row l3's and the
+    // shuffles spread them: b2 stays in vector registers, where a uniform load would put it in
+    // uniform registers that every use first moves (six more instructions per row).
+    const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + r0));
+    const exec_u32 mine = exec_b2(__ldg(base + r0 + l3));
+    exec_u32 b2[4];
+#pragma unroll
+    for (exec_u32 r = 0; r < 4; ++r) b2[r] = __shfl_sync(EXEC_FULL, mine, r);
+    const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
+    const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
+    const exec_u8* pf = flags + r0;
+    const exec_u32* pe = esc_start + (exec_u64)(r0 + l3) * CB;
     float S = 0.0f;
-    for (exec_u32 cb = 0; cb < CB; ++cb)
-        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, ncols, cb, r0, min(r0 + 4u, M),
-                               [&](exec_u32, float P) { S = __fadd_rn(S, P); });
-    const exec_u32 m = r0 + idx;
-    if (exec_tree_writer<4>(lane) && m < M && ncols > 0) {
+    for (exec_u32 cb = 0; cb < CB; ++cb) {
+        const exec_u32 kc = cb * 512u + lane * 16u;
+        const bool active = kc < K16;
+        const bool whole = cb * 512u + 512u <= K;  // warp-uniform
+        float xv[16];
+        exec_strip_x(xv, x, kc, whole, active);
+        ExecStripGroup g;
+        exec_strip_load(g, ps, pc, K16, rows && whole, M - r0, active);
+        g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
+        g.eo = r0 + l3 < M ? __ldg(pe) : 0u;
+        S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
+        ps += 512;
+        pc += 256;
+        pf += M4;
+        ++pe;
+    }
+    const exec_u32 m = r0 + exec_tree_index<4>(lane);
+    if (exec_tree_writer<4>(lane) && m < M) {
         if (bias) S = __fadd_rn(S, bias[m]);
         if (out_bf16)
             reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
