@@ -202,10 +202,9 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
     return exec_tree<4>(acc, lane);
 }
 
-// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, GF groups of 4 rows loaded at a
-// time (production GF = 1; the bench variant GF = 2 keeps 8 rows in flight per warp), each then
-// computed in order; sink(m, P) receives each group's tree result.
-template <int PROBE, int GF, class Sink>
+// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
+// sink(m, P) receives each group's tree result.
+template <int PROBE, class Sink>
 __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
@@ -222,34 +221,23 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     const exec_u8* pc = codes + (kc >> 1);
     const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
     const exec_u32* ecol = esc_start + cb + (exec_u64)l3 * CB;
-    for (exec_u32 m0 = r0; m0 < r1; m0 += 4u * GF) {
-        ExecStripGroup g[GF];
-        exec_u32 b4[GF];
+    for (exec_u32 m = r0; m < r1; m += 4u) {
+        ExecStripGroup g;
+        exec_strip_load(g, ps + (exec_u64)m * K16, pc + (exec_u64)m * (K16 >> 1), K16, whole && m + 4u <= M, M - m, active);
+        g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));
+        const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
+        g.eo = m + l3 < M ? __ldg(ecol + (exec_u64)m * CB) : 0u;
+        exec_u32 b2[4];
 #pragma unroll
-        for (int f = 0; f < GF; ++f) {
-            const exec_u32 m = m0 + 4u * f;
-            if (m >= r1) break;  // warp-uniform
-            exec_strip_load(g[f], ps + (exec_u64)m * K16, pc + (exec_u64)m * (K16 >> 1), K16, whole && m + 4u <= M, M - m, active);
-            g[f].fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));
-            b4[f] = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
-            g[f].eo = m + l3 < M ? __ldg(ecol + (exec_u64)m * CB) : 0u;
-        }
-#pragma unroll
-        for (int f = 0; f < GF; ++f) {
-            const exec_u32 m = m0 + 4u * f;
-            if (m >= r1) break;
-            exec_u32 b2[4];
-#pragma unroll
-            for (exec_u32 r = 0; r < 4; ++r) b2[r] = exec_b2((b4[f] >> (8u * r)) & 0xffu);
-            sink(m, exec_strip_group<PROBE>(g[f], b4[f], b2, xv, esc, lane, whole, kc, K));
-        }
+        for (exec_u32 r = 0; r < 4; ++r) b2[r] = exec_b2((b4 >> (8u * r)) & 0xffu);
+        sink(m, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
     }
 }
 
 // CTAs of W warps (the default): a CTA covers RB = RS x slices rows and all CB tiles, its warps take
 // the CB x slices units (cb, slice) round-robin, slices = max(1, W / CB); the tile partials meet in
 // shared memory and one thread per row adds them after the CTA barrier.
-template <int PROBE, int GF>
+template <int PROBE>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
@@ -259,7 +247,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE, GF>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
+        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
                                [&](exec_u32 m, float P) {
                                    const exec_u32 idx = exec_tree_index<4>(lane);
                                    if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
@@ -330,15 +318,15 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
     }
 }
 
-// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. GF = 1:
-// 80 registers, 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
-#define EXEC_STRIP(NAME, PROBE, GF, REGS)                                                                 \
-    extern "C" __global__ void __maxnreg__(REGS)                                                           \
+// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
+// registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
+#define EXEC_STRIP(NAME, PROBE)                                                                           \
+    extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE, GF>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
+        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
     }
 
-EXEC_STRIP(exec_matvec_strip, 0, 1, 80)
+EXEC_STRIP(exec_matvec_strip, 0)
 
 // Same argument list as EXEC_STRIP (RS unused: always 4).
 #define EXEC_STRIP_W1(NAME, PROBE)                                                                        \

@@ -9,10 +9,7 @@
 EXEC_LEAN(bench_exec_probe_nodecode_d4, 4, 1)
 EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
 // The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes.
-EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 1, 80)
-// The strip kernel's CTAs with two groups of 4 rows loaded per step (8 rows in flight per warp; up
-// to 128 registers: 2 CTAs of 8 warps per SM), units of at least 8 rows (exec/variant.rs).
-EXEC_STRIP(bench_exec_matvec_strip_g2, 0, 2, 128)
+EXEC_STRIP(bench_exec_probe_strip_nodecode, 1)
 EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads

@@ -35,10 +35,6 @@ pub enum ExecMatvecKernel {
     VarStripCta,
     #[cfg(feature = "bench")]
     VarStripW1,
-    /// Bench: the strip kernel's CTAs with two groups of 4 rows loaded per step (8 rows in flight
-    /// per warp, 2 CTAs of 8 warps per SM, units of at least 8 rows) at every shape. Exact class.
-    #[cfg(feature = "bench")]
-    VarStripCtaG2,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -151,8 +147,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripCtaG2,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -201,8 +195,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1 => "var-strip-w1",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripCtaG2 => "var-strip-cta-g2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -258,8 +250,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric
             | ExecMatvecKernel::RowsNoPrefetch
             | ExecMatvecKernel::VarStripCta
-            | ExecMatvecKernel::VarStripW1
-            | ExecMatvecKernel::VarStripCtaG2 => true,
+            | ExecMatvecKernel::VarStripW1 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

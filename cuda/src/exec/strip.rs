@@ -62,17 +62,11 @@ impl GpuExecMatrix {
     /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
     /// RS = 4 on the H200).
     pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
-        self.strip_plan_rs(name, 4)
-    }
-
-    /// [`Self::strip_plan`] with at least `min_rs` rows per unit (a multiple of 4: the bench variant
-    /// with two groups in flight per warp takes 8).
-    pub(super) fn strip_plan_rs(&self, name: &'static str, min_rs: u64) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
         let (w, slices) = strip_shape(cb);
         let smem = |rs: u64| rs * slices * cb * 4;
         let optin = u64::from(self.gpu.smem_optin);
-        if smem(min_rs) > optin {
+        if smem(4) > optin {
             return Ok(None);
         }
         let sms = u64::from(self.gpu.sm_count);
@@ -81,8 +75,7 @@ impl GpuExecMatrix {
                 return Ok(u64::MAX / 4);
             }
             Ok(sms * u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(rs) as u32)?) * w)
-        })?
-        .max(min_rs);
+        })?;
         let grid = self.shape.rows.div_ceil(rs * slices);
         Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem(rs) as u32, tail: Tail::RowsFlags(rs as u32) }))
     }

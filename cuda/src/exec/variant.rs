@@ -17,7 +17,6 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripCta => return self.strip_plan("exec_matvec_strip"),
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
-            ExecMatvecKernel::VarStripCtaG2 => return self.strip_plan_rs("bench_exec_matvec_strip_g2", 8),
             _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];

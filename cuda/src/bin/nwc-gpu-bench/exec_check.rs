@@ -14,7 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 8] = [
+const EXACT: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
@@ -22,7 +22,6 @@ const EXACT: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::RowsNoPrefetch,
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
-    ExecMatvecKernel::VarStripCtaG2,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
