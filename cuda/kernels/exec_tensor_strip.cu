@@ -35,37 +35,58 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
     exec_u32 rbase[2];
     exec_tc_row_bases(base, gr, M, g, rv, rbase);
     float acc[NT][4] = {};
+    // Rows g and g + 8 of the row group at the thread's chunk offset 16 t: an item's words are at
+    // + c0 (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, so a whole item (rows
+    // below M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14).
+    const bool rows = (exec_u64)gr * 16 + 16 <= M;
+    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;
+    const exec_u8* ps1 = ps0 + 8ull * K16;
+    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;
+    const exec_u8* pc1 = pc0 + 4ull * K16;
+    const exec_u32* prow = poff + (exec_u64)gr * CB * 4;  // the row group's item offsets
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
+        const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
         // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
         // past K16 get sm 0 and code 1 (a finite weight that meets x = 0). A variant that loaded
         // the warp's next item before decoding this one (121-128 registers) was slower on 3 of
         // the 6 shapes (docs/gpu.md, session 13).
         uint4 sv[2][2];
         uint2 cv[2][2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-                const exec_u32 kc = c0 + 64u * j + 16u * t;
-                sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
-                cv[h][j] = make_uint2(0x11111111u, 0x11111111u);
-                if (rv[h] && kc < K16) {
-                    sv[h][j] = exec_ldg_nc16(sm + m * K16 + kc);
-                    cv[h][j] = exec_ldg_nc8(codes + m * (K16 >> 1) + (kc >> 1));
-                }
-            }
-        }
-        // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
-        const exec_u32* pi = poff + ((exec_u64)gr * CB * 4 + it);
-        const uint2 range = make_uint2(__ldg(pi), __ldg(pi + 1));
-        // the activation fragments: the item's (both chunks) before the decode, or with XCHUNK
-        // each chunk's as its mma need them (at 32 columns, 64 registers for the item's would not
-        // fit beside the words and the accumulators)
         constexpr int XN = XCHUNK ? 1 : NT;
         uint4 xv[XN][4];
-        if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
+        if (whole) {
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+                sv[0][j] = exec_ldg_nc16(ps0 + c0 + 64u * j);
+                sv[1][j] = exec_ldg_nc16(ps1 + c0 + 64u * j);
+                cv[0][j] = exec_ldg_nc8(pc0 + (c0 >> 1) + 32u * j);
+                cv[1][j] = exec_ldg_nc8(pc1 + (c0 >> 1) + 32u * j);
+            }
+            // no column of the item is past K16: the fragments' bound test folds away
+            if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, 0xffffffffu, c0, g, t, xv);
+        } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const exec_u32 kc = c0 + 64u * j + 16u * t;
+                    sv[h][j] = make_uint4(0u, 0u, 0u, 0u);
+                    cv[h][j] = make_uint2(0x11111111u, 0x11111111u);
+                    if (rv[h] && kc < K16) {
+                        sv[h][j] = exec_ldg_nc16(sm + m * K16 + kc);
+                        cv[h][j] = exec_ldg_nc8(codes + m * (K16 >> 1) + (kc >> 1));
+                    }
+                }
+            }
+            if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
+        }
+        // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
+        const uint2 range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
+        // the activation fragments: the item's (both chunks) before the decode (above), or with
+        // XCHUNK each chunk's as its mma need them (at 32 columns, 64 registers for the item's would
+        // not fit beside the words and the accumulators)
         exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
                                               [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
                                                   uint4 xa[NT], xb[NT];
