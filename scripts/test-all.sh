@@ -18,6 +18,9 @@ step "NVRTC from PyPI (kernel compile check)"
 nvrtc_lib="$(bash cuda/ci-nvrtc.sh)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NWC_REQUIRE_NVRTC=1
+# cuda/tests/decode_host.rs compiles the kernels' lane decode with the host's C++ compiler (g++ on
+# the CI image): fail rather than skip when there is none.
+export NWC_REQUIRE_CXX=1
 
 step "format and lints (rustfmt.toml, [workspace.lints])"
 cargo fmt --all --check

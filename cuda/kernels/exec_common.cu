@@ -13,6 +13,9 @@
 // One translation unit with the other kernels/*.cu; every name here starts with exec_ / EXEC_.
 // Compiled with --fmad=false: every multiply-add is an explicit __fmaf_rn.
 
+// host-decode: begin (cuda/tests/decode_host.rs compiles the marked regions with the host's C++
+// compiler and checks the decode against the reference encoder; keep them free of device-only calls
+// other than the ones its prelude defines)
 typedef unsigned char exec_u8;
 typedef unsigned short exec_u16;
 typedef unsigned int exec_u32;
@@ -31,9 +34,21 @@ typedef unsigned long long exec_u64;
         void* __restrict__ y, exec_u64 ldy, int out_bf16
 
 // prmt with the sign-replicate selector bit (bit 3 of each nibble); __byte_perm drops that bit.
+// The host build (cuda/tests/decode_host.rs) takes the same function of the bytes written out.
 __device__ __forceinline__ exec_u32 exec_prmt(exec_u32 a, exec_u32 b, exec_u32 sel) {
     exec_u32 d;
+#ifdef __CUDA_ARCH__
     asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+#else
+    const exec_u64 ab = ((exec_u64)b << 32) | a;
+    d = 0u;
+    for (int i = 0; i < 4; ++i) {
+        const exec_u32 n = (sel >> (4 * i)) & 15u;
+        exec_u32 byte = (exec_u32)(ab >> (8 * (n & 7u))) & 0xffu;
+        if (n & 8u) byte = byte & 0x80u ? 0xffu : 0u;
+        d |= byte << (8 * i);
+    }
+#endif
     return d;
 }
 
@@ -156,6 +171,8 @@ __device__ __forceinline__ void exec_pairs16_general(uint2 c, uint4 s, exec_u32 
     if (!exec_plain16(c)) exec_patch_pairs(c, s, base, esc, off, w);
 }
 
+// host-decode: end
+
 // Exclusive prefix over the warp's lanes (lane order = position order inside a tile).
 __device__ __forceinline__ exec_u32 exec_warp_excl(exec_u32 n, exec_u32 lane) {
     exec_u32 incl = n;
@@ -190,8 +207,10 @@ __device__ __forceinline__ void exec_decode_lane(uint2 c, uint4 s, exec_u32 base
     exec_decode_lane_with(c, s, base, lane, [&]() { return esc_start[t]; }, esc, w);
 }
 
+// host-decode: begin
 __device__ __forceinline__ float exec_lo(exec_u32 w) { return __uint_as_float(w << 16); }
 __device__ __forceinline__ float exec_hi(exec_u32 w) { return __uint_as_float(w & 0xffff0000u); }
+// host-decode: end
 
 // f32 -> BF16, round to nearest even (spec 15.4.6); NaN stays NaN.
 __device__ __forceinline__ exec_u16 exec_bf16_rne(float f) {

@@ -36,6 +36,7 @@ __device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
     return v;
 }
 
+// host-decode: begin
 // The strip kernels' decode (spec 20.13) pairs weight a with a + 4 (a in 0..3 and 8..11), not with
 // a + 1 as exec_pairs16_fast does: w[q] holds weight a(q) = (q & 3) + 2 (q & 4) in its low half and
 // a(q) + 4 in its high half (exec_strip_weight gives the f32 of weight i). The two codes of such a
@@ -48,7 +49,11 @@ __device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
 // shift, a mask and an add.
 __device__ __forceinline__ exec_u32 exec_strip_mad(exec_u32 a, exec_u32 b, exec_u32 c) {
     exec_u32 d;
+#ifdef __CUDA_ARCH__
     asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+#else
+    d = a * b + c;  // the host build (cuda/tests/decode_host.rs)
+#endif
     return d;
 }
 
@@ -110,6 +115,8 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
             if (k == q) w[k] = word;
     }
 }
+
+// host-decode: end
 
 // One group of 4 rows, as loaded: the lane's sm and code words per row, the 4 rows' tile flags
 // (one byte each) and row (lane & 3)'s escape offset of the tile.
