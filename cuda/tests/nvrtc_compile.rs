@@ -12,6 +12,10 @@ fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
         return;
     }
     let ptx = compile("sm_90").unwrap_or_else(|e| panic!("{e}")).to_src();
+    // cuda/sass.sh takes the PTX from here, so that its counts are of exactly this build
+    if let Ok(path) = std::env::var("NWC_WRITE_PTX") {
+        std::fs::write(&path, &ptx).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
     assert!(ptx.contains(".target sm_90"), "PTX is not for sm_90");
     for (name, _) in all_kernels() {
         assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
