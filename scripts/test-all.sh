@@ -12,7 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
-step() { printf '\n== %s ==\n' "$*"; }
+# Disk: a CI machine once ran out of space linking the test binaries (2026-12-02). A one-shot run
+# gains nothing from incremental artifacts, and line tables (file:line in backtraces) are all the
+# debug info a failing test needs; the dependencies get none. This keeps target/ to a few GiB.
+export CARGO_INCREMENTAL=0
+export CARGO_PROFILE_DEV_DEBUG=line-tables-only CARGO_PROFILE_TEST_DEBUG=line-tables-only
+step() { printf '\n== %s ==\n' "$*"; df -h . | awk 'NR == 2 { print "(disk: " $4 " free)" }'; }
 
 step "NVRTC from PyPI (kernel compile check)"
 nvrtc_lib="$(bash cuda/ci-nvrtc.sh)"
