@@ -82,34 +82,40 @@ __device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i
 // inline it once per row), each pair rebuilt from its codes and sm bytes. A code-15 weight i takes
 // esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
 // pairs do not come in column order). The fast decode's carry out of a code-15 half (base 242) stays
-// inside its pair, which is rewritten whole.
+// inside its pair, which is rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
+// with the lane's 64-bit masks).
 __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
                                                  exec_u64 off, exec_u32 (&w)[8]) {
-    const exec_u64 c64 = ((exec_u64)c.y << 32) | c.x;
-    // bit 4i + 3: weight i is not plain; bit 4a + 3 of pairs: pair (a, a + 4) holds such a weight
-    const exec_u64 ns = ((exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32) | (~exec_plain_bits(c.x) & 0x88888888u);
-    exec_u64 pairs = (ns | (ns >> 16)) & 0x0000888800008888ull;
-    // bit 4i: weight i has code 15
-    exec_u64 m15 = c64 & (c64 >> 1);
-    m15 &= m15 >> 2;
-    m15 &= 0x1111111111111111ull;
+    // A pair's two codes lie in one code word (c.x for a in 0..3, c.y for a in 8..11), so the loop
+    // works on that 32-bit word alone; its code-15 mask is derived in the loop (pairs are rare, and
+    // masks kept across it cost registers the unrolled rows need: 24 bytes of spills in W1).
+    // bit 4a + 3 (a in 0..3) / 16 + 4a + 3: pair (a, a + 4) / (8 + a, 12 + a) holds a weight that
+    // is not plain.
+    const exec_u32 nx = ~exec_plain_bits(c.x) & 0x88888888u, ny = ~exec_plain_bits(c.y) & 0x88888888u;
+    exec_u32 pairs = ((nx | (nx >> 16)) & 0x8888u) | ((ny | (ny >> 16)) << 16);
 #pragma unroll 1
-    while (pairs != 0ull) {
-        const exec_u32 a = (exec_u32)(__ffsll((long long)pairs) - 1) >> 2;
-        pairs &= pairs - 1ull;
+    while (pairs != 0u) {
+        const exec_u32 bit = (exec_u32)(__ffs((int)pairs) - 1);
+        pairs &= pairs - 1u;
+        const bool hi = bit >= 16u;
+        const exec_u32 sh = (bit & 15u) - 3u;  // 4 (a & 3): the pair's low weight in its code word
+        const exec_u32 cw = hi ? c.y : c.x;
+        const exec_u32 s0 = hi ? s.z : s.x, s1 = hi ? s.w : s.y;
+        exec_u32 m15 = cw & (cw >> 1);  // bit 4k: weight k of the word has code 15
+        m15 &= (m15 >> 2) & 0x11111111u;
+        const exec_u32 below = hi ? exec_count15(c.x) : 0u;  // code-15 weights in 0..7
         exec_u32 word = 0u;
 #pragma unroll
         for (exec_u32 j = 0; j < 2; ++j) {
-            const exec_u32 i = a + 4u * j;
-            const exec_u32 code = (exec_u32)(c64 >> (4u * i)) & 15u;
-            const exec_u32 sw = i < 8u ? (i < 4u ? s.x : s.y) : (i < 12u ? s.z : s.w);
-            const exec_u32 sb = (sw >> (8u * (i & 3u))) & 0xffu;
+            const exec_u32 p = sh + 16u * j;  // weight a + 4j's code at bit p of cw
+            const exec_u32 code = (cw >> p) & 15u;
+            const exec_u32 sb = ((j ? s1 : s0) >> (2u * sh)) & 0xffu;
             exec_u32 e = base - 1u + code;
             if (code == 0u) e = 0u;
-            if (code == 15u) e = esc[off + (exec_u64)__popcll(m15 & ((1ull << (4u * i)) - 1ull))];
+            if (code == 15u) e = esc[off + (below + (exec_u32)__popc(m15 & ((1u << p) - 1u)))];
             word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16u * j);
         }
-        const exec_u32 q = (a & 3u) | ((a >> 1) & 4u);
+        const exec_u32 q = (sh >> 2) | (hi ? 4u : 0u);
 #pragma unroll
         for (exec_u32 k = 0; k < 8; ++k)
             if (k == q) w[k] = word;
