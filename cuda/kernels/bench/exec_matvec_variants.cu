@@ -78,3 +78,120 @@ __device__ __forceinline__ void exec_probe_stream_body(const exec_u8* __restrict
 EXEC_PROBE_STREAM(bench_exec_probe_stream4x1_d4, 4, 1)
 EXEC_PROBE_STREAM(bench_exec_probe_stream2x2_d4, 2, 2)
 EXEC_PROBE_STREAM(bench_exec_probe_stream1x4_d4, 1, 4)
+
+// The W1 strip kernel (exec_matvec_strip.cu) with its next D - 1 tiles' words in flight (session
+// 15): each lane copies its own 16 sm and 8 code bytes of the 4 rows, its row's escape offset and
+// the tile flags of the warp's next tiles into a D-stage buffer in shared memory by cp.async, and
+// reads back only what it copied itself, so wait_group alone orders it (no __syncwarp). The
+// registers stay W1's; the loads of tile cb + D - 1 are in flight while tile cb is decoded.
+// Stage (bytes): sm [4][32][16], codes [4][32][8], per lane {escape offset, flags} [32][8].
+constexpr exec_u32 EXEC_W1A_STAGE = 2048u + 1024u + 256u;
+
+__device__ __forceinline__ void exec_cp8z(exec_u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 8u : 0u) : "memory");
+}
+__device__ __forceinline__ void exec_cp4z(exec_u32 dst, const void* src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4u : 0u) : "memory");
+}
+
+template <int D>
+__device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
+    extern __shared__ __align__(16) exec_u8 exec_w1a_stage[];  // D x EXEC_W1A_STAGE
+    if (ncols == 0) return;  // no output
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
+    const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
+    const bool rows = r0 + 4u <= M;
+    const exec_u32 nrows = M - r0;
+    const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + r0));
+    const exec_u32 mine = exec_b2(__ldg(base + r0 + l3));
+    exec_u32 b2[4];
+#pragma unroll
+    for (exec_u32 r = 0; r < 4; ++r) b2[r] = __shfl_sync(EXEC_FULL, mine, r);
+    const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
+    const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
+    const exec_u8* pf = flags + r0;
+    const bool erow = r0 + l3 < M;
+    const exec_u32* pe = esc_start + (exec_u64)(erow ? r0 + l3 : 0u) * CB;
+    const exec_u32 st0 = exec_sa(exec_w1a_stage);
+    // Tile t's copies into stage t % D (an empty cp.async group past the last tile).
+    exec_u32 it = 0u, istage = 0u;
+    auto issue = [&]() {
+        if (it < CB) {
+            const exec_u32 st = st0 + istage * EXEC_W1A_STAGE;
+            if (rows && it * 512u + 512u <= K) {  // warp-uniform: 4 rows, no pad column
+                const exec_u8* s = ps;
+                const exec_u8* c = pc;
+#pragma unroll
+                for (exec_u32 r = 0; r < 4; ++r) {
+                    exec_cp16(st + r * 512u + lane * 16u, s);
+                    exec_cp8(st + 2048u + r * 256u + lane * 8u, c);
+                    s += K16;
+                    c += K16 >> 1;
+                }
+            } else {
+                const bool active = it * 512u + lane * 16u < K16;
+#pragma unroll
+                for (exec_u32 r = 0; r < 4; ++r) {
+                    const bool ok = active && r < nrows;
+                    exec_cp16z(st + r * 512u + lane * 16u, ok ? ps + (exec_u64)r * K16 : sm, ok);
+                    exec_cp8z(st + 2048u + r * 256u + lane * 8u, ok ? pc + (exec_u64)r * (K16 >> 1) : codes, ok);
+                }
+            }
+            exec_cp4z(st + 3072u + lane * 8u, pe, erow);
+            exec_cp4(st + 3076u + lane * 8u, pf);
+            ps += 512;
+            pc += 256;
+            pf += M4;
+            ++pe;
+        }
+        ++it;
+        exec_stage_next<D>(istage);
+    };
+#pragma unroll
+    for (int d = 0; d + 1 < D; ++d) issue();
+    float S = 0.0f;
+    exec_u32 rstage = 0u;
+    for (exec_u32 cb = 0; cb < CB; ++cb) {
+        issue();  // refills the stage tile cb - 1 was read from
+        exec_cp_wait<D - 1>();
+        const exec_u32 kc = cb * 512u + lane * 16u;
+        const bool active = kc < K16;
+        const bool whole = cb * 512u + 512u <= K;  // warp-uniform
+        float xv[16];
+        exec_strip_x(xv, x, kc, whole, active);
+        const exec_u8* st = exec_w1a_stage + rstage * EXEC_W1A_STAGE;
+        ExecStripGroup g;
+#pragma unroll
+        for (exec_u32 r = 0; r < 4; ++r) {
+            g.s[r] = *reinterpret_cast<const uint4*>(st + r * 512u + lane * 16u);
+            g.c[r] = *reinterpret_cast<const uint2*>(st + 2048u + r * 256u + lane * 8u);
+        }
+        if (!(rows && whole)) {  // warp-uniform: rows past M and lanes past K16 take code 1 (see exec_strip_load)
+#pragma unroll
+            for (exec_u32 r = 0; r < 4; ++r)
+                if (!(active && r < nrows)) g.c[r] = make_uint2(0x11111111u, 0x11111111u);
+        }
+        const uint2 ef = *reinterpret_cast<const uint2*>(st + 3072u + lane * 8u);
+        g.eo = ef.x;
+        g.fl = ef.y;
+        rstage = rstage + 1 == (exec_u32)D ? 0u : rstage + 1;
+        S = __fadd_rn(S, exec_strip_group<0>(g, b4, b2, xv, esc, lane, whole, kc, K));
+    }
+    const exec_u32 m = r0 + exec_tree_index<4>(lane);
+    if (exec_tree_writer<4>(lane) && m < M) {
+        if (bias) S = __fadd_rn(S, bias[m]);
+        if (out_bf16)
+            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
+        else
+            reinterpret_cast<float*>(y)[m] = S;
+    }
+}
+
+#define EXEC_STRIP_W1_ASYNC(NAME, D)                                                                      \
+    extern "C" __global__ void __maxnreg__(96)                                                             \
+        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
+        exec_strip_w1_async_body<D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+    }
+
+EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async2, 2)
+EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async3, 3)

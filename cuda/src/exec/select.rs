@@ -35,6 +35,12 @@ pub enum ExecMatvecKernel {
     VarStripCta,
     #[cfg(feature = "bench")]
     VarStripW1,
+    /// Bench: W1 at every shape with its next 1 or 2 tiles' words in flight through a 2- or 3-stage
+    /// cp.async buffer in shared memory (kernels/bench/exec_matvec_variants.cu). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1Async2,
+    #[cfg(feature = "bench")]
+    VarStripW1Async3,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -147,6 +153,10 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1Async2,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1Async3,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -195,6 +205,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1 => "var-strip-w1",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1Async2 => "var-strip-w1-async2",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1Async3 => "var-strip-w1-async3",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -250,7 +264,9 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric
             | ExecMatvecKernel::RowsNoPrefetch
             | ExecMatvecKernel::VarStripCta
-            | ExecMatvecKernel::VarStripW1 => true,
+            | ExecMatvecKernel::VarStripW1
+            | ExecMatvecKernel::VarStripW1Async2
+            | ExecMatvecKernel::VarStripW1Async3 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -17,6 +17,8 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripCta => return self.strip_plan("exec_matvec_strip"),
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
+            ExecMatvecKernel::VarStripW1Async2 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async2", 2))),
+            ExecMatvecKernel::VarStripW1Async3 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async3", 3))),
             _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];
@@ -57,3 +59,14 @@ impl GpuExecMatrix {
         Ok(None)
     }
 }
+
+impl GpuExecMatrix {
+    /// Bench: W1's plan with `depth` stages of `W1_ASYNC_STAGE` bytes of dynamic shared memory.
+    fn strip_w1_async_plan(&self, name: &'static str, depth: u32) -> Plan {
+        Plan { smem: depth * W1_ASYNC_STAGE, ..self.strip_w1_plan(name) }
+    }
+}
+
+/// One stage of the W1 kernel with tiles in flight (`EXEC_W1A_STAGE`): 4 rows x 32 lanes x (16 sm
+/// and 8 code bytes), and 8 bytes per lane for its escape offset and the tile flags.
+const W1_ASYNC_STAGE: u32 = 4 * 32 * 24 + 32 * 8;
