@@ -281,6 +281,31 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
     }
 }
 
+// W1's 4 rows from r0: b4 their bases (one byte each), b2[r] = exec_b2 of row r's. Each lane
+// loads row l3's and the shuffles spread them: b2 stays in vector registers, where a uniform load
+// would put it in uniform registers that every use first moves (six more instructions per row).
+__device__ __forceinline__ void exec_strip_w1_bases(const exec_u8* __restrict__ base, exec_u32 r0, exec_u32 l3, exec_u32& b4,
+                                                    exec_u32 (&b2)[4]) {
+    b4 = __ldg(reinterpret_cast<const exec_u32*>(base + r0));  // base is allocated rounded up to 4 bytes
+    const exec_u32 mine = exec_b2(__ldg(base + r0 + l3));
+#pragma unroll
+    for (exec_u32 r = 0; r < 4; ++r) b2[r] = __shfl_sync(EXEC_FULL, mine, r);
+}
+
+// W1's end: the writer lanes of the tree add the bias to their row's sum S and store it (spec
+// 15.4.6).
+__device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u32 lane, exec_u32 M, const float* __restrict__ bias,
+                                                    void* __restrict__ y, int out_bf16) {
+    const exec_u32 m = r0 + exec_tree_index<4>(lane);
+    if (exec_tree_writer<4>(lane) && m < M) {
+        if (bias) S = __fadd_rn(S, bias[m]);
+        if (out_bf16)
+            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
+        else
+            reinterpret_cast<float*>(y)[m] = S;
+    }
+}
+
 // CTAs of one warp (W1): the warp takes 4 rows through every tile in ascending cb, adding each
 // tile partial to its row's sum as it comes (spec 15.4.5): no shared memory, no CTA barrier, so no
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
@@ -292,14 +317,8 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
     const bool rows = r0 + 4u <= M;
-    // The rows' bases (base is allocated rounded up to 4 bytes). Each lane loads row l3's and the
-    // shuffles spread them: b2 stays in vector registers, where a uniform load would put it in
-    // uniform registers that every use first moves (six more instructions per row).
-    const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + r0));
-    const exec_u32 mine = exec_b2(__ldg(base + r0 + l3));
-    exec_u32 b2[4];
-#pragma unroll
-    for (exec_u32 r = 0; r < 4; ++r) b2[r] = __shfl_sync(EXEC_FULL, mine, r);
+    exec_u32 b4, b2[4];
+    exec_strip_w1_bases(base, r0, l3, b4, b2);
     const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
     const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
     const exec_u8* pf = flags + r0;
@@ -321,14 +340,7 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         pf += M4;
         ++pe;
     }
-    const exec_u32 m = r0 + exec_tree_index<4>(lane);
-    if (exec_tree_writer<4>(lane) && m < M) {
-        if (bias) S = __fadd_rn(S, bias[m]);
-        if (out_bf16)
-            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
-        else
-            reinterpret_cast<float*>(y)[m] = S;
-    }
+    exec_strip_w1_store(S, r0, lane, M, bias, y, out_bf16);
 }
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80

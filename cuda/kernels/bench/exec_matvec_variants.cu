@@ -102,11 +102,8 @@ __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(floa
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
     const bool rows = r0 + 4u <= M;
     const exec_u32 nrows = M - r0;
-    const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + r0));
-    const exec_u32 mine = exec_b2(__ldg(base + r0 + l3));
-    exec_u32 b2[4];
-#pragma unroll
-    for (exec_u32 r = 0; r < 4; ++r) b2[r] = __shfl_sync(EXEC_FULL, mine, r);
+    exec_u32 b4, b2[4];
+    exec_strip_w1_bases(base, r0, l3, b4, b2);
     const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
     const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
     const exec_u8* pf = flags + r0;
@@ -177,14 +174,7 @@ __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(floa
         rstage = rstage + 1 == (exec_u32)D ? 0u : rstage + 1;
         S = __fadd_rn(S, exec_strip_group<0>(g, b4, b2, xv, esc, lane, whole, kc, K));
     }
-    const exec_u32 m = r0 + exec_tree_index<4>(lane);
-    if (exec_tree_writer<4>(lane) && m < M) {
-        if (bias) S = __fadd_rn(S, bias[m]);
-        if (out_bf16)
-            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
-        else
-            reinterpret_cast<float*>(y)[m] = S;
-    }
+    exec_strip_w1_store(S, r0, lane, M, bias, y, out_bf16);
 }
 
 #define EXEC_STRIP_W1_ASYNC(NAME, D)                                                                      \
