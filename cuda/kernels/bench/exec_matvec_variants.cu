@@ -82,8 +82,9 @@ EXEC_PROBE_STREAM(bench_exec_probe_stream1x4_d4, 1, 4)
 // The W1 strip kernel (exec_matvec_strip.cu) with its next D - 1 tiles' words in flight (session
 // 15): each lane copies its own 16 sm and 8 code bytes of the 4 rows, its row's escape offset and
 // the tile flags of the warp's next tiles into a D-stage buffer in shared memory by cp.async, and
-// reads back only what it copied itself, so wait_group alone orders it (no __syncwarp). The
-// registers stay W1's; the loads of tile cb + D - 1 are in flight while tile cb is decoded.
+// reads back only what it copied itself, so wait_group alone orders it (no __syncwarp). The copies
+// of tile cb + D - 1 are in flight while tile cb is decoded. 94 registers (at W1's 80 the issue's
+// pointers spill 68-76 bytes), so 21 warps per SM against W1's 25, each with D tiles in flight.
 // Stage (bytes): sm [4][32][16], codes [4][32][8], per lane {escape offset, flags} [32][8].
 constexpr exec_u32 EXEC_W1A_STAGE = 2048u + 1024u + 256u;
 
