@@ -21,8 +21,9 @@
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
 // Instructions (session 14, docs/gpu.md): the decode pairs weights a and a + 4 (exec_strip_pairs16),
 // tiles without pad columns load without predicates or masks, and W1 loads its rows' bases once
-// and advances its pointers; the path every group of 4 rows runs is 369 SASS instructions in W1
-// (466 before) and 404 in the CTA kernel (443), as `bash cuda/sass.sh exec_matvec_strip` counts them.
+// and advances its pointers; the path every group of 4 rows runs is 370 SASS instructions in W1
+// (466 before) and 404 in the CTA kernel (443), as `bash cuda/sass.sh exec_matvec_strip` counts them;
+// a patched pair adds 79 (session 15).
 // Shared memory (CTAs of W warps): RB x CB f32 tile partials.
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
