@@ -17,33 +17,81 @@
 // W and splits come from exec/tensor_strip.rs. Shared memory: W x 16 x 8 NT f32. NT = 1, 2, 4:
 // 8, 16, 32 columns per decode.
 
+// One item: the decode of its words sv / cv (exec_tc_decode, with its patch-list range) and the mma
+// into acc. xv: the item's activation fragments, or with XCHUNK (XN = 1, unused) each chunk's
+// loaded as its mma need them (at 32 columns, 64 registers for the item's would not fit beside
+// the words and the accumulators).
+template <int NT, bool XCHUNK, int PROBE, int XN>
+__device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const uint4 (&xv)[XN][4],
+                                              const bool (&rv)[2], const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,
+                                              exec_u32 lane, const exec_u8* __restrict__ esc, const uint2* __restrict__ pent,
+                                              const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
+                                              exec_u32 c0, float (&acc)[NT][4]) {
+    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+        uint4 xa[NT], xb[NT];
+        if constexpr (!XCHUNK) {
+#pragma unroll
+            for (int nt = 0; nt < NT; ++nt) {
+                xa[nt] = xv[nt][2 * j];
+                xb[nt] = xv[nt][2 * j + 1];
+            }
+        } else {
+            exec_load_b<NT>(x, ldx, ncols, K16, c0 + 64u * j + 16u * t, g, xa, xb);
+        }
+        exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
+    });
+}
+
+// The end of a CTA: the warps' partial sums meet in red (W x 16 x 8 NT f32) and are added in warp
+// order; with one split, then the bias and the output conversion, else the f32 sum goes to
+// part[split][n][m] for exec_tensor_panel_sum.
+template <int NT>
+__device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[NT][4], exec_u32 warp, exec_u32 nwarps, exec_u32 gr,
+                                                exec_u32 g, exec_u32 t, exec_u32 M, exec_u32 ncols, const float* __restrict__ bias,
+                                                void* __restrict__ y, exec_u64 ldy, int out_bf16, float* __restrict__ part,
+                                                exec_u32 split, exec_u32 splits) {
+    constexpr int COLS = NT * 8;
+    exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
+    if (splits == 1)
+        exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
+    else
+        exec_tc_rowgroup_out<16, COLS, true>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part, split);
+}
+
+// The locals of a CTA of the strip kernel (and its bench variants): its row group gr and range
+// [i0, i1) of item columns, the thread's rows g and g + 8 with their bases, and its pointers. A
+// macro, not a function: returning them in a struct changed the kernel's register allocation (+4
+// to +11 instructions per item, session 15).
+// Rows g and g + 8 of the row group at the thread's chunk offset 16 t: an item's words are at + c0
+// (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, so a whole item (rows below
+// M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14). Item columns: 4
+// per tile but none past K16 in a short last tile (as exec_tensor.cu); the host keeps every split
+// non-empty.
+#define EXEC_TCS_LOCALS                                                                                                 \
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7); \
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;                       \
+    const exec_u32 g = lane >> 2, t = lane & 3u;                                                                       \
+    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;                                              \
+    const exec_u32 per = (nitg + splits - 1) / splits;                                                                 \
+    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);                                                         \
+    bool rv[2];                                                                                                        \
+    exec_u32 rbase[2];                                                                                                 \
+    exec_tc_row_bases(base, gr, M, g, rv, rbase);                                                                      \
+    float acc[NT][4] = {};                                                                                             \
+    const bool rows = (exec_u64)gr * 16 + 16 <= M;                                                                     \
+    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;                                                 \
+    const exec_u8* ps1 = ps0 + 8ull * K16;                                                                             \
+    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;                                        \
+    const exec_u8* pc1 = pc0 + 4ull * K16;                                                                             \
+    const exec_u32* prow = poff + (exec_u64)gr * CB * 4; /* the row group's item offsets */
+
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
 template <int NT, bool XCHUNK, int PROBE = 0>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
-    constexpr int COLS = NT * 8;
     extern __shared__ __align__(16) float exec_tcs_red[];
-    // item columns: 4 per tile but none past K16 in a short last tile (as exec_tensor.cu)
-    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
-    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-    const exec_u32 g = lane >> 2, t = lane & 3u;
-    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;
-    const exec_u32 per = (nitg + splits - 1) / splits;  // the host keeps every split non-empty
-    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);
-    bool rv[2];
-    exec_u32 rbase[2];
-    exec_tc_row_bases(base, gr, M, g, rv, rbase);
-    float acc[NT][4] = {};
-    // Rows g and g + 8 of the row group at the thread's chunk offset 16 t: an item's words are at
-    // + c0 (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, so a whole item (rows
-    // below M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14).
-    const bool rows = (exec_u64)gr * 16 + 16 <= M;
-    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;
-    const exec_u8* ps1 = ps0 + 8ull * K16;
-    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;
-    const exec_u8* pc1 = pc0 + 4ull * K16;
-    const exec_u32* prow = poff + (exec_u64)gr * CB * 4;  // the row group's item offsets
+    EXEC_TCS_LOCALS
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
@@ -84,30 +132,9 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         }
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
         const uint2 range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
-        // the activation fragments: the item's (both chunks) before the decode (above), or with
-        // XCHUNK each chunk's as its mma need them (at 32 columns, 64 registers for the item's would
-        // not fit beside the words and the accumulators)
-        exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent,
-                                              [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
-                                                  uint4 xa[NT], xb[NT];
-                                                  if constexpr (!XCHUNK) {
-#pragma unroll
-                                                      for (int nt = 0; nt < NT; ++nt) {
-                                                          xa[nt] = xv[nt][2 * j];
-                                                          xb[nt] = xv[nt][2 * j + 1];
-                                                      }
-                                                  } else {
-                                                      exec_load_b<NT>(x, ldx, ncols, K16, c0 + 64u * j + 16u * t, g, xa, xb);
-                                                  }
-                                                  exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
-                                              });
+        exec_tcs_item<NT, XCHUNK, PROBE>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
     }
-    exec_tc_store_acc<NT, COLS>(exec_tcs_red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
-    if (splits == 1)
-        exec_tc_rowgroup_out<16, COLS>(exec_tcs_red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
-    else
-        exec_tc_rowgroup_out<16, COLS, true>(exec_tcs_red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part,
-                                             split);
+    exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32

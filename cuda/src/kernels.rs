@@ -187,7 +187,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 43] = [
+pub const BENCH: [(&str, u32); 45] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -248,6 +248,9 @@ pub const BENCH: [(&str, u32); 43] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
+    // The strip kernel with 2 items in flight per warp through 3 cp.async stages (exec_tensor_variants.cu).
+    ("bench_exec_tensor_strip_async3_n1", SMEM_OPTIN),
+    ("bench_exec_tensor_strip_async3_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

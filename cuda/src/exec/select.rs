@@ -103,6 +103,11 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
+    /// Bench: the strip kernel up to 16 columns with the warp's next 2 items in flight through 3
+    /// cp.async stages in shared memory (kernels/bench/exec_tensor_variants.cu); above 16 columns,
+    /// [`ExecMatvecKernel::Bounded`].
+    #[cfg(feature = "bench")]
+    VarTcStripAsync,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -148,6 +153,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripAsync,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -201,6 +208,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripAsync => "var-tc-strip-async",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -274,6 +283,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
+            | ExecMatvecKernel::VarTcStripAsync
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma

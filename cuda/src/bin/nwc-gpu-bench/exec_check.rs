@@ -121,9 +121,9 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
         // the production choice on up to 32 columns (the strip kernel) and on 33..64 (the panel
-        // kernel), the stream kernel, the strip kernel held to one split and its variant that
-        // loads activations per chunk, the step kernel, the panel kernel held to 1 and to 2 row
-        // groups per warp on 33..64
+        // kernel), the stream kernel, the strip kernel held to one split, its variant that loads
+        // activations per chunk and its variant with items in flight (to 16 columns), the step
+        // kernel, the panel kernel held to 1 and to 2 row groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
         let runs = [
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
@@ -131,6 +131,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
+            (ExecMatvecKernel::VarTcStripAsync, [5usize, 16, 1, 11][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
