@@ -187,7 +187,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 45] = [
+pub const BENCH: [(&str, u32); 46] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -224,9 +224,11 @@ pub const BENCH: [(&str, u32); 45] = [
     // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
     ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
     ("bench_exec_probe_strip_w1_nodecode", 0),
-    // W1 with 1 or 2 tiles in flight through cp.async stages (exec_matvec_variants.cu).
+    // W1 with 1 or 2 tiles in flight through cp.async stages, and with 2 warps per 4 rows
+    // (exec_matvec_variants.cu).
     ("bench_exec_matvec_strip_w1_async2", SMEM_OPTIN),
     ("bench_exec_matvec_strip_w1_async3", SMEM_OPTIN),
+    ("bench_exec_matvec_strip_w2_async3", SMEM_OPTIN),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),

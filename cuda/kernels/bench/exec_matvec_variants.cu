@@ -85,6 +85,11 @@ EXEC_PROBE_STREAM(bench_exec_probe_stream1x4_d4, 1, 4)
 // reads back only what it copied itself, so wait_group alone orders it (no __syncwarp). The copies
 // of tile cb + D - 1 are in flight while tile cb is decoded. 94 registers (at W1's 80 the issue's
 // pointers spill 68-76 bytes), so 21 warps per SM against W1's 25, each with D tiles in flight.
+// V > 1 (var-strip-w2-async3): a CTA of V warps per 4 rows, warp v taking the tiles
+// [v CB / V, (v + 1) CB / V), for the shapes whose groups of 4 rows leave SMs with few warps
+// (4096x4096: 7.75 per SM); warp 0 sums its tiles' partials as W1 does, the others store theirs
+// in shared memory, and after the CTA barrier warp 0 adds them in ascending tile order (spec
+// 15.4.5: the same sum as W1). Shared memory: V x D stages, then CB x 4 f32 partials.
 // Stage (bytes): sm [4][32][16], codes [4][32][8], per lane {escape offset, flags} [32][8].
 constexpr exec_u32 EXEC_W1A_STAGE = 2048u + 1024u + 256u;
 
@@ -95,26 +100,28 @@ __device__ __forceinline__ void exec_cp4z(exec_u32 dst, const void* src, bool va
     asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 4u : 0u) : "memory");
 }
 
-template <int D>
+template <int D, int V>
 __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
-    extern __shared__ __align__(16) exec_u8 exec_w1a_stage[];  // D x EXEC_W1A_STAGE
-    if (ncols == 0) return;  // no output
+    extern __shared__ __align__(16) exec_u8 exec_w1a_stage[];  // V x D x EXEC_W1A_STAGE, then CB x 4 f32
+    if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
+    const exec_u32 warp = threadIdx.x >> 5, cb0 = warp * CB / V, cb1 = (warp + 1) * CB / V;  // this warp's tiles
     const bool rows = r0 + 4u <= M;
     const exec_u32 nrows = M - r0;
     exec_u32 b4, b2[4];
     exec_strip_w1_bases(base, r0, l3, b4, b2);
-    const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
-    const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
-    const exec_u8* pf = flags + r0;
+    const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u + cb0 * 512u;
+    const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u + cb0 * 256u;
+    const exec_u8* pf = flags + r0 + (exec_u64)cb0 * M4;
     const bool erow = r0 + l3 < M;
-    const exec_u32* pe = esc_start + (exec_u64)(erow ? r0 + l3 : 0u) * CB;
-    const exec_u32 st0 = exec_sa(exec_w1a_stage);
-    // Tile t's copies into stage t % D (an empty cp.async group past the last tile).
-    exec_u32 it = 0u, istage = 0u;
+    const exec_u32* pe = esc_start + (exec_u64)(erow ? r0 + l3 : 0u) * CB + cb0;
+    exec_u8* stages = exec_w1a_stage + warp * (D * EXEC_W1A_STAGE);
+    const exec_u32 st0 = exec_sa(stages);
+    // Tile t's copies into stage t % D (an empty cp.async group past the warp's last tile).
+    exec_u32 it = cb0, istage = 0u;
     auto issue = [&]() {
-        if (it < CB) {
+        if (it < cb1) {
             const exec_u32 st = st0 + istage * EXEC_W1A_STAGE;
             if (rows && it * 512u + 512u <= K) {  // warp-uniform: 4 rows, no pad column
                 const exec_u8* s = ps;
@@ -148,8 +155,9 @@ __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(floa
 #pragma unroll
     for (int d = 0; d + 1 < D; ++d) issue();
     float S = 0.0f;
+    float* part = reinterpret_cast<float*>(exec_w1a_stage + V * D * EXEC_W1A_STAGE);  // [CB][4]
     exec_u32 rstage = 0u;
-    for (exec_u32 cb = 0; cb < CB; ++cb) {
+    for (exec_u32 cb = cb0; cb < cb1; ++cb) {
         issue();  // refills the stage tile cb - 1 was read from
         exec_cp_wait<D - 1>();
         const exec_u32 kc = cb * 512u + lane * 16u;
@@ -157,7 +165,7 @@ __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(floa
         const bool whole = cb * 512u + 512u <= K;  // warp-uniform
         float xv[16];
         exec_strip_x(xv, x, kc, whole, active);
-        const exec_u8* st = exec_w1a_stage + rstage * EXEC_W1A_STAGE;
+        const exec_u8* st = stages + rstage * EXEC_W1A_STAGE;
         ExecStripGroup g;
 #pragma unroll
         for (exec_u32 r = 0; r < 4; ++r) {
@@ -173,16 +181,27 @@ __device__ __forceinline__ void exec_strip_w1_async_body(EXEC_MATVEC_PARAMS(floa
         g.eo = ef.x;
         g.fl = ef.y;
         rstage = rstage + 1 == (exec_u32)D ? 0u : rstage + 1;
-        S = __fadd_rn(S, exec_strip_group<0>(g, b4, b2, xv, esc, lane, whole, kc, K));
+        const float P = exec_strip_group<0>(g, b4, b2, xv, esc, lane, whole, kc, K);
+        if (V == 1 || warp == 0)
+            S = __fadd_rn(S, P);
+        else if (exec_tree_writer<4>(lane))
+            part[cb * 4u + exec_tree_index<4>(lane)] = P;
+    }
+    if (V > 1) {
+        __syncthreads();
+        if (warp != 0) return;
+        if (exec_tree_writer<4>(lane))
+            for (exec_u32 cb = cb1; cb < CB; ++cb) S = __fadd_rn(S, part[cb * 4u + exec_tree_index<4>(lane)]);
     }
     exec_strip_w1_store(S, r0, lane, M, bias, y, out_bf16);
 }
 
-#define EXEC_STRIP_W1_ASYNC(NAME, D)                                                                      \
+#define EXEC_STRIP_W1_ASYNC(NAME, D, V)                                                                   \
     extern "C" __global__ void __maxnreg__(96)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_w1_async_body<D>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+        exec_strip_w1_async_body<D, V>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
 
-EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async2, 2)
-EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async3, 3)
+EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async2, 2, 1)
+EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w1_async3, 3, 1)
+EXEC_STRIP_W1_ASYNC(bench_exec_matvec_strip_w2_async3, 3, 2)

@@ -41,6 +41,10 @@ pub enum ExecMatvecKernel {
     VarStripW1Async2,
     #[cfg(feature = "bench")]
     VarStripW1Async3,
+    /// Bench: [`ExecMatvecKernel::VarStripW1Async3`] with CTAs of 2 warps per 4 rows, each taking
+    /// half of the tiles (their partials added in tile order after the CTA barrier). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW2Async3,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -164,6 +168,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1Async3,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW2Async3,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -218,6 +224,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripW1Async2 => "var-strip-w1-async2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1Async3 => "var-strip-w1-async3",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW2Async3 => "var-strip-w2-async3",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -275,7 +283,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripCta
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripW1Async2
-            | ExecMatvecKernel::VarStripW1Async3 => true,
+            | ExecMatvecKernel::VarStripW1Async3
+            | ExecMatvecKernel::VarStripW2Async3 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -14,7 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 9] = [
+const EXACT: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
@@ -24,6 +24,7 @@ const EXACT: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripW1Async2,
     ExecMatvecKernel::VarStripW1Async3,
+    ExecMatvecKernel::VarStripW2Async3,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
