@@ -2,7 +2,8 @@
 instructions of the kernels whose names match a pattern, with each loop (a conditional branch back)
 and its main path: the loop body without the blocks a forward conditional branch skips that hold
 the escape prefix (SHFL.UP or a shuffle's BRA.DIV fallback), a partial load (the pad code word
-0x11111111), an inner loop (a patch loop) or only zero fills and predicated loads.
+0x11111111) or partial copy (four or more cp.async with their zero fill), an inner loop (a branch back inside the
+block: a patch loop) or only zero fills and predicated loads.
 Usage: sass_report.py PATTERN PTXAS_LOG SASS"""
 import re
 import sys
@@ -31,11 +32,39 @@ def opcode(line):
     return re.sub(r'^@!?U?P\w+\s+', '', line).split()[0].split('.')[0]
 
 
+def top_level(block):
+    """The instructions of a block outside the forward branches' regions nested in it."""
+    labels = {x[:-1]: i for i, x in enumerate(block) if x.startswith('.L') and x.endswith(':')}
+    def forward(i):
+        m = re.search(r'BRA\s+(?:!?U?P\d, )?`\((\.L_x_\d+)\)', block[i])
+        return labels[m.group(1)] if m and m.group(1) in labels and labels[m.group(1)] > i else None
+
+    out, k = [], 0
+    while k < len(block):
+        out.append(block[k])
+        t = forward(k)
+        if t is None:
+            k += 1
+            continue
+        # an if's body ends in an unconditional branch over its else: skip both
+        e = forward(t - 1) if t - 1 > k and block[t - 1].startswith('BRA') else None
+        k = e if e is not None else t
+    return out
+
+
 def cold(block):
     """True for a block off the main path (the module docstring says which)."""
-    labels = {x[:-1] for x in block if x.startswith('.L') and x.endswith(':')}
-    inner = any(m and m.group(1) in labels for m in (re.search(r'BRA\s+(?:!?U?P\d, )?`\((\.L_x_\d+)\)', x) for x in block))
-    return inner or any('SHFL.UP' in x or 'BRA.DIV' in x or '0x11111111' in x for x in block) or (
+    # an inner loop: a branch back to a label of the block (a branch forward inside it is an if)
+    labels = {x[:-1]: i for i, x in enumerate(block) if x.startswith('.L') and x.endswith(':')}
+    targets = ((i, re.search(r'BRA\s+(?:!?U?P\d, )?`\((\.L_x_\d+)\)', x)) for i, x in enumerate(block))
+    inner = any(m and m.group(1) in labels and labels[m.group(1)] < i for i, m in targets)
+    # the markers count outside the ifs nested in the block: a block that holds a full and a
+    # partial path is not cold for the partial one
+    top = top_level(block)
+    # a partial copy: several cp.async with their zero fill (LDGSTS's trailing predicate operand;
+    # one alone is a row's escape offset past M, copied on every path)
+    fill = sum(1 for x in top if re.search(r'LDGSTS.*\], !?P\d', x)) >= 4
+    return inner or fill or any('SHFL.UP' in x or 'BRA.DIV' in x or '0x11111111' in x for x in top) or (
         bool(block) and all(opcode(x) in ('CS2R', 'LDG', 'ISETP', 'BRA') for x in block))
 
 
@@ -48,7 +77,8 @@ def loops(lines):
             continue
         a, b, skip, k = lab[m.group(1)], i, set(), lab[m.group(1)]
         while k < b:
-            f = re.search(r'^@!?P\d\s+BRA\s+(?:!?U?P\d, )?`\((\.L_x_\d+)\)', lines[k])
+            # a conditional branch forward skips an if's body; an unconditional one, an else
+            f = re.search(r'^(?:@!?P\d\s+)?BRA\s+(?:!?U?P\d, )?`\((\.L_x_\d+)\)', lines[k])
             if f and f.group(1) in lab and k < lab[f.group(1)] <= b and cold(lines[k + 1:lab[f.group(1)]]):
                 skip.update(range(k + 1, lab[f.group(1)]))
                 k = lab[f.group(1)]
