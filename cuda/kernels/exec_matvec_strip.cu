@@ -179,8 +179,18 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
     }
 }
 
+// Bench (PROBE 2): the f32 of a pair's high half by two integer multiplies (IMAD.HI, then IMAD by
+// 2^16) on the FMA pipe instead of exec_hi's LOP3 on the half-rate ALU pipe (session 15): does
+// moving 32 of a group's ~170 ALU instructions help, or do the 32 more instructions cost?
+__device__ __forceinline__ float exec_hi_fma(exec_u32 v) {
+    exec_u32 d;
+    asm("{\n\t.reg .u32 t;\n\tmul.hi.u32 t, %1, %2;\n\tmul.lo.u32 %0, t, %2;\n\t}" : "=r"(d) : "r"(v), "r"(65536u));
+    return __uint_as_float(d);
+}
+
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
-// (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
+// (no decode, no escapes; a ceiling probe, not exact); 2 = exact, the high halves by exec_hi_fma;
+// production instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -194,7 +204,7 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
 #pragma unroll
     for (exec_u32 r = 0; r < 4; ++r) {
         exec_u32 w[8];
-        if (PROBE) {
+        if (PROBE == 1) {
             const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
 #pragma unroll
             for (int p = 0; p < 8; ++p) w[p] = raw[p];
@@ -210,7 +220,10 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
         }
         float a = 0.0f;
 #pragma unroll
-        for (int i = 0; i < 16; ++i) a = __fmaf_rn(exec_strip_weight(w, i), xv[i], a);
+        for (int i = 0; i < 16; ++i) {
+            const float wi = PROBE == 2 && (i & 4) ? exec_hi_fma(w[(i & 3) | ((i >> 1) & 4)]) : exec_strip_weight(w, i);
+            a = __fmaf_rn(wi, xv[i], a);
+        }
         acc[r] = a;
     }
     return exec_tree<4>(acc, lane);

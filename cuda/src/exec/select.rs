@@ -45,6 +45,10 @@ pub enum ExecMatvecKernel {
     /// half of the tiles (their partials added in tile order after the CTA barrier). Exact class.
     #[cfg(feature = "bench")]
     VarStripW2Async3,
+    /// Bench: W1 at every shape with the high halves' f32 built on the FMA pipe (two integer
+    /// multiplies) instead of a LOP3 on the ALU pipe. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1FmaSplit,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -170,6 +174,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW2Async3,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1FmaSplit,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -226,6 +232,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripW1Async3 => "var-strip-w1-async3",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW2Async3 => "var-strip-w2-async3",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1FmaSplit => "var-strip-w1-fmasplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -284,7 +292,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripW1Async2
             | ExecMatvecKernel::VarStripW1Async3
-            | ExecMatvecKernel::VarStripW2Async3 => true,
+            | ExecMatvecKernel::VarStripW2Async3
+            | ExecMatvecKernel::VarStripW1FmaSplit => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -14,7 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 10] = [
+const EXACT: [ExecMatvecKernel; 11] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
@@ -25,6 +25,7 @@ const EXACT: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripW1Async2,
     ExecMatvecKernel::VarStripW1Async3,
     ExecMatvecKernel::VarStripW2Async3,
+    ExecMatvecKernel::VarStripW1FmaSplit,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
