@@ -161,14 +161,14 @@ exec-record)
   fi
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
-  step "ceiling probes"; timeout 100 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "ceiling probes"; timeout 160 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
   step "exec batched (N = 1..64)"; timeout 150 $B/nwc-gpu-bench --exec-batch --quick
   step "peer bench"
   python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
     PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
 exec-variants)
   step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"
-  timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
+  timeout 240 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
 *) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
 esac
 step done
