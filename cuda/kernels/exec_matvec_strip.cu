@@ -188,9 +188,17 @@ __device__ __forceinline__ float exec_hi_fma(exec_u32 v) {
     return __uint_as_float(d);
 }
 
+// Bench (PROBE 3): the exclusive prefix of the lanes' code-15 counts by two votes where no lane
+// holds more than one (a flagged row-tile holds 1.08 escapes on average, session 15), the shuffle
+// scan exec_warp_excl otherwise: two VOTE and a POPC in place of five dependent SHFL.UP.
+__device__ __forceinline__ exec_u32 exec_warp_excl_vote(exec_u32 n, exec_u32 lane) {
+    if (__any_sync(EXEC_FULL, n > 1u)) return exec_warp_excl(n, lane);
+    return __popc(__ballot_sync(EXEC_FULL, n != 0u) & ((1u << lane) - 1u));
+}
+
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); 2 = exact, the high halves by exec_hi_fma;
-// production instantiates PROBE = 0 only.
+// 3 = exact, the escape prefix by exec_warp_excl_vote; production instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -213,7 +221,7 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
                 const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                const exec_u32 before = exec_warp_excl(n15, lane);
+                const exec_u32 before = PROBE == 3 ? exec_warp_excl_vote(n15, lane) : exec_warp_excl(n15, lane);
                 const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
                 if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
             }

@@ -49,6 +49,10 @@ pub enum ExecMatvecKernel {
     /// multiplies) instead of a LOP3 on the ALU pipe. Exact class.
     #[cfg(feature = "bench")]
     VarStripW1FmaSplit,
+    /// Bench: W1 at every shape with the flagged rows' escape prefix by two warp votes where no
+    /// lane holds more than one escape (the shuffle scan otherwise). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1Vote,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -176,6 +180,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1FmaSplit,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1Vote,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -235,6 +241,8 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1FmaSplit => "var-strip-w1-fmasplit",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1Vote => "var-strip-w1-vote",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -293,7 +301,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1Async2
             | ExecMatvecKernel::VarStripW1Async3
             | ExecMatvecKernel::VarStripW2Async3
-            | ExecMatvecKernel::VarStripW1FmaSplit => true,
+            | ExecMatvecKernel::VarStripW1FmaSplit
+            | ExecMatvecKernel::VarStripW1Vote => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -14,7 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 11] = [
+const EXACT: [ExecMatvecKernel; 12] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::StreamGeneric,
@@ -26,6 +26,7 @@ const EXACT: [ExecMatvecKernel; 11] = [
     ExecMatvecKernel::VarStripW1Async3,
     ExecMatvecKernel::VarStripW2Async3,
     ExecMatvecKernel::VarStripW1FmaSplit,
+    ExecMatvecKernel::VarStripW1Vote,
 ];
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {

@@ -18,7 +18,7 @@ use std::sync::Arc;
 /// Timed after cuBLAS, in this order; the first is the production default (the strip kernel at
 /// one column) and the reference. `stream` is the lean kernel, `rows` the short-CTA kernel. The
 /// `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 15] = [
+const KERNELS: [ExecMatvecKernel; 16] = [
     ExecMatvecKernel::Exact,
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
@@ -26,6 +26,7 @@ const KERNELS: [ExecMatvecKernel; 15] = [
     ExecMatvecKernel::VarStripW1Async3,
     ExecMatvecKernel::VarStripW2Async3,
     ExecMatvecKernel::VarStripW1FmaSplit,
+    ExecMatvecKernel::VarStripW1Vote,
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::ProbeStripNoDecode,
