@@ -13,13 +13,8 @@ use nwc_reference::exec::{decode_exec, encode_exec};
 use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
-/// The exact one-column kernels compared (production default first).
-const EXACT: [ExecMatvecKernel; 12] = [
-    ExecMatvecKernel::Exact,
-    ExecMatvecKernel::Stream,
-    ExecMatvecKernel::StreamGeneric,
-    ExecMatvecKernel::Rows,
-    ExecMatvecKernel::RowsNoPrefetch,
+/// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripW1Async2,
@@ -28,6 +23,19 @@ const EXACT: [ExecMatvecKernel; 12] = [
     ExecMatvecKernel::VarStripW1FmaSplit,
     ExecMatvecKernel::VarStripW1Vote,
 ];
+
+/// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
+const EXACT: [ExecMatvecKernel; 5] = [
+    ExecMatvecKernel::Exact,
+    ExecMatvecKernel::Stream,
+    ExecMatvecKernel::StreamGeneric,
+    ExecMatvecKernel::Rows,
+    ExecMatvecKernel::RowsNoPrefetch,
+];
+
+fn exact_kernels() -> impl Iterator<Item = ExecMatvecKernel> {
+    EXACT.into_iter().chain(STRIP_VARIANTS)
+}
 
 fn activations(k: u64, seed: u64) -> Vec<f32> {
     gaussian_bf16(k as usize, seed).iter().map(|&w| f32::from_bits(u32::from(w) << 16) * 50.0).collect()
@@ -43,7 +51,7 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
         let xd = e.activations_f32(&activations(k, 7), 1)?;
         let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
         let mut first: Option<Vec<u16>> = None;
-        for kernel in EXACT {
+        for kernel in exact_kernels() {
             e.set_matvec_kernel(kernel);
             e.matvec_into_bf16(&xd, None, &mut y)?;
             let got = s.clone_dtoh(&y)?;
@@ -82,7 +90,7 @@ fn same_bf16(a: u16, b: u16) -> bool {
 /// `--exec-sweep N[:W]`: N random shapes (up to W weights, default 8 M; K up to 60000 so that the x-from-global
 /// and the 3-stage plans run too) and four weight kinds (Gaussian; with 1/8 zeros; with 2% wide
 /// outliers, many escapes per tile; raw random words, escapes everywhere): every exact kernel of
-/// [`EXACT`] and both dequant kernels against the reference; the bounded (tensor-core) matvec on
+/// [`EXACT`], [`STRIP_VARIANTS`] and both dequant kernels against the reference; the bounded (tensor-core) matvec on
 /// 1, 3, 8 or 13 BF16 columns against spec 19's bound.
 pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     let s = &gpu.stream;
@@ -115,7 +123,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         let want_y = reference.matvec_bf16(&x, 1, None)?;
         let mut e = GpuExecMatrix::upload(gpu, &want)?;
         let mut bad = Vec::new();
-        for kernel in EXACT {
+        for kernel in exact_kernels() {
             e.set_matvec_kernel(kernel);
             let got = e.matvec_bf16(&x, 1, None)?;
             if let Some(r) = (0..m as usize).find(|&r| !same_bf16(got[r], want_y[r])) {

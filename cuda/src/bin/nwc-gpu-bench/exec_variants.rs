@@ -6,6 +6,7 @@
 //! are `--exec`). Every output is compared with the production kernel's (`Exact`), which the
 //! sweep and `--exec` check against the reference.
 
+use super::exec_check::STRIP_VARIANTS;
 use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, tile, time_us};
 use super::Res;
 use cudarc::cublas::CudaBlas;
@@ -15,18 +16,11 @@ use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use std::sync::Arc;
 
-/// Timed after cuBLAS, in this order; the first is the production default (the strip kernel at
-/// one column) and the reference. `stream` is the lean kernel, `rows` the short-CTA kernel. The
-/// `probe-` kernels are ceiling probes (not exact): timed, never compared.
-const KERNELS: [ExecMatvecKernel; 16] = [
-    ExecMatvecKernel::Exact,
-    ExecMatvecKernel::VarStripCta,
-    ExecMatvecKernel::VarStripW1,
-    ExecMatvecKernel::VarStripW1Async2,
-    ExecMatvecKernel::VarStripW1Async3,
-    ExecMatvecKernel::VarStripW2Async3,
-    ExecMatvecKernel::VarStripW1FmaSplit,
-    ExecMatvecKernel::VarStripW1Vote,
+/// Timed after cuBLAS, in this order: the production default (the strip kernel at one column, the
+/// reference), the strip kernel's variants (`exec_check::STRIP_VARIANTS`), then these. `stream` is
+/// the lean kernel, `rows` the short-CTA kernel. The `probe-` kernels are ceiling probes (not
+/// exact): timed, never compared.
+const OTHERS: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::Stream,
     ExecMatvecKernel::Rows,
     ExecMatvecKernel::ProbeStripNoDecode,
@@ -36,6 +30,10 @@ const KERNELS: [ExecMatvecKernel; 16] = [
     ExecMatvecKernel::ProbeStream2x2,
     ExecMatvecKernel::ProbeStream1x4,
 ];
+
+fn kernels() -> Vec<ExecMatvecKernel> {
+    std::iter::once(ExecMatvecKernel::Exact).chain(STRIP_VARIANTS).chain(OTHERS).collect()
+}
 
 /// N(0, 0.02) BF16 words from `gaussian_bf16` streams of 4 M words each, generated in parallel.
 fn gaussian_par(n: usize, seed: u64) -> Vec<u16> {
@@ -64,7 +62,7 @@ struct Row {
     m: u64,
     k: u64,
     cublas_us: f64,
-    /// Per KERNELS entry (NaN when the output differed from Exact's).
+    /// Per entry of `kernels()` (NaN when the output differed from Exact's).
     us: Vec<f64>,
 }
 
@@ -82,7 +80,8 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let mut us = Vec::new();
     let mut expected: Option<Vec<u16>> = None;
     let mut names = Vec::new();
-    for kernel in KERNELS {
+    let kernels = kernels();
+    for &kernel in &kernels {
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
         }
@@ -99,7 +98,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
         us.push(if bad == 0 { t } else { f64::NAN });
     }
     let per: Vec<String> =
-        KERNELS.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
+        kernels.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
     println!("{label:<48} cuBLAS {cublas_us:8.2} us | {}", per.join(" | "));
     Ok(Row { label, m, k, cublas_us, us })
 }
@@ -117,7 +116,7 @@ fn summary(rows: &[Row]) {
             continue;
         }
         println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
-        for (i, kn) in KERNELS.iter().enumerate() {
+        for (i, kn) in kernels().iter().enumerate() {
             let ratio: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
             let min_large = sel.iter().zip(&ratio).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
             println!("  {:<22} {:.3}x (min >= 4096x4096 {:.3}x)", kn.name(), geo(&ratio), min_large);
