@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-variants]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-compare|exec-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -37,6 +37,11 @@
 #          suite on the GPU when B holds an nwc-*.whl (`maturin build` here), `--exec --real`,
 #          `--exec-variants --real` (the ceiling probes), `--exec-batch --quick` and the 0.10.1
 #          library's peer_bench.py.
+#   exec-compare  a first call after kernel changes (~500 s): the exec sweep with every variant
+#          (SWEEP_COUNT shapes up to 2 M weights) and its racecheck, `--exec-variants --real` and
+#          `--exec-batch --quick`; with PREV=DIR (a carry folder holding another tree's
+#          nwc-gpu-bench) that binary's `--exec-variants --real` in the same call, for the
+#          production kernels of both trees side by side.
 #   exec-variants  the one-column kernels' bench variants and probes (exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
@@ -166,10 +171,21 @@ exec-record)
   step "peer bench"
   python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
     PYTHONPATH=/tmp/peer PYTHONUNBUFFERED=1 timeout 100 python3 $B/peer_bench.py ;;
+exec-compare)
+  step "exec sweep (variants included)"; timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" 2>&1 | tail -4
+  step "racecheck (exec sweep: the variants' shared-memory stages)"
+  timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 3:300000 | tail -2
+  step "one-column kernels and variants beside cuBLAS, batch 1"
+  timeout 160 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "exec batched (N = 1..64)"; timeout 120 $B/nwc-gpu-bench --exec-batch --quick
+  if [ -n "${PREV:-}" ] && [ -x "$PREV/nwc-gpu-bench" ]; then
+    step "PREV=$PREV: its one-column kernels beside cuBLAS, batch 1"
+    timeout 120 "$PREV/nwc-gpu-bench" --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  fi ;;
 exec-variants)
   step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"
   timeout 240 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record or exec-variants)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record, exec-compare or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"
