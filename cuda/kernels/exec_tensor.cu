@@ -181,6 +181,11 @@ __device__ __forceinline__ void exec_tc_copy_item(exec_u32 sd, const ExecTcRows&
     if (lane < 2u) exec_cp4(sd + EXEC_TC_ESC + lane * 4u, pitem + lane);
 }
 
+// Item columns of a row group (items of 128 columns): 4 per tile, none past K16 in a short last
+// tile; the host's exec::tensor::item_columns. A macro, not a function: as an inline function it
+// changed the SASS of 12 kernels (session 14).
+#define EXEC_ITEM_COLUMNS(K16, CB) (4u * ((CB) - 1) + (((K16) - ((CB) - 1) * 512u + 127u) >> 7))
+
 // Rows g and g + 8 of the 16-row group gr: below M (rv) and their bases (1 for a row past M).
 __device__ __forceinline__ void exec_tc_row_bases(const exec_u8* __restrict__ base, exec_u64 gr, exec_u32 M, exec_u32 g,
                                                   bool (&rv)[2], exec_u32 (&rbase)[2]) {

@@ -41,7 +41,7 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
     const exec_u32 g = lane >> 2, t = lane & 3u;
     const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
-    const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
+    const exec_u32 nitg = EXEC_ITEM_COLUMNS(K16, CB);
     const exec_u32 units = (ngroups + W * RG - 1) / (W * RG) * splits;
     const exec_u32 per = (nitg + splits - 1) / splits;  // items per split (the host keeps every split non-empty)
     const exec_u32 sbase = exec_sa(exec_stage);

@@ -64,11 +64,10 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 // to +11 instructions per item, session 15).
 // Rows g and g + 8 of the row group at the thread's chunk offset 16 t: an item's words are at + c0
 // (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, so a whole item (rows below
-// M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14). Item columns: 4
-// per tile but none past K16 in a short last tile (as exec_tensor.cu); the host keeps every split
-// non-empty.
+// M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14). The host keeps
+// every split of the item columns non-empty.
 #define EXEC_TCS_LOCALS                                                                                                 \
-    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7); \
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = EXEC_ITEM_COLUMNS(K16, CB);                    \
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;                       \
     const exec_u32 g = lane >> 2, t = lane & 3u;                                                                       \
     const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;                                              \

@@ -17,7 +17,7 @@ __device__ __forceinline__ void exec_tc_body(EXEC_MATVEC_PARAMS(exec_u16), const
     const exec_u32 g = lane >> 2, t = lane & 3u;
     const exec_u32 ngroups = (exec_u32)(((exec_u64)M + 15) / 16);  // M <= 2^31 (spec 20.2)
     // items of a row group: 4 per tile but past K16 in a short last tile (those are the last ones)
-    const exec_u32 nitg = 4u * (CB - 1) + ((K16 - (CB - 1) * 512u + 127u) >> 7);
+    const exec_u32 nitg = EXEC_ITEM_COLUMNS(K16, CB);
     const exec_u32 st = exec_sa(exec_stage) + warp * (D * EXEC_TC_STAGE);
     const exec_u8* sb = exec_stage + (exec_u64)warp * D * EXEC_TC_STAGE;
     float* red = reinterpret_cast<float*>(exec_stage + (exec_u64)nwarps * D * EXEC_TC_STAGE);

@@ -106,8 +106,7 @@ impl GpuExecMatrix {
 }
 
 /// Item columns of 128 columns per row group of a K-column matrix: 4 per tile, none past K16 in a
-/// short last tile (the kernels' `nitg`: exec_tensor_strip.cu, exec_tensor_panel.cu,
-/// bench/exec_tensor_stream.cu).
+/// short last tile (the kernels' `EXEC_ITEM_COLUMNS`, kernels/exec_tensor.cu).
 pub(super) fn item_columns(cols: u64) -> u64 {
     let (k16, cb) = (cols.div_ceil(16) * 16, cols.div_ceil(512).max(1));
     4 * (cb - 1) + (k16 - (cb - 1) * 512).div_ceil(128)
