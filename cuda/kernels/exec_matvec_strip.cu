@@ -84,9 +84,10 @@ __device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i
 // esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
 // pairs do not come in column order). The fast decode's carry out of a code-15 half (base 242) stays
 // inside its pair, which is rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
-// with the lane's 64-bit masks).
-__device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
-                                                 exec_u64 off, exec_u32 (&w)[8]) {
+// with the lane's 64-bit masks). esc_of(k): the exponent of the lane's code-15 weight of rank k
+// (exec_strip_patch: esc[off + k]).
+template <class EscOf>
+__device__ __forceinline__ void exec_strip_patch_with(uint2 c, uint4 s, exec_u32 base, EscOf esc_of, exec_u32 (&w)[8]) {
     // A pair's two codes lie in one code word (c.x for a in 0..3, c.y for a in 8..11), so the loop
     // works on that 32-bit word alone; its code-15 mask is derived in the loop (pairs are rare, and
     // masks kept across it cost registers the unrolled rows need: 24 bytes of spills in W1).
@@ -113,7 +114,7 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
             const exec_u32 sb = ((j ? s1 : s0) >> (2u * sh)) & 0xffu;
             exec_u32 e = base - 1u + code;
             if (code == 0u) e = 0u;
-            if (code == 15u) e = esc[off + (below + (exec_u32)__popc(m15 & ((1u << p) - 1u)))];
+            if (code == 15u) e = esc_of(below + (exec_u32)__popc(m15 & ((1u << p) - 1u)));
             word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16u * j);
         }
         const exec_u32 q = (sh >> 2) | (hi ? 4u : 0u);
@@ -121,6 +122,11 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
         for (exec_u32 k = 0; k < 8; ++k)
             if (k == q) w[k] = word;
     }
+}
+
+__device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
+                                                 exec_u64 off, exec_u32 (&w)[8]) {
+    exec_strip_patch_with(c, s, base, [&](exec_u32 k) { return (exec_u32)esc[off + k]; }, w);
 }
 
 // host-decode: end
@@ -131,6 +137,7 @@ struct ExecStripGroup {
     uint4 s[4];
     uint2 c[4];
     exec_u32 fl, eo;
+    exec_u32 e1;  // bench (PROBE 4): 0x100 | the exponent of row (lane & 3)'s only escape of the tile, else 0
 };
 
 // The lane's 16 activations of its tile (zero past K16). whole (warp-uniform): no pad column in the
@@ -196,9 +203,17 @@ __device__ __forceinline__ exec_u32 exec_warp_excl_vote(exec_u32 n, exec_u32 lan
     return __popc(__ballot_sync(EXEC_FULL, n != 0u) & ((1u << lane) - 1u));
 }
 
+// True when a code of the word is 0.
+__device__ __forceinline__ bool exec_has_zero(exec_u32 c) {
+    return ((c | (c >> 1) | (c >> 2) | (c >> 3)) & 0x11111111u) != 0x11111111u;
+}
+
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); 2 = exact, the high halves by exec_hi_fma;
-// 3 = exact, the escape prefix by exec_warp_excl_vote; production instantiates PROBE = 0 only.
+// 3 = exact, the escape prefix by exec_warp_excl_vote; 4 = exact, a flagged row-tile with exactly
+// one escape and no code 0 (most of them, session 15) takes that escape's exponent from g.e1,
+// loaded with the group (W1 only), with no prefix and no load in the patch; production
+// instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -220,10 +235,16 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
             if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                const exec_u32 before = PROBE == 3 ? exec_warp_excl_vote(n15, lane) : exec_warp_excl(n15, lane);
-                const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
+                const exec_u32 e1 = PROBE == 4 ? __shfl_sync(EXEC_FULL, g.e1, r) : 0u;
+                if (PROBE == 4 && (e1 & 0x100u) && !__any_sync(EXEC_FULL, exec_has_zero(c.x) || exec_has_zero(c.y))) {
+                    // warp-uniform: the row-tile's one escape, in the one lane with a non-plain pair
+                    if (!exec_plain16(c)) exec_strip_patch_with(c, g.s[r], (b4 >> (8u * r)) & 0xffu, [&](exec_u32) { return e1 & 0xffu; }, w);
+                } else {
+                    const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                    const exec_u32 before = PROBE == 3 ? exec_warp_excl_vote(n15, lane) : exec_warp_excl(n15, lane);
+                    const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
+                    if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
+                }
             }
         }
         float a = 0.0f;
@@ -356,6 +377,12 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         exec_strip_load(g, ps, pc, K16, rows && whole, M - r0, active);
         g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
         g.eo = r0 + l3 < M ? __ldg(pe) : 0u;
+        if (PROBE == 4) {
+            // the tile's escape count from the next offset (esc_start has T + 1 entries); with one
+            // escape, its exponent, loaded before the decode so that its latency overlaps it
+            const exec_u32 n = r0 + l3 < M ? __ldg(pe + 1) - g.eo : 0u;
+            g.e1 = n == 1u ? 0x100u | __ldg(esc + g.eo) : 0u;
+        }
         S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
         ps += 512;
         pc += 256;

@@ -16,6 +16,8 @@ EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1)
 EXEC_STRIP_W1(bench_exec_matvec_strip_w1_fmasplit, 2)
 // The W1 strip kernel with the flagged rows' escape prefix by votes (exact; PROBE 3).
 EXEC_STRIP_W1(bench_exec_matvec_strip_w1_vote, 3)
+// The W1 strip kernel with a flagged row-tile's only escape loaded with the group (exact; PROBE 4).
+EXEC_STRIP_W1(bench_exec_matvec_strip_w1_esc1, 4)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads
 // the sm and code planes when an item (4 pieces of one tile-row each: 512 sm bytes and 256 code

@@ -53,6 +53,10 @@ pub enum ExecMatvecKernel {
     /// lane holds more than one escape (the shuffle scan otherwise). Exact class.
     #[cfg(feature = "bench")]
     VarStripW1Vote,
+    /// Bench: W1 at every shape with a flagged row-tile's only escape (when it has one and no code
+    /// 0) loaded with the group, so that its patch needs no escape prefix and no load. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1Esc1,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -182,6 +186,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1Vote,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1Esc1,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -243,6 +249,8 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1Vote => "var-strip-w1-vote",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1Esc1 => "var-strip-w1-esc1",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -302,7 +310,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1Async3
             | ExecMatvecKernel::VarStripW2Async3
             | ExecMatvecKernel::VarStripW1FmaSplit
-            | ExecMatvecKernel::VarStripW1Vote => true,
+            | ExecMatvecKernel::VarStripW1Vote
+            | ExecMatvecKernel::VarStripW1Esc1 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

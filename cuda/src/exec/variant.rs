@@ -19,6 +19,7 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripW1Async2 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async2", 2, 1))),
             ExecMatvecKernel::VarStripW1Async3 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async3", 3, 1))),
+            ExecMatvecKernel::VarStripW1Esc1 => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_esc1"))),
             ExecMatvecKernel::VarStripW1Vote => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_vote"))),
             ExecMatvecKernel::VarStripW1FmaSplit => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_fmasplit"))),
             ExecMatvecKernel::VarStripW2Async3 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w2_async3", 3, 2))),

@@ -14,7 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 7] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripW1Async2,
@@ -22,6 +22,7 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 7] = [
     ExecMatvecKernel::VarStripW2Async3,
     ExecMatvecKernel::VarStripW1FmaSplit,
     ExecMatvecKernel::VarStripW1Vote,
+    ExecMatvecKernel::VarStripW1Esc1,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
