@@ -91,8 +91,8 @@ fn same_bf16(a: u16, b: u16) -> bool {
 /// `--exec-sweep N[:W]`: N random shapes (up to W weights, default 8 M; K up to 60000 so that the x-from-global
 /// and the 3-stage plans run too) and four weight kinds (Gaussian; with 1/8 zeros; with 2% wide
 /// outliers, many escapes per tile; raw random words, escapes everywhere): every exact kernel of
-/// [`EXACT`], [`STRIP_VARIANTS`] and both dequant kernels against the reference; the bounded (tensor-core) matvec on
-/// 1, 3, 8 or 13 BF16 columns against spec 19's bound.
+/// [`EXACT`] and [`STRIP_VARIANTS`] and both dequant kernels against the reference; the bounded
+/// (tensor-core) matvec on 1, 3, 8 or 13 BF16 columns against spec 19's bound.
 pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     let s = &gpu.stream;
     let mut rng = Rng(0x5eed_1234_abcd_0001);
