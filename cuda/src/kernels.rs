@@ -29,6 +29,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec.cu"),
     include_str!("../kernels/exec_matvec_rows.cu"),
     include_str!("../kernels/exec_matvec_lean.cu"),
+    include_str!("../kernels/exec_strip_decode.cu"),
     include_str!("../kernels/exec_matvec_strip.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_panel.cu"),

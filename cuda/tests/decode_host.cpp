@@ -1,5 +1,5 @@
 // Host build of the execution layout's lane decode (cuda/tests/decode_host.rs): the regions of
-// kernels/exec_common.cu and kernels/exec_matvec_strip.cu marked `host-decode` are pasted where
+// kernels/exec_common.cu and kernels/exec_strip_decode.cu marked `host-decode` are pasted where
 // the marker line below stands, after this prelude, which defines the few CUDA names they use.
 //
 // Input, one case per line (decimal): base K c.x c.y s.x s.y s.z s.w n e0 .. e(n-1): a row of one

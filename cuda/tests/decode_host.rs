@@ -1,6 +1,6 @@
 //! CI without a GPU: the lane decode that every exact execution-layout kernel inlines (spec 20.13),
 //! compiled from the kernel sources themselves by the host's C++ compiler and checked against the
-//! reference encoder. The regions of kernels/exec_common.cu and kernels/exec_matvec_strip.cu marked
+//! reference encoder. The regions of kernels/exec_common.cu and kernels/exec_strip_decode.cu marked
 //! `host-decode` (the fast path with adjacent pairs and its patch, the strip kernels' a / a + 4
 //! pairs and their patch, the pad mask) go into decode_host.cpp; a row of one tile (1..16 columns)
 //! encoded by `nwc_reference::exec::encode_exec` must decode to its own BF16 words both ways. Rows
@@ -20,7 +20,7 @@ use std::process::{Command, Stdio};
 const HARNESS: &str = include_str!("decode_host.cpp");
 const SOURCES: [(&str, &str); 2] = [
     ("exec_common.cu", include_str!("../kernels/exec_common.cu")),
-    ("exec_matvec_strip.cu", include_str!("../kernels/exec_matvec_strip.cu")),
+    ("exec_strip_decode.cu", include_str!("../kernels/exec_strip_decode.cu")),
 ];
 
 /// The text between `// host-decode: begin` and `// host-decode: end` lines, every region in order.
