@@ -90,7 +90,7 @@ EXEC_PROBE_STREAM(bench_exec_probe_stream1x4_d4, 1, 4)
 // 15): each lane copies its own 16 sm and 8 code bytes of the 4 rows, its row's escape offset and
 // the tile flags of the warp's next tiles into a D-stage buffer in shared memory by cp.async, and
 // reads back only what it copied itself, so wait_group alone orders it (no __syncwarp). The copies
-// of tile cb + D - 1 are in flight while tile cb is decoded. 94 registers (at W1's 80 the issue's
+// of tile cb + D - 1 are in flight while tile cb is decoded. 96 registers (at W1's 80 the issue's
 // pointers spill 68-76 bytes), so 21 warps per SM against W1's 25, each with D tiles in flight.
 // V > 1 (var-strip-w2-async3): a CTA of V warps per 4 rows, warp v taking the tiles
 // [v CB / V, (v + 1) CB / V), for the shapes whose groups of 4 rows leave SMs with few warps
