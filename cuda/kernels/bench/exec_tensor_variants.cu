@@ -17,6 +17,26 @@ EXEC_TCS_PROBE(bench_exec_tensor_strip_probe_raw_n2, 2, false, 1)
 // Stage: sm [4][32][16] (slot 2 h + j: row g + 8 h, chunk j), codes [4][32][8], range [32][8].
 constexpr exec_u32 EXEC_TCA_STAGE = 2048u + 1024u + 256u;
 
+// The chunks of an item that is not whole (its rows reach past M or its columns past K16):
+// f(h, j, ok, s, c) for row g + 8 h and chunk j, ok when that row is below M and the chunk below
+// K16, s and c then the addresses of its 16 sm and 8 code bytes. (exec_tensor_strip.cu's partial
+// loads keep their own loop: routed through this helper their kernel took 2 more registers at 16
+// columns, not yet timed.)
+template <class F>
+__device__ __forceinline__ void exec_tcs_partial(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, exec_u32 gr,
+                                                 exec_u32 g, exec_u32 t, exec_u32 c0, exec_u32 K16, const bool (&rv)[2], F f) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+            const exec_u32 kc = c0 + 64u * j + 16u * t;
+            const bool ok = rv[h] && kc < K16;
+            f(h, j, ok, sm + m * K16 + kc, codes + m * (K16 >> 1) + (kc >> 1));
+        }
+    }
+}
+
 template <int NT, int D>
 __device__ __forceinline__ void exec_tcs_async_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                                     const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
@@ -39,17 +59,10 @@ __device__ __forceinline__ void exec_tcs_async_body(EXEC_MATVEC_PARAMS(exec_u16)
                     exec_cp8(st + 2048u + (2u + j) * 256u + lane * 8u, pc1 + (c0 >> 1) + 32u * j);
                 }
             } else {
-#pragma unroll
-                for (int h = 0; h < 2; ++h) {
-                    const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
-#pragma unroll
-                    for (int j = 0; j < 2; ++j) {
-                        const exec_u32 kc = c0 + 64u * j + 16u * t;
-                        const bool ok = rv[h] && kc < K16;
-                        exec_cp16z(st + (2u * h + j) * 512u + lane * 16u, ok ? sm + m * K16 + kc : sm, ok);
-                        exec_cp8z(st + 2048u + (2u * h + j) * 256u + lane * 8u, ok ? codes + m * (K16 >> 1) + (kc >> 1) : codes, ok);
-                    }
-                }
+                exec_tcs_partial(sm, codes, gr, g, t, c0, K16, rv, [&](int h, int j, bool ok, const exec_u8* s, const exec_u8* c) {
+                    exec_cp16z(st + (2u * h + j) * 512u + lane * 16u, ok ? s : sm, ok);
+                    exec_cp8z(st + 2048u + (2u * h + j) * 256u + lane * 8u, ok ? c : codes, ok);
+                });
             }
             exec_cp4(st + 3072u + lane * 8u, prow + iss);
             exec_cp4(st + 3076u + lane * 8u, prow + iss + 1);
@@ -80,11 +93,9 @@ __device__ __forceinline__ void exec_tcs_async_body(EXEC_MATVEC_PARAMS(exec_u16)
             exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, 0xffffffffu, c0, g, t, xv);
         } else {
             // rows past M and chunks past K16 take code 1 (zero-filled sm bytes), as the production kernel
-#pragma unroll
-            for (int h = 0; h < 2; ++h)
-#pragma unroll
-                for (int j = 0; j < 2; ++j)
-                    if (!(rv[h] && c0 + 64u * j + 16u * t < K16)) cv[h][j] = make_uint2(0x11111111u, 0x11111111u);
+            exec_tcs_partial(sm, codes, gr, g, t, c0, K16, rv, [&](int h, int j, bool ok, const exec_u8*, const exec_u8*) {
+                if (!ok) cv[h][j] = make_uint2(0x11111111u, 0x11111111u);
+            });
             exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
         }
         exec_tcs_item<NT, false, 0>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
