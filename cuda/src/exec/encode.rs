@@ -3,8 +3,7 @@
 //! then the planes and escape bytes), and the transcode from format 10 (spec 20.12: the format-10
 //! dequant kernel, then the same encode).
 
-use super::derived::Derived;
-use super::{base_alloc_len, check_len, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
+use super::{base_alloc_len, check_len, GpuExecMatrix};
 use crate::gpu::Gpu;
 use crate::{GpuError, GpuMatrix};
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -79,22 +78,7 @@ impl GpuExecMatrix {
             unsafe { b.launch(cfg((t * 32).div_ceil(256), 256)) }?;
         }
         drop(_gw);
-        let derived = Derived::new(gpu, &g, &sm, &codes, &base, &esc_start, &esc)?;
-        Ok(GpuExecMatrix {
-            gpu: gpu.clone(),
-            shape,
-            k16: g.k16,
-            col_tiles: g.col_tiles,
-            sm,
-            codes,
-            base,
-            esc_start,
-            esc,
-            escapes: total,
-            matvec_kernel: ExecMatvecKernel::Exact,
-            dequant_kernel: ExecDequantKernel::Rows,
-            derived,
-        })
+        GpuExecMatrix::assemble(gpu, &g, [sm, codes, base], esc_start, esc, total)
     }
 }
 

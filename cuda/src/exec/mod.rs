@@ -103,10 +103,23 @@ impl GpuExecMatrix {
         let esc = if m.esc.is_empty() { vec![0u8] } else { m.esc.clone() };
         let (sm, codes) = (s.clone_htod(&m.sm)?, s.clone_htod(&m.codes)?);
         let (base, esc_start, esc) = (s.clone_htod(&base)?, s.clone_htod(&m.esc_start)?, s.clone_htod(&esc)?);
-        let derived = derived::Derived::new(gpu, &g, &sm, &codes, &base, &esc_start, &esc)?;
+        Self::assemble(gpu, &g, [sm, codes, base], esc_start, esc, m.esc.len() as u64)
+    }
+
+    /// The matrix around its five fields on the device (upload or GPU encode): the data derived
+    /// at load (spec 20.3) made from them, the default kernels chosen.
+    pub(crate) fn assemble(
+        gpu: &Arc<Gpu>,
+        g: &ExecGeometry,
+        [sm, codes, base]: [CudaSlice<u8>; 3],
+        esc_start: CudaSlice<u32>,
+        esc: CudaSlice<u8>,
+        escapes: u64,
+    ) -> Result<GpuExecMatrix, GpuError> {
+        let derived = derived::Derived::new(gpu, g, &sm, &codes, &base, &esc_start, &esc)?;
         Ok(GpuExecMatrix {
             gpu: gpu.clone(),
-            shape: m.shape,
+            shape: g.shape,
             k16: g.k16,
             col_tiles: g.col_tiles,
             sm,
@@ -114,7 +127,7 @@ impl GpuExecMatrix {
             base,
             esc_start,
             esc,
-            escapes: m.esc.len() as u64,
+            escapes,
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
             derived,

@@ -59,47 +59,30 @@ impl GpuExecMatrix {
         let rows_ptr = rows_guard.as_ref().map_or(0, |(p, _)| *p);
         let (out_ptr, _go) = out.device_ptr(s);
         let (k32, n32, ldo) = (self.shape.cols as u32, nrows as u32, self.k16);
-        if self.dequant_kernel == ExecDequantKernel::Rows && rows.is_none() {
+        // The rows kernel (dequant only) takes the argument list of EXEC_DEQUANT; the item
+        // pipeline (gather, and dequant by name) the same list and its warps per row group.
+        let (name, cfg, groups) = if self.dequant_kernel == ExecDequantKernel::Rows && rows.is_none() {
             let items = nrows as u64 * self.col_tiles;
-            let cfg = LaunchConfig { grid_dim: (items.div_ceil(16).max(1) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
-            let mut b = s.launch_builder(self.gpu.function("exec_dequant_rows")?);
-            b.arg(&f.sm)
-                .arg(&f.codes)
-                .arg(&f.base)
-                .arg(&f.esc_start)
-                .arg(&f.esc)
-                .arg(&k32)
-                .arg(&rows_ptr)
-                .arg(&n32)
-                .arg(&out_ptr)
-                .arg(&ldo);
-            // SAFETY: argument list of EXEC_DEQUANT (exec_dequant.cu); out holds nrows x K16 words.
-            unsafe { b.launch(cfg) }?;
-            return Ok(());
-        }
-        let name = "exec_dequant_d4";
-        let smem = (EXEC_THREADS / 32) * 4 * EXEC_STAGE;
-        let per_sm = u64::from(self.gpu.ctas_per_sm(name, EXEC_THREADS, smem)?);
-        let row_groups = (nrows as u64).div_ceil(ITEM_ROWS);
-        let w = u64::from(EXEC_THREADS / 32);
-        let g = u64::from(self.groups(row_groups, u64::from(self.gpu.sm_count) * per_sm * w)).min(w);
-        let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1) as u32;
-        let g32 = g as u32;
-        let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXEC_THREADS, 1, 1), shared_mem_bytes: smem };
+            let grid = items.div_ceil(16).max(1) as u32;
+            ("exec_dequant_rows", LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }, None)
+        } else {
+            let name = "exec_dequant_d4";
+            let smem = (EXEC_THREADS / 32) * 4 * EXEC_STAGE;
+            let per_sm = u64::from(self.gpu.ctas_per_sm(name, EXEC_THREADS, smem)?);
+            let row_groups = (nrows as u64).div_ceil(ITEM_ROWS);
+            let w = u64::from(EXEC_THREADS / 32);
+            let g = u64::from(self.groups(row_groups, u64::from(self.gpu.sm_count) * per_sm * w)).min(w);
+            let grid = (u64::from(self.gpu.sm_count) * per_sm).min(row_groups.div_ceil(w / g)).max(1) as u32;
+            (name, LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXEC_THREADS, 1, 1), shared_mem_bytes: smem }, Some(g as u32))
+        };
         let mut b = s.launch_builder(self.gpu.function(name)?);
-        b.arg(&f.sm)
-            .arg(&f.codes)
-            .arg(&f.base)
-            .arg(&f.esc_start)
-            .arg(&f.esc)
-            .arg(&k32)
-            .arg(&rows_ptr)
-            .arg(&n32)
-            .arg(&out_ptr)
-            .arg(&ldo)
-            .arg(&g32);
-        // SAFETY: the argument list matches EXEC_DQ3 (kernels/exec_dequant.cu); rows (if any)
-        // holds nrows indices < M (gather_into's contract), out nrows x K16 words (checked above).
+        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&k32).arg(&rows_ptr).arg(&n32).arg(&out_ptr).arg(&ldo);
+        if let Some(g) = &groups {
+            b.arg(g);
+        }
+        // SAFETY: the argument lists of EXEC_DEQUANT and EXEC_DQ3 (kernels/exec_dequant.cu); rows
+        // (if any) holds nrows indices < M (gather_into's contract), out nrows x K16 words
+        // (checked above).
         unsafe { b.launch(cfg) }?;
         Ok(())
     }
