@@ -134,14 +134,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
             }
             const exec_u32 rb = (b4 >> (8 * r)) & 0xffu;
             exec_u32 w[8];
-            if (__all_sync(EXEC_FULL, exec_plain16(c))) {
-                exec_pairs16_fast(c, s, exec_b2(rb), w);
-            } else {
-                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                const exec_u32 before = exec_warp_excl(n15, lane);
-                const exec_u32 t0 = __shfl_sync(EXEC_FULL, e0, r);
-                exec_pairs16_general(c, s, rb, esc, (exec_u64)t0 + before, w);
-            }
+            exec_decode_lane_with(c, s, rb, lane, [&]() { return __shfl_sync(EXEC_FULL, e0, r); }, esc, w);
 #pragma unroll
             for (int n = 0; n < NB; ++n) {
                 float a = 0.0f;

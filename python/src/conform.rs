@@ -4,12 +4,12 @@
 
 use crate::errors::value_error;
 use nwc_conformance::corpus::Corpus;
-use nwc_conformance::fields::{to_raw, RawFields, EXP_OF_RANK, STORED_FIELDS};
+use nwc_conformance::fields::{RawFields, EXP_OF_RANK, STORED_FIELDS};
 use nwc_conformance::manifest::{Kind, Vector};
 use nwc_conformance::report::{Report, Verdict};
-use nwc_conformance::run::encoder::verdict;
-use nwc_conformance::run::{fail, input, judge_all, stored_fields, Judgement, Tool};
-use nwc_reference::{encode_le_bytes, Geometry, Mode, Shape};
+use nwc_conformance::run::encoder::{canonical, verdict};
+use nwc_conformance::run::{fail, input, judge_all, Judgement, Tool};
+use nwc_reference::{Geometry, Mode, Shape};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use std::path::{Path, PathBuf};
@@ -55,27 +55,12 @@ pub fn run_callable(py: Python<'_>, corpus: PathBuf, encoder: Py<PyAny>, name: S
     Ok(Report::new("encoder", vec![name], &corpus, results).to_json())
 }
 
-/// The canonical encoding: the vector's own fields (canonical vectors) or the reference
-/// encoder's output (valid vectors, whose stored fields are deliberately not canonical).
-fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, String> {
-    if v.kind == Kind::Canonical {
-        let mut raw = stored_fields(corpus, v)?;
-        let path = v.fields.get(EXP_OF_RANK).ok_or("canonical vector without exp_of_rank")?;
-        raw.insert(EXP_OF_RANK.into(), corpus.read(v, path)?);
-        return Ok(raw);
-    }
-    let mode = Mode::from_code(v.mode_code).map_err(|e| e.to_string())?;
-    let enc = encode_le_bytes(mode, Shape::new(v.rows, v.cols), input).map_err(|e| format!("reference encoder: {e}"))?;
-    let mut raw = to_raw(&enc.matrix);
-    raw.insert(EXP_OF_RANK.into(), enc.exp_of_rank.to_vec());
-    Ok(raw)
-}
-
 fn judge(py: Python<'_>, corpus: &Corpus, encoder: &Py<PyAny>, v: &Vector) -> Result<Judgement, String> {
     let input = input(corpus, v)?;
     let mode = Mode::from_code(v.mode_code).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
     let g = Geometry::new(mode, Shape::new(v.rows, v.cols)).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
-    let expected = canonical(corpus, v, &input)?;
+    // The callable takes no scales, so the reference's own are expected (spec 11.4).
+    let expected = canonical(corpus, v, &input, false)?;
     let call = encoder.call1(py, (PyBytes::new(py, &input), mode.elem.name(), mode.layout.number(), v.rows, v.cols));
     let out = match call {
         Ok(out) => out,

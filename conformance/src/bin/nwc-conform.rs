@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use nwc_conformance::backend::{MatvecClass, ReferenceBackend};
 use nwc_conformance::corpus::Corpus;
 use nwc_conformance::gpu::exec::{run_exec_sweep, GpuExecBackend};
-use nwc_conformance::gpu::sweep::run_sweep;
+use nwc_conformance::gpu::sweep::{run_sweep, Tally};
 use nwc_conformance::gpu::GpuBackend;
 use nwc_conformance::report::Report;
 use nwc_conformance::run::{self, Scales, Tool};
@@ -154,36 +154,22 @@ fn run_gpu(cli: &Cli, args: &GpuArgs) -> ExitCode {
         }
     }
     if args.sweep > 0 {
-        let t0 = std::time::Instant::now();
-        let t = run_sweep(&gpu, args.seed, args.sweep, args.max_dim);
-        for f in &t.failures {
-            println!("FAIL       {f}");
+        // Format 10 first, then the execution layout (half as many: each runs every kernel).
+        let exec_n = args.sweep.div_ceil(2);
+        let sweeps: [(String, &dyn Fn() -> Tally); 2] = [
+            (format!("sweep of {} random matrices", args.sweep), &|| run_sweep(&gpu, args.seed, args.sweep, args.max_dim)),
+            (format!("execution-layout sweep of {exec_n} random BF16 matrices"), &|| run_exec_sweep(&gpu, args.seed, exec_n, args.max_dim)),
+        ];
+        for (what, sweep) in sweeps {
+            let t0 = std::time::Instant::now();
+            let t = sweep();
+            for f in &t.failures {
+                println!("FAIL       {f}");
+            }
+            println!("{what} (seed {}, max dim {}) took {:.1} s: {}", args.seed, args.max_dim, t0.elapsed().as_secs_f64(), t.line());
+            passed += t.passed;
+            failed += t.failed;
         }
-        println!(
-            "sweep of {} random matrices (seed {}, max dim {}) took {:.1} s: {}",
-            args.sweep,
-            args.seed,
-            args.max_dim,
-            t0.elapsed().as_secs_f64(),
-            t.line()
-        );
-        passed += t.passed;
-        failed += t.failed;
-        let t0 = std::time::Instant::now();
-        let n = args.sweep.div_ceil(2);
-        let t = run_exec_sweep(&gpu, args.seed, n, args.max_dim);
-        for f in &t.failures {
-            println!("FAIL       {f}");
-        }
-        println!(
-            "execution-layout sweep of {n} random BF16 matrices (seed {}, max dim {}) took {:.1} s: {}",
-            args.seed,
-            args.max_dim,
-            t0.elapsed().as_secs_f64(),
-            t.line()
-        );
-        passed += t.passed;
-        failed += t.failed;
     }
     println!("{passed} passed, {failed} failed");
     if failed > 0 || passed == 0 {

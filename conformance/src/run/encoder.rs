@@ -23,7 +23,9 @@ pub fn run(corpus: &Corpus, tool: &Tool) -> Report {
 
 /// The canonical encoding to compare with: the vector's own fields for canonical vectors, the
 /// reference encoder's output for valid ones (their stored fields are deliberately not canonical).
-fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, String> {
+/// With `stored_scales`, a valid vector's expected `scale` is the one it carries (the encoder is
+/// given it); without, the reference's own (an encoder that takes no scales: python/src/conform.rs).
+pub fn canonical(corpus: &Corpus, v: &Vector, input: &[u8], stored_scales: bool) -> Result<RawFields, String> {
     if v.kind == Kind::Canonical {
         let mut raw = stored_fields(corpus, v)?;
         let path = v.fields.get(EXP_OF_RANK).ok_or("canonical vector without exp_of_rank")?;
@@ -35,8 +37,10 @@ fn canonical(corpus: &Corpus, v: &Vector, input: &[u8]) -> Result<RawFields, Str
     let mut raw = to_raw(&enc.matrix);
     raw.insert(EXP_OF_RANK.into(), enc.exp_of_rank.to_vec());
     // The scales are part of the matrix the vector carries (spec 11.4, 14.3), not of its coding.
-    if let Some(scale) = stored_fields(corpus, v)?.remove("scale") {
-        raw.insert("scale".into(), scale);
+    if stored_scales {
+        if let Some(scale) = stored_fields(corpus, v)?.remove("scale") {
+            raw.insert("scale".into(), scale);
+        }
     }
     Ok(raw)
 }
@@ -45,7 +49,7 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
     let input = input(corpus, v)?;
     let mode = Mode::from_code(v.mode_code).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
     let g = Geometry::new(mode, Shape::new(v.rows, v.cols)).map_err(|e| format!("{:?} vector with {e}", v.kind))?;
-    let expected = canonical(corpus, v, &input)?;
+    let expected = canonical(corpus, v, &input, true)?;
 
     let dir = tool.vector_dir(index, &v.id)?;
     let (input_path, out_dir) = (dir.join("input.bin"), dir.join("out"));
