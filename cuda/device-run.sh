@@ -36,7 +36,8 @@
 #          the memcheck sweep's six reach it once), the Python wheel's pytest
 #          suite on the GPU when B holds an nwc-*.whl (`maturin build` here), `--exec --real`,
 #          `--exec-variants --real` (the ceiling probes), `--exec-batch --quick` and the 0.10.1
-#          library's peer_bench.py.
+#          library's peer_bench.py. NO_PROBES=1 leaves out `--exec-variants` (~75 s; for a record
+#          call after an exec-compare call that timed the probes).
 #   exec-compare  a first call after kernel changes (~500 s): the exec sweep with every variant
 #          (SWEEP_COUNT shapes up to 2 M weights) and its racecheck, `--exec-variants --real` and
 #          `--exec-batch --quick`; with PREV=DIR (a carry folder holding another tree's
@@ -166,7 +167,9 @@ exec-record)
   fi
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"
-  step "ceiling probes"; timeout 160 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  if [ -z "${NO_PROBES:-}" ]; then
+    step "ceiling probes"; timeout 160 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  fi
   step "exec batched (N = 1..64)"; timeout 150 $B/nwc-gpu-bench --exec-batch --quick
   step "peer bench"
   python3 -m pip install -q --no-index --no-deps --target /tmp/peer $B/neural_weight_compression-*.whl &&
