@@ -43,7 +43,6 @@ struct ExecStripGroup {
     uint4 s[4];
     uint2 c[4];
     exec_u32 fl, eo;
-    exec_u32 e1;  // bench (PROBE 4): 0x100 | the exponent of row (lane & 3)'s only escape of the tile, else 0
 };
 
 // The lane's 16 activations of its tile (zero past K16). whole (warp-uniform): no pad column in the
@@ -92,34 +91,8 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
     }
 }
 
-// Bench (PROBE 2): the f32 of a pair's high half by two integer multiplies (IMAD.HI, then IMAD by
-// 2^16) on the FMA pipe instead of exec_hi's LOP3 on the half-rate ALU pipe (session 15): does
-// moving 32 of a group's ~170 ALU instructions help, or do the 32 more instructions cost?
-__device__ __forceinline__ float exec_hi_fma(exec_u32 v) {
-    exec_u32 d;
-    asm("{\n\t.reg .u32 t;\n\tmul.hi.u32 t, %1, %2;\n\tmul.lo.u32 %0, t, %2;\n\t}" : "=r"(d) : "r"(v), "r"(65536u));
-    return __uint_as_float(d);
-}
-
-// Bench (PROBE 3): the exclusive prefix of the lanes' code-15 counts by two votes where no lane
-// holds more than one (a flagged row-tile holds 1.08 escapes on average, session 15), the shuffle
-// scan exec_warp_excl otherwise: two VOTE and a POPC in place of five dependent SHFL.UP.
-__device__ __forceinline__ exec_u32 exec_warp_excl_vote(exec_u32 n, exec_u32 lane) {
-    if (__any_sync(EXEC_FULL, n > 1u)) return exec_warp_excl(n, lane);
-    return __popc(__ballot_sync(EXEC_FULL, n != 0u) & ((1u << lane) - 1u));
-}
-
-// True when a code of the word is 0.
-__device__ __forceinline__ bool exec_has_zero(exec_u32 c) {
-    return ((c | (c >> 1) | (c >> 2) | (c >> 3)) & 0x11111111u) != 0x11111111u;
-}
-
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
-// (no decode, no escapes; a ceiling probe, not exact); 2 = exact, the high halves by exec_hi_fma;
-// 3 = exact, the escape prefix by exec_warp_excl_vote; 4 = exact, a flagged row-tile with exactly
-// one escape and no code 0 (most of them, session 15) takes that escape's exponent from g.e1,
-// loaded with the group (W1 only), with no prefix and no load in the patch; production
-// instantiates PROBE = 0 only.
+// (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -141,23 +114,16 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
             if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-                const exec_u32 e1 = PROBE == 4 ? __shfl_sync(EXEC_FULL, g.e1, r) : 0u;
-                if (PROBE == 4 && (e1 & 0x100u) && !__any_sync(EXEC_FULL, exec_has_zero(c.x) || exec_has_zero(c.y))) {
-                    // warp-uniform: the row-tile's one escape, in the one lane with a non-plain pair
-                    if (!exec_plain16(c)) exec_strip_patch_with(c, g.s[r], (b4 >> (8u * r)) & 0xffu, [&](exec_u32) { return e1 & 0xffu; }, w);
-                } else {
-                    const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                    const exec_u32 before = PROBE == 3 ? exec_warp_excl_vote(n15, lane) : exec_warp_excl(n15, lane);
-                    const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-                    if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
-                }
+                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                const exec_u32 before = exec_warp_excl(n15, lane);
+                const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
+                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
             }
         }
         float a = 0.0f;
 #pragma unroll
         for (int i = 0; i < 16; ++i) {
-            const float wi = PROBE == 2 && (i & 4) ? exec_hi_fma(w[(i & 3) | ((i >> 1) & 4)]) : exec_strip_weight(w, i);
-            a = __fmaf_rn(wi, xv[i], a);
+            a = __fmaf_rn(exec_strip_weight(w, i), xv[i], a);
         }
         acc[r] = a;
     }
@@ -283,12 +249,6 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         exec_strip_load(g, ps, pc, K16, rows && whole, M - r0, active);
         g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
         g.eo = r0 + l3 < M ? __ldg(pe) : 0u;
-        if (PROBE == 4) {
-            // the tile's escape count from the next offset (esc_start has T + 1 entries); with one
-            // escape, its exponent, loaded before the decode so that its latency overlaps it
-            const exec_u32 n = r0 + l3 < M ? __ldg(pe + 1) - g.eo : 0u;
-            g.e1 = n == 1u ? 0x100u | __ldg(esc + g.eo) : 0u;
-        }
         S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
         ps += 512;
         pc += 256;

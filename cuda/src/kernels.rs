@@ -188,7 +188,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 49] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -225,17 +225,6 @@ pub const BENCH: [(&str, u32); 49] = [
     // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
     ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
     ("bench_exec_probe_strip_w1_nodecode", 0),
-    // W1 with 1 or 2 tiles in flight through cp.async stages, and with 2 warps per 4 rows
-    // (exec_matvec_variants.cu).
-    ("bench_exec_matvec_strip_w1_async2", SMEM_OPTIN),
-    ("bench_exec_matvec_strip_w1_async3", SMEM_OPTIN),
-    ("bench_exec_matvec_strip_w2_async3", SMEM_OPTIN),
-    // W1 with the high halves' f32 on the FMA pipe (exec_matvec_variants.cu).
-    ("bench_exec_matvec_strip_w1_fmasplit", 0),
-    // W1 with the escape prefix by warp votes (exec_matvec_variants.cu).
-    ("bench_exec_matvec_strip_w1_vote", 0),
-    // W1 with a flagged row-tile's only escape loaded with the group (exec_matvec_variants.cu).
-    ("bench_exec_matvec_strip_w1_esc1", 0),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),
@@ -257,9 +246,6 @@ pub const BENCH: [(&str, u32); 49] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // The strip kernel with 2 items in flight per warp through 3 cp.async stages (exec_tensor_variants.cu).
-    ("bench_exec_tensor_strip_async3_n1", SMEM_OPTIN),
-    ("bench_exec_tensor_strip_async3_n2", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

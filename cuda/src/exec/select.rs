@@ -35,28 +35,6 @@ pub enum ExecMatvecKernel {
     VarStripCta,
     #[cfg(feature = "bench")]
     VarStripW1,
-    /// Bench: W1 at every shape with its next 1 or 2 tiles' words in flight through a 2- or 3-stage
-    /// cp.async buffer in shared memory (kernels/bench/exec_matvec_variants.cu). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1Async2,
-    #[cfg(feature = "bench")]
-    VarStripW1Async3,
-    /// Bench: [`ExecMatvecKernel::VarStripW1Async3`] with CTAs of 2 warps per 4 rows, each taking
-    /// half of the tiles (their partials added in tile order after the CTA barrier). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW2Async3,
-    /// Bench: W1 at every shape with the high halves' f32 built on the FMA pipe (two integer
-    /// multiplies) instead of a LOP3 on the ALU pipe. Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1FmaSplit,
-    /// Bench: W1 at every shape with the flagged rows' escape prefix by two warp votes where no
-    /// lane holds more than one escape (the shuffle scan otherwise). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1Vote,
-    /// Bench: W1 at every shape with a flagged row-tile's only escape (when it has one and no code
-    /// 0) loaded with the group, so that its patch needs no escape prefix and no load. Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1Esc1,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -119,11 +97,6 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench: the strip kernel up to 16 columns with the warp's next 2 items in flight through 3
-    /// cp.async stages in shared memory (kernels/bench/exec_tensor_variants.cu); above 16 columns,
-    /// [`ExecMatvecKernel::Bounded`].
-    #[cfg(feature = "bench")]
-    VarTcStripAsync,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -170,23 +143,9 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripAsync,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1Async2,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1Async3,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW2Async3,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1FmaSplit,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1Vote,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1Esc1,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -233,23 +192,9 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripAsync => "var-tc-strip-async",
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1 => "var-strip-w1",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1Async2 => "var-strip-w1-async2",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1Async3 => "var-strip-w1-async3",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW2Async3 => "var-strip-w2-async3",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1FmaSplit => "var-strip-w1-fmasplit",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1Vote => "var-strip-w1-vote",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1Esc1 => "var-strip-w1-esc1",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -305,13 +250,7 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric
             | ExecMatvecKernel::RowsNoPrefetch
             | ExecMatvecKernel::VarStripCta
-            | ExecMatvecKernel::VarStripW1
-            | ExecMatvecKernel::VarStripW1Async2
-            | ExecMatvecKernel::VarStripW1Async3
-            | ExecMatvecKernel::VarStripW2Async3
-            | ExecMatvecKernel::VarStripW1FmaSplit
-            | ExecMatvecKernel::VarStripW1Vote
-            | ExecMatvecKernel::VarStripW1Esc1 => true,
+            | ExecMatvecKernel::VarStripW1 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
@@ -319,7 +258,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripAsync
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma

@@ -82,8 +82,6 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripAsync if nt <= 2 => TensorFamily::Strip(StripVariant::Async),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),
         };

@@ -30,9 +30,6 @@ pub(super) struct TcStripGeometry {
     pub items: u64,
     /// n-tiles of 8 columns per decode (1, 2 or 4).
     pub nt: u64,
-    /// Shared memory per warp beyond the partial sums (the stages of a bench variant; 0 in
-    /// production).
-    pub stage: u64,
 }
 
 /// A launch: CTAs of `warps` warps, `grid` = row groups x `splits` CTAs, `smem` dynamic bytes.
@@ -89,7 +86,7 @@ pub(super) fn tc_strip_plan(
     let units = g.rows.div_ceil(16) * s;
     let mut best: Option<(u64, TcStripPlan)> = None;
     for w in 1..=MAX_WARPS.min(per) {
-        let smem = tc_strip_smem(w, g.nt) + w * g.stage;
+        let smem = tc_strip_smem(w, g.nt);
         let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
         let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
         if best.is_none_or(|(b, _)| cost < b) {
@@ -113,16 +110,7 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
-    /// Up to 16 columns with the warp's next 2 items in flight through 3 cp.async stages in
-    /// shared memory.
-    #[cfg(feature = "bench")]
-    Async,
 }
-
-/// Shared memory of one stage of [`StripVariant::Async`] (`EXEC_TCA_STAGE`): 32 lanes x (4 x 16
-/// sm and 4 x 8 code bytes, 8 bytes of patch-list range).
-#[cfg(feature = "bench")]
-const ASYNC_STAGE: u64 = 32 * (64 + 32 + 8);
 
 impl StripVariant {
     /// The entry point at `nt` n-tiles (1, 2 or 4) and whether the plan may split.
@@ -135,23 +123,10 @@ impl StripVariant {
             #[cfg(feature = "bench")]
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
             #[cfg(feature = "bench")]
-            (StripVariant::Async, 1) => ("bench_exec_tensor_strip_async3_n1", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Async, 2) => ("bench_exec_tensor_strip_async3_n2", true),
-            #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
             (_, 1) => ("exec_tensor_strip_n1", true),
             (_, 2) => ("exec_tensor_strip_n2", true),
             _ => ("exec_tensor_strip_n4", true),
-        }
-    }
-
-    /// Shared memory per warp beyond the partial sums.
-    fn stage(self) -> u64 {
-        match self {
-            #[cfg(feature = "bench")]
-            StripVariant::Async => 3 * ASYNC_STAGE,
-            _ => 0,
         }
     }
 }
@@ -163,7 +138,7 @@ impl GpuExecMatrix {
         let m = self.shape.rows;
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
         let (name, split) = v.kernel(nt);
-        let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt, stage: v.stage() };
+        let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
         let max_splits = if split { MAX_SPLITS } else { 1 };
         let plan = tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
         let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits };
@@ -178,7 +153,7 @@ mod tests {
     use crate::exec::tensor::item_columns;
 
     fn geo(rows: u64, cols: u64, ncols: u64) -> TcStripGeometry {
-        TcStripGeometry { rows, cols, items: item_columns(cols), nt: ncols.div_ceil(8), stage: 0 }
+        TcStripGeometry { rows, cols, items: item_columns(cols), nt: ncols.div_ceil(8) }
     }
 
     /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and

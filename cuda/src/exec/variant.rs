@@ -17,12 +17,6 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripCta => return self.strip_plan("exec_matvec_strip"),
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
-            ExecMatvecKernel::VarStripW1Async2 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async2", 2, 1))),
-            ExecMatvecKernel::VarStripW1Async3 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w1_async3", 3, 1))),
-            ExecMatvecKernel::VarStripW1Esc1 => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_esc1"))),
-            ExecMatvecKernel::VarStripW1Vote => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_vote"))),
-            ExecMatvecKernel::VarStripW1FmaSplit => return Ok(Some(self.strip_w1_plan("bench_exec_matvec_strip_w1_fmasplit"))),
-            ExecMatvecKernel::VarStripW2Async3 => return Ok(Some(self.strip_w1_async_plan("bench_exec_matvec_strip_w2_async3", 3, 2))),
             _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];
@@ -63,17 +57,3 @@ impl GpuExecMatrix {
         Ok(None)
     }
 }
-
-impl GpuExecMatrix {
-    /// Bench: W1's plan with `warps` warps per 4 rows, each with `depth` stages of
-    /// `W1_ASYNC_STAGE` bytes of dynamic shared memory, and the tile partials of 4 rows (CB x 4
-    /// f32) where the warps split the tiles.
-    fn strip_w1_async_plan(&self, name: &'static str, depth: u32, warps: u32) -> Plan {
-        let parts = if warps > 1 { self.col_tiles as u32 * 16 } else { 0 };
-        Plan { threads: 32 * warps, smem: warps * depth * W1_ASYNC_STAGE + parts, ..self.strip_w1_plan(name) }
-    }
-}
-
-/// One stage of the W1 kernel with tiles in flight (`EXEC_W1A_STAGE`): 4 rows x 32 lanes x (16 sm
-/// and 8 code bytes), and 8 bytes per lane for its escape offset and the tile flags.
-const W1_ASYNC_STAGE: u32 = 4 * 32 * 24 + 32 * 8;

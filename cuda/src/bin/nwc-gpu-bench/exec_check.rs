@@ -14,16 +14,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 8] = [
-    ExecMatvecKernel::VarStripCta,
-    ExecMatvecKernel::VarStripW1,
-    ExecMatvecKernel::VarStripW1Async2,
-    ExecMatvecKernel::VarStripW1Async3,
-    ExecMatvecKernel::VarStripW2Async3,
-    ExecMatvecKernel::VarStripW1FmaSplit,
-    ExecMatvecKernel::VarStripW1Vote,
-    ExecMatvecKernel::VarStripW1Esc1,
-];
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 2] = [ExecMatvecKernel::VarStripCta, ExecMatvecKernel::VarStripW1];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
@@ -143,7 +134,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
-            (ExecMatvecKernel::VarTcStripAsync, [5usize, 16, 1, 11][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),

@@ -1,6 +1,7 @@
 //! `--exec-variants`: the one-column exact matvec kernels (the strip default, lean, rows) and the
 //! ceiling probes (kernels/bench/exec_matvec_variants.cu) beside cuBLAS, batch 1, on
-//! the 8 bench shapes (synthetic and, with `--real`, real weights), quickly enough for a short
+//! the 8 bench shapes or those of `--exec-shapes` (synthetic and, with `--real`, real weights;
+//! a shape grid is how the strip kernels' plan was calibrated, exec/strip.rs), quickly enough for a short
 //! device call: weights generated on all cores, encoded on the GPU (`GpuExecMatrix::from_bf16`,
 //! byte-identical to the reference encoder), no format-10 encode, dequant or transcode (those
 //! are `--exec`). Every output is compared with the production kernel's (`Exact`), which the

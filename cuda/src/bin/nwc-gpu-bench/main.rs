@@ -12,8 +12,9 @@
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
-//! `exec_check.rs`; `--exec-variants [--real FILE]`: the one-column kernels, their bench variants
-//! and ceiling probes beside cuBLAS, after the sweep when both are given, `exec_variants.rs`)
+//! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
+//! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
+//! after the sweep when both are given, `exec_variants.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -54,6 +55,20 @@ fn profile_shape() -> Res<(u64, u64)> {
     Ok((m.parse()?, k.parse()?))
 }
 
+/// `--exec-shapes`'s list `MxK,MxK,...`, each labelled `grid MxK`.
+fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
+    list.split(',')
+        .map(|v| {
+            let bad = || format!("--exec-shapes {v}: expected MxK, both at least 1");
+            let (m, k) = v.split_once('x').ok_or_else(bad)?;
+            match (m.parse::<u64>(), k.parse::<u64>()) {
+                (Ok(m), Ok(k)) if m > 0 && k > 0 => Ok((format!("grid {m}x{k}"), m, k)),
+                _ => Err(bad().into()),
+            }
+        })
+        .collect()
+}
+
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
@@ -64,6 +79,7 @@ fn main() -> Res<()> {
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
+    let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut exec_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -78,6 +94,7 @@ fn main() -> Res<()> {
             "--exec-batch" => exec_batch = true,
             "--exec-profile" => exec_profile = true,
             "--exec-variants" => exec_variants = true,
+            "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
                 let (n, w) = a.split_once(':').unwrap_or((&a, "8000000"));
@@ -111,7 +128,11 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        return exec_variants::run(&gpu, &blas, &SHAPES, pool.as_deref());
+        let shapes: Vec<(&str, u64, u64)> = match &exec_shapes {
+            Some(list) => list.iter().map(|(n, m, k)| (n.as_str(), *m, *k)).collect(),
+            None => SHAPES.to_vec(),
+        };
+        return exec_variants::run(&gpu, &blas, &shapes, pool.as_deref());
     }
     if profile {
         let (m, k) = profile_shape()?;
