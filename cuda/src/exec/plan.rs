@@ -60,98 +60,137 @@ pub(super) struct Plan {
     pub tail: Tail,
 }
 
-impl GpuExecMatrix {
-    /// Warps per row group: the fewest rounds x tiles per warp over the resident warps
-    /// (G = 1, 2, 4, 8, at most the tiles per row).
-    pub(super) fn groups(&self, row_groups: u64, slots: u64) -> u32 {
-        let mut best = (u64::MAX, 1u32);
-        for g in [1u32, 2, 4, 8] {
-            if u64::from(g) > self.col_tiles {
-                break;
-            }
-            let cost = row_groups.div_ceil((slots / u64::from(g)).max(1)) * self.col_tiles.div_ceil(u64::from(g));
-            if cost < best.0 {
-                best = (cost, g);
+/// Warps per row group for `col_tiles` tiles per row: the fewest rounds x tiles per warp over the
+/// resident warps (G = 1, 2, 4, 8, at most the tiles per row).
+pub(super) fn groups(row_groups: u64, slots: u64, col_tiles: u64) -> u32 {
+    let mut best = (u64::MAX, 1u32);
+    for g in [1u32, 2, 4, 8] {
+        if u64::from(g) > col_tiles {
+            break;
+        }
+        let cost = row_groups.div_ceil((slots / u64::from(g)).max(1)) * col_tiles.div_ceil(u64::from(g));
+        if cost < best.0 {
+            best = (cost, g);
+        }
+    }
+    best.1
+}
+
+/// What an exact streaming plan depends on: the matrix (M, K16, CB) and the device (SMs, the
+/// opt-in shared memory of a CTA).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct StreamGeometry {
+    pub rows: u64,
+    pub k16: u64,
+    pub col_tiles: u64,
+    pub sms: u64,
+    pub optin: u64,
+}
+
+/// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
+/// activations do not fit shared memory (the caller then takes fewer columns). `lean`: one column
+/// on the lean kernel where it applies (K16 % 32 == 0, x in shared memory). `per_sm(kernel,
+/// threads, shared memory)`: resident CTAs per SM. A candidate whose shared memory at its G
+/// exceeds the opt-in is passed over for the next (shallower) one.
+pub(super) fn stream_plan(
+    geo: StreamGeometry,
+    nb: u64,
+    lean: bool,
+    mut per_sm: impl FnMut(&'static str, u32, u32) -> Result<u32, GpuError>,
+) -> Result<Option<Plan>, GpuError> {
+    let StreamGeometry { rows, k16, col_tiles, sms, optin } = geo;
+    let lean = lean && nb == 1 && k16 % 32 == 0;
+    let warps = u64::from(EXEC_THREADS / 32);
+    // the partial sums of w warps, G per row group (none at G = 1): largest at G = 2
+    let pbuf = |w: u64, g: u64| {
+        if g > 1 {
+            (w / g) * 2 * ITEM_ROWS * nb * col_tiles * 4
+        } else {
+            0
+        }
+    };
+    // (kernel, pipeline depth, x in shared memory, x bytes per column there, its trailing
+    // arguments given G)
+    let lean_x = col_tiles * 512 * 4;
+    let x = k16 * 4;
+    type Candidate = (&'static str, u64, bool, u64, fn(u32) -> Tail);
+    let lean_list: [Candidate; 4] = [
+        ("exec_matvec_lean_d4", 4, true, lean_x, Tail::GroupsFlags),
+        ("exec_matvec_lean_d3", 3, true, lean_x, Tail::GroupsFlags),
+        ("exec_matvec_lean_d2", 2, true, lean_x, Tail::GroupsFlags),
+        ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
+    ];
+    let generic: [Candidate; 4] = [
+        ("exec_matvec_c1_d4", 4, true, x, Tail::Groups),
+        ("exec_matvec_c1_d3", 3, true, x, Tail::Groups),
+        ("exec_matvec_c1_d2", 2, true, x, Tail::Groups),
+        ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
+    ];
+    let c2: [Candidate; 1] = [("exec_matvec_c2_d2", 2, true, x, Tail::Groups)];
+    let c4: [Candidate; 1] = [("exec_matvec_c4_d2", 2, true, x, Tail::Groups)];
+    let candidates: &[Candidate] = match nb {
+        1 if lean => &lean_list,
+        1 => &generic,
+        2 => &c2,
+        _ => &c4,
+    };
+    let row_groups = rows.div_ceil(ITEM_ROWS);
+    for &(name, depth, x_in_smem, x_col, tail) in candidates {
+        let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
+        // x and the stages of a CTA of w warps
+        let base = |w: u64| nb * x_col + w * depth * u64::from(EXEC_STAGE);
+        if base(w) + pbuf(warps, 8) > optin {
+            continue;
+        }
+        // occupancy as if G = 2 (the largest partial sums), at most the opt-in
+        let per_sm = u64::from(per_sm(name, threads, (base(w) + pbuf(warps, 2)).min(optin) as u32)?);
+        let slots = sms * per_sm * w;
+        let g = u64::from(groups(row_groups, slots, col_tiles)).min(w);
+        if lean && x_in_smem && per_sm == 1 && row_groups <= sms * w {
+            // The lean kernel when one round of row groups fits the device at one warp per
+            // group: s row groups per CTA (every SM gets one CTA) and each split over as many
+            // warps as the CTA's 16 allow (G need not be a power of 2), so no warp waits for a
+            // second round. Measured on the H200 against `groups()`'s plan (docs/gpu.md,
+            // session 8): 2560x9728 -10 to -14% (G = 3 in CTAs of 15 warps instead of G = 8 in
+            // 2.4 rounds), 6144x4096 -3 to -5% (12 warps at G = 1 instead of G = 4 in 2.9
+            // rounds), the other shapes unchanged.
+            let s = row_groups.div_ceil(sms);
+            let g2 = (w / s).clamp(1, col_tiles);
+            let w2 = g2 * s;
+            let smem = base(w2) + pbuf(w2, g2);
+            if smem <= optin {
+                let grid = row_groups.div_ceil(s);
+                return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w2 as u32, smem: smem as u32, tail: tail(g2 as u32) }));
             }
         }
-        best.1
+        // Session 16: this took the smem of G = 8 for granted, and launched lean_d4 at 4096x8192
+        // with 233,472 bytes (G = 4) against the H200's 232,448 (CUDA_ERROR_INVALID_VALUE).
+        let smem = base(w) + pbuf(warps, g);
+        if smem > optin {
+            continue;
+        }
+        let grid = (sms * per_sm).min(row_groups.div_ceil(w / g)).max(1);
+        return Ok(Some(Plan { name, grid: grid as u32, threads, smem: smem as u32, tail: tail(g as u32) }));
+    }
+    Ok(None)
+}
+
+impl GpuExecMatrix {
+    /// Warps per row group of this matrix ([`groups`]).
+    pub(super) fn groups(&self, row_groups: u64, slots: u64) -> u32 {
+        groups(row_groups, slots, self.col_tiles)
     }
 
-    /// The plan of the exact streaming matvec for `nb` columns per decode, or None when its
-    /// activations do not fit shared memory (the caller then takes fewer columns). `lean`: one
-    /// column on the lean kernel where it applies (K16 % 32 == 0, x in shared memory).
+    /// [`stream_plan`] for this matrix on its device.
     fn exact_plan(&self, nb: u64, lean: bool) -> Result<Option<Plan>, GpuError> {
-        let optin = u64::from(self.gpu.smem_optin);
-        let lean = lean && nb == 1 && self.k16 % 32 == 0;
-        let warps = u64::from(EXEC_THREADS / 32);
-        // the partial sums of w warps, G per row group (none at G = 1); the plans below size
-        // them for all 16 warps (more than the 8 of an x-from-global CTA need), the one-round plan
-        // for its own warps
-        let pbuf = |w: u64, g: u64| {
-            if g > 1 {
-                (w / g) * 2 * ITEM_ROWS * nb * self.col_tiles * 4
-            } else {
-                0
-            }
+        let geo = StreamGeometry {
+            rows: self.shape.rows,
+            k16: self.k16,
+            col_tiles: self.col_tiles,
+            sms: u64::from(self.gpu.sm_count),
+            optin: u64::from(self.gpu.smem_optin),
         };
-        // (kernel, pipeline depth, x in shared memory, x bytes per column there, its trailing
-        // arguments given G)
-        let lean_x = self.col_tiles * 512 * 4;
-        let x = self.k16 * 4;
-        type Candidate = (&'static str, u64, bool, u64, fn(u32) -> Tail);
-        let lean_list: [Candidate; 4] = [
-            ("exec_matvec_lean_d4", 4, true, lean_x, Tail::GroupsFlags),
-            ("exec_matvec_lean_d3", 3, true, lean_x, Tail::GroupsFlags),
-            ("exec_matvec_lean_d2", 2, true, lean_x, Tail::GroupsFlags),
-            ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
-        ];
-        let generic: [Candidate; 4] = [
-            ("exec_matvec_c1_d4", 4, true, x, Tail::Groups),
-            ("exec_matvec_c1_d3", 3, true, x, Tail::Groups),
-            ("exec_matvec_c1_d2", 2, true, x, Tail::Groups),
-            ("exec_matvec_c1_xg", 4, false, 0, Tail::Groups),
-        ];
-        let c2: [Candidate; 1] = [("exec_matvec_c2_d2", 2, true, x, Tail::Groups)];
-        let c4: [Candidate; 1] = [("exec_matvec_c4_d2", 2, true, x, Tail::Groups)];
-        let candidates: &[Candidate] = match nb {
-            1 if lean => &lean_list,
-            1 => &generic,
-            2 => &c2,
-            _ => &c4,
-        };
-        let row_groups = self.shape.rows.div_ceil(ITEM_ROWS);
-        for &(name, depth, x_in_smem, x_col, tail) in candidates {
-            let (threads, w) = if x_in_smem { (EXEC_THREADS, warps) } else { (EXEC_THREADS / 2, warps / 2) };
-            // x and the stages of a CTA of w warps
-            let base = |w: u64| nb * x_col + w * depth * u64::from(EXEC_STAGE);
-            if base(w) + pbuf(warps, 8) > optin {
-                continue;
-            }
-            let per_sm = u64::from(self.gpu.ctas_per_sm(name, threads, (base(w) + pbuf(warps, 2)) as u32)?);
-            let slots = u64::from(self.gpu.sm_count) * per_sm * w;
-            let g = u64::from(self.groups(row_groups, slots)).min(w);
-            let sms = u64::from(self.gpu.sm_count);
-            if lean && x_in_smem && per_sm == 1 && row_groups <= sms * w {
-                // The lean kernel when one round of row groups fits the device at one warp per
-                // group: s row groups per CTA (every SM gets one CTA) and each split over as many
-                // warps as the CTA's 16 allow (G need not be a power of 2), so no warp waits for a
-                // second round. Measured on the H200 against `groups()`'s plan (docs/gpu.md,
-                // session 8): 2560x9728 -10 to -14% (G = 3 in CTAs of 15 warps instead of G = 8 in
-                // 2.4 rounds), 6144x4096 -3 to -5% (12 warps at G = 1 instead of G = 4 in 2.9
-                // rounds), the other shapes unchanged.
-                let s = row_groups.div_ceil(sms);
-                let g2 = (w / s).clamp(1, self.col_tiles);
-                let w2 = g2 * s;
-                let smem = base(w2) + pbuf(w2, g2);
-                if smem <= optin {
-                    let grid = row_groups.div_ceil(s);
-                    return Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w2 as u32, smem: smem as u32, tail: tail(g2 as u32) }));
-                }
-            }
-            let grid = (sms * per_sm).min(row_groups.div_ceil(w / g)).max(1);
-            return Ok(Some(Plan { name, grid: grid as u32, threads, smem: (base(w) + pbuf(warps, g)) as u32, tail: tail(g as u32) }));
-        }
-        Ok(None)
+        stream_plan(geo, nb, lean, |name, threads, smem| self.gpu.ctas_per_sm(name, threads, smem))
     }
 
     /// Bench: the kernel a one-column matvec launches with this matrix's kernel choice, and its
@@ -250,5 +289,45 @@ impl GpuExecMatrix {
         // (exact_plan, strip_plan) and G divides the CTA's warps.
         unsafe { b.launch(cfg) }?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An H200-like device: 132 SMs, 227 KB of opt-in shared memory per CTA and 228 KB per SM
+    /// (1 KB of it reserved per CTA), 2048 threads per SM.
+    fn h200(rows: u64, k: u64, nb: u64, lean: bool) -> Option<Plan> {
+        let k16 = k.div_ceil(16) * 16;
+        let geo = StreamGeometry { rows, k16, col_tiles: k.div_ceil(512), sms: 132, optin: 232_448 };
+        stream_plan(geo, nb, lean, |_, threads, smem| Ok((2048 / threads).min(233_472 / (smem + 1024)).max(1))).unwrap()
+    }
+
+    #[test]
+    fn every_plan_fits_the_shared_memory_it_asks_for() {
+        let mut planned = 0;
+        for rows in [1u64, 4, 1000, 4096, 6144, 16_384, 151_936] {
+            for k16 in (16..=70_000u64).step_by(16) {
+                for (nb, lean) in [(1, true), (1, false), (2, false), (4, false)] {
+                    if let Some(p) = h200(rows, k16, nb, lean) {
+                        planned += 1;
+                        assert!(u64::from(p.smem) <= 232_448, "{rows}x{k16}, {nb} columns: {} bytes for {}", p.smem, p.name);
+                        assert!(p.grid >= 1 && p.threads >= 32 && p.threads <= EXEC_THREADS, "{rows}x{k16}: {} threads", p.threads);
+                    }
+                }
+            }
+        }
+        assert!(planned > 10_000);
+    }
+
+    #[test]
+    fn the_case_the_device_refused_takes_a_shallower_pipeline() {
+        // 4096x8192 on the lean kernel: d4 needs 233,472 bytes at G = 4 (session 16's launch error)
+        let p = h200(4096, 8192, 1, true).unwrap();
+        assert_eq!(p.name, "exec_matvec_lean_d3");
+        // 3072x8192 fits one round at d4 (CTAs of 12 warps)
+        let p = h200(3072, 8192, 1, true).unwrap();
+        assert_eq!((p.name, p.threads), ("exec_matvec_lean_d4", 384));
     }
 }
