@@ -1,7 +1,7 @@
 //! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu), the exact one-column matvec
 //! of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): CTAs of one warp (W1) where the
-//! rows alone give every resident warp enough work, else CTAs of W warps with warps per CTA, row
-//! slices and rows per unit from the matrix's shape and the device's resident warps.
+//! groups of 4 rows fill at least half a round of resident warps, else CTAs of W warps with warps
+//! per CTA, row slices and rows per unit from the matrix's shape and the device's resident warps.
 
 use super::plan::{Plan, Tail};
 use super::GpuExecMatrix;
@@ -32,13 +32,16 @@ pub(super) fn strip_rows(rows: u64, cb: u64, mut slots: impl FnMut(u64) -> Resul
     Ok(4)
 }
 
-/// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows number at least
-/// `W1_MIN_ROUNDS` per resident warp: W1 has no CTA barrier, but a warp runs all CB tiles of its
-/// rows one after the other, so it needs whole rounds of warps to keep every SM busy.
-const W1_MIN_ROUNDS: u64 = 1;
-
+/// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
+/// round of resident warps (`w1_slots`): W1 has no CTA barrier, but a warp runs all CB tiles of
+/// its rows one after the other, so with too few groups the SMs hold too few warps. Measured on
+/// the H200 (docs/gpu.md, session 16: a grid of M = 3072..10240 x K = 2048..14336, 25 warps per
+/// SM): W1 was faster by 7-25% at every K from 0.62 of a round (M = 8192, 10240); at 0.47 (M =
+/// 6144) faster by 6-8% with 4 and 8 tiles per row but slower by 11-13% with 16 and 28; at 0.39
+/// and below slower but for 4 tiles per row (3-4% faster). Until session 16 the threshold was one
+/// whole round.
 pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
-    rows.div_ceil(4) >= W1_MIN_ROUNDS * w1_slots
+    rows.div_ceil(4) * 2 >= w1_slots
 }
 
 impl GpuExecMatrix {
@@ -108,11 +111,15 @@ mod tests {
     }
 
     #[test]
-    fn one_warp_ctas_only_where_the_rows_fill_a_round() {
+    fn one_warp_ctas_only_where_the_rows_fill_half_a_round() {
         let slots = 132 * 25;
         assert!(strip_w1(151936, slots));
         assert!(strip_w1(24576, slots));
         assert!(strip_w1(19456, slots));
+        // half a round: 6600 rows
+        assert!(strip_w1(8192, slots));
+        assert!(strip_w1(6600, slots));
+        assert!(!strip_w1(6596, slots));
         assert!(!strip_w1(6144, slots));
         assert!(!strip_w1(4096, slots));
         assert!(!strip_w1(3, slots));
