@@ -4,11 +4,11 @@
 //! vectors of the same matrix, which must transcode to it (spec 20.12.2).
 
 use super::cases::{self, Input};
-use super::expect::{gather_sets, standard_inputs, MatvecInput};
-use super::writer::{le_f32, le_f64, le_u16, Writer};
+use super::expect::{put_dequant_gathers, put_matvec_case, standard_inputs, MatvecInput};
+use super::writer::{le_u16, Writer};
 use super::{exec_broken, new_vector, set_clauses, Tier};
 use crate::exec::field_key;
-use crate::manifest::{GatherCase, Kind, MatvecCase, Representation, Vector};
+use crate::manifest::{Kind, Representation, Vector};
 use nwc_reference::exec::{
     canonical_base, check_canonical, decode_exec, encode_exec, encode_exec_with_bases, ExecDecoded, ExecMatrix, MAX_BASE,
 };
@@ -123,43 +123,18 @@ pub fn le_fields(m: &ExecMatrix) -> Vec<(String, Vec<u8>)> {
 /// spec 19 for BF16 activations. The matvec is the exec reference's, checked here against the
 /// format-10 layout-0 matvec of the same matrix (spec 20.15.2).
 fn write_exec_results(w: &mut Writer, v: &mut Vector, d: &ExecDecoded, inputs: &[MatvecInput]) -> io::Result<()> {
-    let path = w.put(v, "dequant", &le_u16(&d.dequant()))?;
-    v.dequant = Some(path);
-    for (i, rows) in gather_sets(d.shape.rows).into_iter().enumerate() {
-        let output = w.put(v, &format!("gather{i}"), &le_u16(&d.gather(&rows).expect("rows in range")))?;
-        v.gathers.push(GatherCase { rows, output });
-    }
+    put_dequant_gathers(w, v, d.shape.rows, &d.dequant(), |rows| d.gather(rows).expect("rows in range"))?;
     let f10 =
         DecodedMatrix { mode: Mode::BF16_L0, shape: d.shape, exp_of_rank: [0; 15], elements: Elements::Bf16(d.words.clone()), scale: None };
-    let quiet = |x: f32| if x.is_nan() { f32::from_bits(0x7FC0_0000) } else { x };
-    let quiet16 = |b: u16| if b & 0x7FFF > 0x7F80 { 0x7FC0 } else { b };
+    let bits = |v: &[f32]| v.iter().map(|x| if x.is_nan() { 0x7FC0_0000 } else { x.to_bits() }).collect::<Vec<u32>>();
     for (i, input) in inputs.iter().enumerate() {
         let bias = input.bias.as_deref();
-        let y: Vec<f32> = d.matvec(&input.x, input.batch, bias).expect("sizes match").into_iter().map(quiet).collect();
-        let same: Vec<f32> = f10.matvec(&input.x, input.batch, bias).expect("sizes").into_iter().map(quiet).collect();
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+        let y = d.matvec(&input.x, input.batch, bias).expect("sizes match");
+        let same = f10.matvec(&input.x, input.batch, bias).expect("sizes");
         assert_eq!(bits(&y), bits(&same), "{}: exec matvec differs from format-10 layout 0", v.id);
-        let y16: Vec<u16> = d.matvec_bf16(&input.x, input.batch, bias).expect("sizes").into_iter().map(quiet16).collect();
-        let activations = w.put(v, &format!("mv{i}-x"), &le_f32(&input.x))?;
-        let bias_path = match bias {
-            Some(b) => Some(w.put(v, &format!("mv{i}-bias"), &le_f32(b))?),
-            None => None,
-        };
-        let output_f32 = w.put(v, &format!("mv{i}-y-f32"), &le_f32(&y))?;
-        let output_bf16 = w.put(v, &format!("mv{i}-y-bf16"), &le_u16(&y16))?;
-        let bf16_exact = |v: &f32| v.to_bits() & 0xFFFF == 0;
-        let bound = if input.x.iter().chain(input.bias.iter().flatten()).all(bf16_exact) {
-            let b: Vec<f64> = nwc_reference::bounded::expected(&f10, &input.x, input.batch, bias)
-                .expect("sizes match")
-                .into_iter()
-                .map(|(_, b)| b.unwrap_or(f64::NAN))
-                .collect();
-            Some(w.put(v, &format!("mv{i}-bound"), &le_f64(&b))?)
-        } else {
-            None
-        };
-        let batch = input.batch as u64;
-        v.matvecs.push(MatvecCase { batch, activations, bias: bias_path, output_f32, output_bf16, bound });
+        let y16 = d.matvec_bf16(&input.x, input.batch, bias).expect("sizes");
+        // spec 19's bound is defined on the format-10 matrix of the same weights
+        put_matvec_case(w, v, i, input, &y, &y16, &f10)?;
     }
     if v.matvecs.iter().any(|c| c.bound.is_some()) {
         v.clauses.extend(["20.15.3", "19", "19.1", "19.2", "19.3", "19.4", "19.5", "19.6"].map(str::to_owned));

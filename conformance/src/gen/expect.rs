@@ -79,47 +79,76 @@ fn quiet_nan(v: f32) -> f32 {
     }
 }
 
-/// Writes dequant, gathers and matvecs of `d` into `v`. NaN matvec results are stored as
-/// 0x7FC00000 (f32) and 0x7FC0 (BF16).
-pub fn write_results(w: &mut Writer, v: &mut Vector, d: &DecodedMatrix, inputs: &[MatvecInput]) -> io::Result<()> {
-    let dequant = w.put(v, "dequant", &le_u16(&d.dequant()))?;
-    v.dequant = Some(dequant);
-    for (i, rows) in gather_sets(d.shape.rows).into_iter().enumerate() {
-        let out = d.gather(&rows).expect("rows are in range");
-        let output = w.put(v, &format!("gather{i}"), &le_u16(&out))?;
+fn quiet_nan16(b: u16) -> u16 {
+    if b & 0x7FFF > 0x7F80 {
+        0x7FC0
+    } else {
+        b
+    }
+}
+
+/// Writes the dequant and the gathers of [`gather_sets`] of a matrix of `rows` rows into `v`.
+pub fn put_dequant_gathers(
+    w: &mut Writer,
+    v: &mut Vector,
+    rows: u64,
+    dequant: &[u16],
+    gather: impl Fn(&[u64]) -> Vec<u16>,
+) -> io::Result<()> {
+    v.dequant = Some(w.put(v, "dequant", &le_u16(dequant))?);
+    for (i, rows) in gather_sets(rows).into_iter().enumerate() {
+        let output = w.put(v, &format!("gather{i}"), &le_u16(&gather(&rows)))?;
         v.gathers.push(GatherCase { rows, output });
     }
-    for (i, input) in inputs.iter().enumerate() {
-        let bias = input.bias.as_deref();
-        // NaN payloads and signs depend on the hardware and the optimizer, and spec 15.4.6 makes
-        // every NaN match every NaN: store one quiet NaN so the files are reproducible.
-        let y: Vec<f32> = d.matvec(&input.x, input.batch, bias).expect("sizes match").into_iter().map(quiet_nan).collect();
-        let y16: Vec<u16> = d
-            .matvec_bf16(&input.x, input.batch, bias)
+    Ok(())
+}
+
+/// Writes matvec case `i` of `v`: its activations and bias, the f32 and BF16 outputs `y` and
+/// `y16`, and (activations and bias inside the BF16 domain) spec 19's bound of each output on
+/// `d`. NaN payloads and signs depend on the hardware and the optimizer, and spec 15.4.6 makes
+/// every NaN match every NaN: NaN outputs are stored as one quiet NaN (0x7FC00000, 0x7FC0) so the
+/// files are reproducible.
+pub fn put_matvec_case(
+    w: &mut Writer,
+    v: &mut Vector,
+    i: usize,
+    input: &MatvecInput,
+    y: &[f32],
+    y16: &[u16],
+    d: &DecodedMatrix,
+) -> io::Result<()> {
+    let y: Vec<f32> = y.iter().copied().map(quiet_nan).collect();
+    let y16: Vec<u16> = y16.iter().copied().map(quiet_nan16).collect();
+    let activations = w.put(v, &format!("mv{i}-x"), &le_f32(&input.x))?;
+    let bias = match input.bias.as_deref() {
+        Some(b) => Some(w.put(v, &format!("mv{i}-bias"), &le_f32(b))?),
+        None => None,
+    };
+    let output_f32 = w.put(v, &format!("mv{i}-y-f32"), &le_f32(&y))?;
+    let output_bf16 = w.put(v, &format!("mv{i}-y-bf16"), &le_u16(&y16))?;
+    let bf16_exact = |v: &f32| v.to_bits() & 0xFFFF == 0;
+    let bound = if input.x.iter().chain(input.bias.iter().flatten()).all(bf16_exact) {
+        let b: Vec<f64> = nwc_reference::bounded::expected(d, &input.x, input.batch, input.bias.as_deref())
             .expect("sizes match")
             .into_iter()
-            .map(|b| if b & 0x7FFF > 0x7F80 { 0x7FC0 } else { b })
+            .map(|(_, b)| b.unwrap_or(f64::NAN))
             .collect();
-        let activations = w.put(v, &format!("mv{i}-x"), &le_f32(&input.x))?;
-        let bias = match bias {
-            Some(b) => Some(w.put(v, &format!("mv{i}-bias"), &le_f32(b))?),
-            None => None,
-        };
-        let output_f32 = w.put(v, &format!("mv{i}-y-f32"), &le_f32(&y))?;
-        let output_bf16 = w.put(v, &format!("mv{i}-y-bf16"), &le_u16(&y16))?;
-        // Spec 19: the bound of each output, for cases inside the BF16-activation domain.
-        let bf16_exact = |v: &f32| v.to_bits() & 0xFFFF == 0;
-        let bound = if input.x.iter().chain(input.bias.iter().flatten()).all(bf16_exact) {
-            let b: Vec<f64> = nwc_reference::bounded::expected(d, &input.x, input.batch, input.bias.as_deref())
-                .expect("sizes match")
-                .into_iter()
-                .map(|(_, b)| b.unwrap_or(f64::NAN))
-                .collect();
-            Some(w.put(v, &format!("mv{i}-bound"), &le_f64(&b))?)
-        } else {
-            None
-        };
-        v.matvecs.push(MatvecCase { batch: input.batch as u64, activations, bias, output_f32, output_bf16, bound });
+        Some(w.put(v, &format!("mv{i}-bound"), &le_f64(&b))?)
+    } else {
+        None
+    };
+    v.matvecs.push(MatvecCase { batch: input.batch as u64, activations, bias, output_f32, output_bf16, bound });
+    Ok(())
+}
+
+/// Writes dequant, gathers and matvecs of `d` into `v` (NaN outputs quiet: [`put_matvec_case`]).
+pub fn write_results(w: &mut Writer, v: &mut Vector, d: &DecodedMatrix, inputs: &[MatvecInput]) -> io::Result<()> {
+    put_dequant_gathers(w, v, d.shape.rows, &d.dequant(), |rows| d.gather(rows).expect("rows are in range"))?;
+    for (i, input) in inputs.iter().enumerate() {
+        let bias = input.bias.as_deref();
+        let y = d.matvec(&input.x, input.batch, bias).expect("sizes match");
+        let y16 = d.matvec_bf16(&input.x, input.batch, bias).expect("sizes match");
+        put_matvec_case(w, v, i, input, &y, &y16, d)?;
     }
     if v.matvecs.iter().any(|c| c.bound.is_some()) {
         v.clauses.extend(["19", "19.1", "19.2", "19.3", "19.4", "19.5", "19.6"].map(str::to_owned));
