@@ -7,15 +7,16 @@
 // - a row's 16 sm bytes and 8 code bytes per lane go straight from global memory to registers
 //   (ld.global.nc: 512 + 256 contiguous bytes per warp; no shared memory, no cp.async); memory-level
 //   parallelism comes from the resident warps, each with a group of 4 rows in flight (80 registers:
-//   3 CTAs of 8 warps per SM). Two schedules that kept the next group in flight during a group's
+//   3 CTAs of 8 warps per SM). Schedules that kept the next group in flight during a group's
 //   compute were slower (a second group in registers: 118 registers, 16 warps; the next group's rows
-//   loaded as this group's are decoded: spills at 80);
+//   loaded as this group's are decoded: spills at 80; W1 with the next tiles staged by cp.async in
+//   shared memory, session 16: 5-19% slower where W1 runs);
 // - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives the tile
 //   partials P(m, cb) (spec 15.4.4), added per row over cb ascending from +0.0 (spec 15.4.5), then
 //   the bias (15.4.6).
 // Two launch shapes (exec/strip.rs picks): CTAs of W warps whose tile partials meet in shared
-// memory, summed after the CTA barrier (exec_strip_body), or, where the rows alone fill the
-// device, CTAs of one warp that take 4 rows through every tile in order, with no barrier to wait
+// memory, summed after the CTA barrier (exec_strip_body), or, where the groups of 4 rows fill half
+// a round of resident warps, CTAs of one warp that take 4 rows through every tile in order, with no barrier to wait
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.

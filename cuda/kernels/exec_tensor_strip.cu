@@ -58,39 +58,33 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
         exec_tc_rowgroup_out<16, COLS, true>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part, split);
 }
 
-// The locals of a CTA of the strip kernel (and its bench variants): its row group gr and range
-// [i0, i1) of item columns, the thread's rows g and g + 8 with their bases, and its pointers. A
-// macro, not a function: returning them in a struct changed the kernel's register allocation (+4
-// to +11 instructions per item, session 15).
-// Rows g and g + 8 of the row group at the thread's chunk offset 16 t: an item's words are at + c0
-// (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, so a whole item (rows below
-// M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14). The host keeps
-// every split of the item columns non-empty.
-#define EXEC_TCS_LOCALS                                                                                                 \
-    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = EXEC_ITEM_COLUMNS(K16, CB);                    \
-    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;                       \
-    const exec_u32 g = lane >> 2, t = lane & 3u;                                                                       \
-    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;                                              \
-    const exec_u32 per = (nitg + splits - 1) / splits;                                                                 \
-    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);                                                         \
-    bool rv[2];                                                                                                        \
-    exec_u32 rbase[2];                                                                                                 \
-    exec_tc_row_bases(base, gr, M, g, rv, rbase);                                                                      \
-    float acc[NT][4] = {};                                                                                             \
-    const bool rows = (exec_u64)gr * 16 + 16 <= M;                                                                     \
-    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;                                                 \
-    const exec_u8* ps1 = ps0 + 8ull * K16;                                                                             \
-    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;                                        \
-    const exec_u8* pc1 = pc0 + 4ull * K16;                                                                             \
-    const exec_u32* prow = poff + (exec_u64)gr * CB * 4; /* the row group's item offsets */
-
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
 template <int NT, bool XCHUNK, int PROBE = 0>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
-    EXEC_TCS_LOCALS
+    // The CTA's row group gr and range [i0, i1) of item columns (the host keeps every split of the
+    // item columns non-empty), the thread's rows g and g + 8 with their bases, and its pointers:
+    // rows g and g + 8 of the row group at the thread's chunk offset 16 t, so an item's words are
+    // at + c0 (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, and a whole item
+    // (rows below M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14).
+    const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = EXEC_ITEM_COLUMNS(K16, CB);
+    const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+    const exec_u32 g = lane >> 2, t = lane & 3u;
+    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;
+    const exec_u32 per = (nitg + splits - 1) / splits;
+    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);
+    bool rv[2];
+    exec_u32 rbase[2];
+    exec_tc_row_bases(base, gr, M, g, rv, rbase);
+    float acc[NT][4] = {};
+    const bool rows = (exec_u64)gr * 16 + 16 <= M;
+    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;
+    const exec_u8* ps1 = ps0 + 8ull * K16;
+    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;
+    const exec_u8* pc1 = pc0 + 4ull * K16;
+    const exec_u32* prow = poff + (exec_u64)gr * CB * 4;  // the row group's item offsets
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
