@@ -149,13 +149,13 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     const exec_u8* ps = sm + kc;
     const exec_u8* pc = codes + (kc >> 1);
     const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
-    const exec_u32* ecol = esc_start + cb + (exec_u64)l3 * CB;
+    const exec_u32* ecol = esc_start + cb;
     for (exec_u32 m = r0; m < r1; m += 4u) {
         ExecStripGroup g;
         exec_strip_load(g, ps + (exec_u64)m * K16, pc + (exec_u64)m * (K16 >> 1), K16, whole && m + 4u <= M, M - m, active);
         g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));
         const exec_u32 b4 = __ldg(reinterpret_cast<const exec_u32*>(base + m));  // base is allocated rounded up to 4 bytes
-        g.eo = m + l3 < M ? __ldg(ecol + (exec_u64)m * CB) : 0u;
+        g.eo = __ldg(ecol + (exec_u64)min(m + l3, M - 1u) * CB);  // a row past M: as in W1
         exec_u32 b2[4];
 #pragma unroll
         for (exec_u32 r = 0; r < 4; ++r) b2[r] = exec_b2((b4 >> (8u * r)) & 0xffu);
@@ -238,18 +238,20 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
     const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
     const exec_u8* pc = codes + (exec_u64)r0 * (K16 >> 1) + lane * 8u;
     const exec_u8* pf = flags + r0;
-    const exec_u32* pe = esc_start + (exec_u64)(r0 + l3) * CB;
+    // a row past M reads the last row's escape offsets: a row past M loads as code 1 (plain), so
+    // its offset is never used, and the load needs no predicate
+    const exec_u32* pe = esc_start + (exec_u64)min(r0 + l3, M - 1u) * CB;
     float S = 0.0f;
-    for (exec_u32 cb = 0; cb < CB; ++cb) {
-        const exec_u32 kc = cb * 512u + lane * 16u;
+    for (exec_u32 c0 = 0; c0 < K; c0 += 512u) {  // c0: the tile's first column
+        const exec_u32 kc = c0 + lane * 16u;
         const bool active = kc < K16;
-        const bool whole = cb * 512u + 512u <= K;  // warp-uniform
+        const bool whole = c0 + 512u <= K;  // warp-uniform
         float xv[16];
         exec_strip_x(xv, x, kc, whole, active);
         ExecStripGroup g;
         exec_strip_load(g, ps, pc, K16, rows && whole, M - r0, active);
         g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
-        g.eo = r0 + l3 < M ? __ldg(pe) : 0u;
+        g.eo = __ldg(pe);
         S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
         ps += 512;
         pc += 256;

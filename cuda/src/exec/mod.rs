@@ -69,6 +69,10 @@ pub struct GpuExecMatrix {
     dequant_kernel: ExecDequantKernel,
     /// Derived at load, not part of the layout (spec 20.3): the tile flags and the patch list.
     derived: derived::Derived,
+    /// Bench: the launch shape (warps per CTA, rows per unit) that
+    /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
+    #[cfg(feature = "bench")]
+    strip_force: Option<(u64, u64)>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -131,6 +135,8 @@ impl GpuExecMatrix {
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
             derived,
+            #[cfg(feature = "bench")]
+            strip_force: None,
         })
     }
 
@@ -168,6 +174,8 @@ impl GpuExecMatrix {
             matvec_kernel: self.matvec_kernel,
             dequant_kernel: self.dequant_kernel,
             derived: self.derived.try_clone(s)?,
+            #[cfg(feature = "bench")]
+            strip_force: self.strip_force,
         })
     }
 
@@ -213,6 +221,19 @@ impl GpuExecMatrix {
 
     pub fn set_matvec_kernel(&mut self, kernel: ExecMatvecKernel) {
         self.matvec_kernel = kernel;
+    }
+
+    /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of `warps` warps (1..=16) with units
+    /// of `rows` rows (a multiple of 4) instead of its plan's; None goes back to the plan.
+    #[cfg(feature = "bench")]
+    pub fn force_strip_plan(&mut self, plan: Option<(u64, u64)>) -> Result<(), GpuError> {
+        if let Some((w, rs)) = plan {
+            if !(1..=16).contains(&w) || rs == 0 || rs % 4 != 0 {
+                return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a multiple of 4"));
+            }
+        }
+        self.strip_force = plan;
+        Ok(())
     }
 
     pub fn dequant_kernel(&self) -> ExecDequantKernel {

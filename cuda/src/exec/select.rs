@@ -29,8 +29,9 @@ pub enum ExecMatvecKernel {
     /// Bench: [`ExecMatvecKernel::Rows`] without the escape offsets in its load batch.
     #[cfg(feature = "bench")]
     RowsNoPrefetch,
-    /// Bench: the strip kernel with CTAs of W warps at every shape, and with CTAs of one warp
-    /// (W1) at every shape; `Exact` chooses between them (exec/strip.rs). Exact class.
+    /// Bench: the strip kernel with CTAs of W warps at every shape (with the launch shape that
+    /// `GpuExecMatrix::force_strip_plan` gives, if any), and with CTAs of one warp (W1) at every
+    /// shape; `Exact` chooses between them (exec/strip.rs). Exact class.
     #[cfg(feature = "bench")]
     VarStripCta,
     #[cfg(feature = "bench")]

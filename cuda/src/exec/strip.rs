@@ -20,16 +20,20 @@ pub(super) fn strip_shape(cb: u64) -> (u64, u64) {
     }
 }
 
-/// Rows per unit RS: the largest of 32, 16 and 8 that gives at least two units (RS rows of one
-/// tile) per resident warp, else 4: units long enough to amortise the activation loads, and enough
-/// of them that the last round is short. `slots(rs)`: the device's resident warps at that RS.
-pub(super) fn strip_rows(rows: u64, cb: u64, mut slots: impl FnMut(u64) -> Result<u64, GpuError>) -> Result<u64, GpuError> {
-    for rs in [32u64, 16, 8] {
-        if rows.div_ceil(rs) * cb >= 2 * slots(rs)? {
+/// Rows per unit RS: the smallest of 4, 8 and 16 whose CTAs (`rows` / (RS x `slices`)) fit one
+/// round of resident CTAs, else 32. So every CTA starts at once and no second round leaves SMs idle
+/// at its tail, and each warp takes as few units as that allows. `ctas(rs)`: the device's resident
+/// CTAs at that RS. Measured on the H200 (docs/gpu.md, session 17: the CTA kernel forced to RS =
+/// 4..32 on the bench shapes and a grid of 36 others): against the rule before it (the largest RS
+/// that still gave two units per resident warp), 6144x4096 0.88x -> 1.09x of cuBLAS, 4096x4096
+/// 0.94x -> 1.05x; 1.06x -> 1.12x over the grid.
+pub(super) fn strip_rows(rows: u64, slices: u64, mut ctas: impl FnMut(u64) -> Result<u64, GpuError>) -> Result<u64, GpuError> {
+    for rs in [4u64, 8, 16] {
+        if rows.div_ceil(rs * slices) <= ctas(rs)? {
             return Ok(rs);
         }
     }
-    Ok(4)
+    Ok(32)
 }
 
 /// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
@@ -65,20 +69,29 @@ impl GpuExecMatrix {
     /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
     /// RS = 4 on the H200).
     pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
+        self.strip_plan_with(name, strip_shape(self.col_tiles).0, None)
+    }
+
+    /// [`GpuExecMatrix::strip_plan`] with W warps per CTA and, if given, RS rows per unit (the
+    /// bench's variants force them); the kernel derives its slices from W as `strip_shape` does.
+    pub(super) fn strip_plan_with(&self, name: &'static str, w: u64, rs: Option<u64>) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
-        let (w, slices) = strip_shape(cb);
+        let slices = (w / cb).max(1);
         let smem = |rs: u64| rs * slices * cb * 4;
         let optin = u64::from(self.gpu.smem_optin);
-        if smem(4) > optin {
+        if smem(rs.unwrap_or(4)) > optin {
             return Ok(None);
         }
         let sms = u64::from(self.gpu.sm_count);
-        let rs = strip_rows(self.shape.rows, cb, |rs| {
-            if smem(rs) > optin {
-                return Ok(u64::MAX / 4);
-            }
-            Ok(sms * u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(rs) as u32)?) * w)
-        })?;
+        let rs = match rs {
+            Some(rs) => rs,
+            None => strip_rows(self.shape.rows, slices, |rs| {
+                if smem(rs) > optin {
+                    return Ok(0);
+                }
+                Ok(sms * u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(rs) as u32)?))
+            })?,
+        };
         let grid = self.shape.rows.div_ceil(rs * slices);
         Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem(rs) as u32, tail: Tail::RowsFlags(rs as u32) }))
     }
@@ -126,13 +139,22 @@ mod tests {
     }
 
     #[test]
-    fn units_shorten_until_every_warp_gets_two() {
-        let slots = |_: u64| Ok(132 * 24);
-        // 151936 x 4096: 37,984 units of 32 rows for 3,168 resident warps
-        assert_eq!(strip_rows(151936, 8, slots).unwrap(), 32);
-        assert_eq!(strip_rows(24576, 8, slots).unwrap(), 16);
-        assert_eq!(strip_rows(4096, 24, slots).unwrap(), 8);
-        assert_eq!(strip_rows(4096, 8, slots).unwrap(), 4);
-        assert_eq!(strip_rows(3, 1, slots).unwrap(), 4);
+    fn units_grow_until_the_ctas_fit_one_round() {
+        // 132 SMs x 3 CTAs of 8 warps
+        let ctas = |_: u64| Ok(396);
+        // 6144x4096 (8 tiles, one slice): 1536 CTAs of 4 rows, 768 of 8, 384 of 16
+        assert_eq!(strip_rows(6144, 1, ctas).unwrap(), 16);
+        assert_eq!(strip_rows(4096, 1, ctas).unwrap(), 16);
+        assert_eq!(strip_rows(3072, 1, ctas).unwrap(), 8);
+        assert_eq!(strip_rows(1584, 1, ctas).unwrap(), 4);
+        assert_eq!(strip_rows(1585, 1, ctas).unwrap(), 8);
+        // two slices: a CTA covers 2 RS rows
+        assert_eq!(strip_rows(3168, 2, ctas).unwrap(), 4);
+        assert_eq!(strip_rows(4096, 2, ctas).unwrap(), 8);
+        assert_eq!(strip_rows(3, 1, ctas).unwrap(), 4);
+        // beyond 16 rows per unit, 32
+        assert_eq!(strip_rows(1_000_000, 1, ctas).unwrap(), 32);
+        // an RS whose tile partials do not fit shared memory counts no resident CTA
+        assert_eq!(strip_rows(100, 1, |rs| Ok(if rs < 16 { 0 } else { 396 })).unwrap(), 16);
     }
 }

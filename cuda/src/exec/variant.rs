@@ -15,7 +15,12 @@ impl GpuExecMatrix {
             ExecMatvecKernel::ProbeStripNoDecode => {
                 return self.strip_choice("bench_exec_probe_strip_w1_nodecode", "bench_exec_probe_strip_nodecode")
             }
-            ExecMatvecKernel::VarStripCta => return self.strip_plan("exec_matvec_strip"),
+            ExecMatvecKernel::VarStripCta => {
+                return match self.strip_force {
+                    Some((w, rs)) => self.strip_plan_with("exec_matvec_strip", w, Some(rs)),
+                    None => self.strip_plan("exec_matvec_strip"),
+                }
+            }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             _ => {}
         }

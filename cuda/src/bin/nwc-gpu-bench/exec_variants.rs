@@ -32,8 +32,33 @@ const OTHERS: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::ProbeStream1x4,
 ];
 
-fn kernels() -> Vec<ExecMatvecKernel> {
-    std::iter::once(ExecMatvecKernel::Exact).chain(STRIP_VARIANTS).chain(OTHERS).collect()
+/// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
+/// CTA, rows per unit; `--exec-strip-plans`), and its label.
+#[derive(Clone)]
+pub struct Entry {
+    kernel: ExecMatvecKernel,
+    plan: Option<(u64, u64)>,
+    label: String,
+}
+
+/// The kernels timed: without `plans`, the production default, the strip variants and `OTHERS`;
+/// with them, the production default, W1 forced, the CTA kernel at each forced (W, RS) and the
+/// strip kernels' no-decode probe.
+pub fn entries(plans: Option<&[(u64, u64)]>) -> Vec<Entry> {
+    let plain = |k: ExecMatvecKernel| Entry { kernel: k, plan: None, label: k.name().to_string() };
+    match plans {
+        None => std::iter::once(ExecMatvecKernel::Exact).chain(STRIP_VARIANTS).chain(OTHERS).map(plain).collect(),
+        Some(list) => {
+            let mut v = vec![plain(ExecMatvecKernel::Exact), plain(ExecMatvecKernel::VarStripW1)];
+            v.extend(list.iter().map(|&(w, rs)| Entry {
+                kernel: ExecMatvecKernel::VarStripCta,
+                plan: Some((w, rs)),
+                label: format!("cta-w{w}-rs{rs}"),
+            }));
+            v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
+            v
+        }
+    }
 }
 
 /// N(0, 0.02) BF16 words from `gaussian_bf16` streams of 4 M words each, generated in parallel.
@@ -67,7 +92,7 @@ struct Row {
     us: Vec<f64>,
 }
 
-fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words: &[u16]) -> Res<Row> {
+fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], label: String, m: u64, k: u64, words: &[u16]) -> Res<Row> {
     let s = &gpu.stream;
     let x: Vec<u16> =
         gaussian_bf16(k as usize, 7).iter().map(|&w| half::bf16::from_f32(half::bf16::from_bits(w).to_f32() * 50.0).to_bits()).collect();
@@ -81,10 +106,11 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
     let mut us = Vec::new();
     let mut expected: Option<Vec<u16>> = None;
     let mut names = Vec::new();
-    let kernels = kernels();
-    for &kernel in &kernels {
+    for entry in kernels {
+        let kernel = entry.kernel;
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
+            e.force_strip_plan(entry.plan)?;
         }
         let (name, threads) = mats[0].one_column_kernel()?;
         names.push(format!("{name}/{}w", threads / 32));
@@ -99,7 +125,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, label: String, m: u64, k: u64, words
         us.push(if bad == 0 { t } else { f64::NAN });
     }
     let per: Vec<String> =
-        kernels.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.name(), cublas_us / t)).collect();
+        kernels.iter().zip(&us).zip(&names).map(|((kn, t), n)| format!("{} {t:7.2} ({:.3}x, {n})", kn.label, cublas_us / t)).collect();
     println!("{label:<48} cuBLAS {cublas_us:8.2} us | {}", per.join(" | "));
     Ok(Row { label, m, k, cublas_us, us })
 }
@@ -110,36 +136,37 @@ fn geo(v: &[f64]) -> f64 {
 
 /// Per source: each kernel's geomean against cuBLAS and its minimum over the shapes of at least
 /// 4096x4096.
-fn summary(rows: &[Row]) {
+fn summary(kernels: &[Entry], rows: &[Row]) {
     for kind in ["synthetic", "real"] {
         let sel: Vec<&Row> = rows.iter().filter(|r| r.label.starts_with(kind)).collect();
         if sel.is_empty() {
             continue;
         }
         println!("\nexec variants, {kind}, geomean of cuBLAS time / ours over {} shapes:", sel.len());
-        for (i, kn) in kernels().iter().enumerate() {
+        for (i, kn) in kernels.iter().enumerate() {
             let ratio: Vec<f64> = sel.iter().map(|r| r.cublas_us / r.us[i]).collect();
             let min_large = sel.iter().zip(&ratio).filter(|(r, _)| r.m * r.k >= 4096 * 4096).map(|(_, &v)| v).fold(f64::INFINITY, f64::min);
-            println!("  {:<22} {:.3}x (min >= 4096x4096 {:.3}x)", kn.name(), geo(&ratio), min_large);
+            println!("  {:<22} {:.3}x (min >= 4096x4096 {:.3}x)", kn.label, geo(&ratio), min_large);
         }
     }
 }
 
-/// `--exec-variants`: jobs (label, M, K) with `pool` = real weights to tile (None: synthetic).
-pub fn run(gpu: &Arc<Gpu>, blas: &CudaBlas, shapes: &[(&str, u64, u64)], real: Option<&[u16]>) -> Res<()> {
+/// `--exec-variants`: jobs (label, M, K) with `pool` = real weights to tile (None: synthetic), the
+/// kernels of [`entries`].
+pub fn run(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], shapes: &[(&str, u64, u64)], real: Option<&[u16]>) -> Res<()> {
     let t0 = std::time::Instant::now();
     let mut rows = Vec::new();
     for (i, &(name, m, k)) in shapes.iter().enumerate() {
         let n = (m * k) as usize;
         let words = gaussian_par(n, i as u64 + 1);
-        rows.push(measure(gpu, blas, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "synthetic"), m, k, &words)?);
+        rows.push(measure(gpu, blas, kernels, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "synthetic"), m, k, &words)?);
         drop(words);
         if let Some(pool) = real {
             let words = tile(pool, n);
-            rows.push(measure(gpu, blas, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "real"), m, k, &words)?);
+            rows.push(measure(gpu, blas, kernels, format!("{:<10} {name:<17} {m:>6}x{k:<5} bf16", "real"), m, k, &words)?);
         }
     }
-    summary(&rows);
+    summary(kernels, &rows);
     println!("exec variants: {:.1} s", t0.elapsed().as_secs_f64());
     Ok(())
 }

@@ -14,7 +14,8 @@
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
 //! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
-//! after the sweep when both are given, `exec_variants.rs`)
+//! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
+//! the strip kernel's CTAs forced to each launch shape instead of the variants)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -55,6 +56,20 @@ fn profile_shape() -> Res<(u64, u64)> {
     Ok((m.parse()?, k.parse()?))
 }
 
+/// `--exec-strip-plans`'s list `W:RS,W:RS,...` (warps per CTA, rows per unit).
+fn parse_plans(list: &str) -> Res<Vec<(u64, u64)>> {
+    list.split(',')
+        .map(|v| {
+            let bad = || format!("--exec-strip-plans {v}: expected W:RS, W in 1..=16 and RS a multiple of 4");
+            let (w, rs) = v.split_once(':').ok_or_else(bad)?;
+            match (w.parse::<u64>(), rs.parse::<u64>()) {
+                (Ok(w), Ok(rs)) if (1..=16).contains(&w) && rs > 0 && rs % 4 == 0 => Ok((w, rs)),
+                _ => Err(bad().into()),
+            }
+        })
+        .collect()
+}
+
 /// `--exec-shapes`'s list `MxK,MxK,...`, each labelled `grid MxK`.
 fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
     list.split(',')
@@ -80,6 +95,7 @@ fn main() -> Res<()> {
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
+    let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut exec_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -95,6 +111,7 @@ fn main() -> Res<()> {
             "--exec-profile" => exec_profile = true,
             "--exec-variants" => exec_variants = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
+            "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
                 let (n, w) = a.split_once(':').unwrap_or((&a, "8000000"));
@@ -132,7 +149,7 @@ fn main() -> Res<()> {
             Some(list) => list.iter().map(|(n, m, k)| (n.as_str(), *m, *k)).collect(),
             None => SHAPES.to_vec(),
         };
-        return exec_variants::run(&gpu, &blas, &shapes, pool.as_deref());
+        return exec_variants::run(&gpu, &blas, &exec_variants::entries(strip_plans.as_deref()), &shapes, pool.as_deref());
     }
     if profile {
         let (m, k) = profile_shape()?;
