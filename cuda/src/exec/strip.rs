@@ -1,7 +1,8 @@
 //! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu), the exact one-column matvec
 //! of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): CTAs of one warp (W1) where the
-//! groups of 4 rows fill at least half a round of resident warps, else CTAs of W warps with warps
-//! per CTA, row slices and rows per unit from the matrix's shape and the device's resident warps.
+//! groups of 4 rows fill at least half a round of resident warps (but for a band just past one
+//! round), else CTAs of W warps with warps per CTA, row slices and rows per unit from the matrix's
+//! shape and the device's resident CTAs.
 
 use super::plan::{Plan, Tail};
 use super::GpuExecMatrix;
@@ -48,12 +49,34 @@ pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
     rows.div_ceil(4) * 2 >= w1_slots
 }
 
+/// Where [`strip_w1`] holds but W1's groups of 4 rows overrun one round of its warps by at most
+/// 40%, and a row's tiles split evenly over 4 warps (CB a multiple of 4, at least 8): there the
+/// last, partial round of W1 runs warps that each take every tile of their rows, a tail as long
+/// as a whole round on a few SMs. CTAs of 4 warps with units of 8 rows (shorter units, in ~2.5
+/// rounds) take their place. Measured on the H200 (docs/gpu.md, session 17, M = 8192..28672 x K =
+/// 2048..12288, 24 one-warp CTAs per SM): 2-11% faster than W1 on all 16 shapes at 1.01-1.37
+/// rounds with CB = 8, 12, 16 or 24; slower with CB = 4, 7 or 10 (CB = 10: 3, 3, 2 and 2 tiles
+/// per warp, 2-3% slower) and beyond 1.4 rounds.
+pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> bool {
+    let groups = rows.div_ceil(4);
+    cb >= 8 && cb % W1_TAIL_PLAN.0 == 0 && groups > w1_slots && 10 * groups <= 14 * w1_slots
+}
+
+/// The CTA kernel's launch shape in W1's tail band ([`strip_w1_tail`]): warps per CTA, rows per
+/// unit.
+const W1_TAIL_PLAN: (u64, u64) = (4, 8);
+
 impl GpuExecMatrix {
-    /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`]; None
-    /// where neither fits.
+    /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`] and
+    /// [`strip_w1_tail`]; None where neither fits.
     pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str) -> Result<Option<Plan>, GpuError> {
         let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(w1, 32, 0)?);
         if strip_w1(self.shape.rows, slots) {
+            if strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
+                if let Some(plan) = self.strip_plan_with(cta, W1_TAIL_PLAN.0, Some(W1_TAIL_PLAN.1))? {
+                    return Ok(Some(plan));
+                }
+            }
             return Ok(Some(self.strip_w1_plan(w1)));
         }
         self.strip_plan(cta)
@@ -136,6 +159,27 @@ mod tests {
         assert!(!strip_w1(6144, slots));
         assert!(!strip_w1(4096, slots));
         assert!(!strip_w1(3, slots));
+    }
+
+    #[test]
+    fn the_cta_kernel_takes_w1s_tail_band_where_4_warps_split_the_tiles_evenly() {
+        let slots = 132 * 24; // 3168 one-warp CTAs
+                              // 13824 rows: 3456 groups, 1.09 rounds; 16384: 1.29; 17740: 1.40
+        assert!(strip_w1_tail(13824, 8, slots));
+        assert!(strip_w1_tail(16384, 16, slots));
+        assert!(strip_w1_tail(17740, 12, slots));
+        assert!(!strip_w1_tail(17744, 12, slots));
+        // one round or less
+        assert!(!strip_w1_tail(12672, 8, slots));
+        assert!(strip_w1_tail(12676, 8, slots));
+        // tiles that do not split evenly over 4 warps, or too few of them
+        assert!(!strip_w1_tail(14336, 4, slots));
+        assert!(!strip_w1_tail(14848, 7, slots));
+        assert!(!strip_w1_tail(14848, 10, slots));
+        // the bench shapes W1 serves keep it: 24576 (1.94 rounds), 19456 (1.54), 151936
+        assert!(!strip_w1_tail(24576, 8, slots));
+        assert!(!strip_w1_tail(19456, 5, slots));
+        assert!(!strip_w1_tail(151936, 8, slots));
     }
 
     #[test]
