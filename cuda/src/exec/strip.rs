@@ -38,13 +38,13 @@ pub(super) fn strip_rows(rows: u64, slices: u64, mut ctas: impl FnMut(u64) -> Re
 }
 
 /// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
-/// round of resident warps (`w1_slots`): W1 has no CTA barrier, but a warp runs all CB tiles of
-/// its rows one after the other, so with too few groups the SMs hold too few warps. Measured on
-/// the H200 (docs/gpu.md, session 16: a grid of M = 3072..10240 x K = 2048..14336, 25 warps per
-/// SM): W1 was faster by 7-25% at every K from 0.62 of a round (M = 8192, 10240); at 0.47 (M =
-/// 6144) faster by 6-8% with 4 and 8 tiles per row but slower by 11-13% with 16 and 28; at 0.39
-/// and below slower but for 4 tiles per row (3-4% faster). Until session 16 the threshold was one
-/// whole round.
+/// round of resident warps (`w1_slots`; 24 per SM on the H200): W1 has no CTA barrier, but a warp
+/// runs all CB tiles of its rows one after the other, so with too few groups the SMs hold too few
+/// warps. Measured on the H200 (docs/gpu.md, session 16: a grid of M = 3072..10240 x K =
+/// 2048..14336): W1 was faster by 7-25% at every K from 0.65 of a round (M = 8192, 10240); at 0.48
+/// (M = 6144) faster by 6-8% with 4 and 8 tiles per row but slower by 11-13% with 16 and 28; at
+/// 0.40 and below slower but for 4 tiles per row (3-4% faster). Until session 16 the threshold was
+/// one whole round.
 pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
     rows.div_ceil(4) * 2 >= w1_slots
 }
@@ -148,14 +148,14 @@ mod tests {
 
     #[test]
     fn one_warp_ctas_only_where_the_rows_fill_half_a_round() {
-        let slots = 132 * 25;
+        let slots = 132 * 24;
         assert!(strip_w1(151936, slots));
         assert!(strip_w1(24576, slots));
         assert!(strip_w1(19456, slots));
-        // half a round: 6600 rows
+        // half a round: 6336 rows
         assert!(strip_w1(8192, slots));
-        assert!(strip_w1(6600, slots));
-        assert!(!strip_w1(6596, slots));
+        assert!(strip_w1(6336, slots));
+        assert!(!strip_w1(6332, slots));
         assert!(!strip_w1(6144, slots));
         assert!(!strip_w1(4096, slots));
         assert!(!strip_w1(3, slots));
@@ -163,8 +163,8 @@ mod tests {
 
     #[test]
     fn the_cta_kernel_takes_w1s_tail_band_where_4_warps_split_the_tiles_evenly() {
-        let slots = 132 * 24; // 3168 one-warp CTAs
-                              // 13824 rows: 3456 groups, 1.09 rounds; 16384: 1.29; 17740: 1.40
+        // 3168 one-warp CTAs resident; 13824 rows: 3456 groups, 1.09 rounds; 16384: 1.29; 17740: 1.40
+        let slots = 132 * 24;
         assert!(strip_w1_tail(13824, 8, slots));
         assert!(strip_w1_tail(16384, 16, slots));
         assert!(strip_w1_tail(17740, 12, slots));
