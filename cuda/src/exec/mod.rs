@@ -91,6 +91,16 @@ impl crate::gpu::Resident for GpuExecMatrix {
     }
 }
 
+/// Bench: a launch shape the CTA strip kernel can be forced to (W warps per CTA, RS rows per
+/// unit): W in 1..=16 (the kernel's 512 threads at most), RS a positive multiple of 4 (its groups).
+#[cfg(feature = "bench")]
+pub fn check_strip_plan((w, rs): (u64, u64)) -> Result<(), GpuError> {
+    if !(1..=16).contains(&w) || rs == 0 || rs % 4 != 0 {
+        return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a positive multiple of 4"));
+    }
+    Ok(())
+}
+
 fn base_alloc_len(rows: u64) -> usize {
     (rows.div_ceil(4) * 4).max(4) as usize
 }
@@ -223,14 +233,12 @@ impl GpuExecMatrix {
         self.matvec_kernel = kernel;
     }
 
-    /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of `warps` warps (1..=16) with units
-    /// of `rows` rows (a multiple of 4) instead of its plan's; None goes back to the plan.
+    /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of W warps with units of RS rows
+    /// (`plan`, checked by [`check_strip_plan`]) instead of its plan's; None goes back to the plan.
     #[cfg(feature = "bench")]
     pub fn force_strip_plan(&mut self, plan: Option<(u64, u64)>) -> Result<(), GpuError> {
-        if let Some((w, rs)) = plan {
-            if !(1..=16).contains(&w) || rs == 0 || rs % 4 != 0 {
-                return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a multiple of 4"));
-            }
+        if let Some(p) = plan {
+            check_strip_plan(p)?;
         }
         self.strip_force = plan;
         Ok(())

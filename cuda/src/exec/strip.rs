@@ -8,17 +8,21 @@ use super::plan::{Plan, Tail};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
-/// Warps per CTA W and row slices S for CB tiles per row, with S = max(1, W / CB) as the kernel
-/// derives it: up to 8 tiles, every tile of each of ceil(8 / CB) slices gets one warp (W = 8..15, so
-/// short rows still fill a CTA); more tiles, one slice and W = ceil(CB / ceil(CB / 8)) warps that
-/// take ceil(CB / 8) tiles each (W <= 8: the units split evenly).
-pub(super) fn strip_shape(cb: u64) -> (u64, u64) {
+/// Warps per CTA W for CB tiles per row: up to 8 tiles, every tile of each of ceil(8 / CB) row
+/// slices gets one warp (W = 8..15, so short rows still fill a CTA); more tiles, one slice and W =
+/// ceil(CB / ceil(CB / 8)) warps that take ceil(CB / 8) tiles each (W <= 8: the units split
+/// evenly).
+pub(super) fn strip_warps(cb: u64) -> u64 {
     if cb <= 8 {
-        let s = 8u64.div_ceil(cb);
-        (cb * s, s)
+        cb * 8u64.div_ceil(cb)
     } else {
-        (cb.div_ceil(cb.div_ceil(8)), 1)
+        cb.div_ceil(cb.div_ceil(8))
     }
+}
+
+/// Row slices S of a CTA of W warps, as the kernel derives them: max(1, W / CB).
+pub(super) fn strip_slices(w: u64, cb: u64) -> u64 {
+    (w / cb).max(1)
 }
 
 /// Rows per unit RS: the smallest of 4, 8 and 16 whose CTAs (`rows` / (RS x `slices`)) fit one
@@ -92,14 +96,14 @@ impl GpuExecMatrix {
     /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
     /// RS = 4 on the H200).
     pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
-        self.strip_plan_with(name, strip_shape(self.col_tiles).0, None)
+        self.strip_plan_with(name, strip_warps(self.col_tiles), None)
     }
 
     /// [`GpuExecMatrix::strip_plan`] with W warps per CTA and, if given, RS rows per unit (the
-    /// bench's variants force them); the kernel derives its slices from W as `strip_shape` does.
+    /// bench's variants force them), its slices by [`strip_slices`].
     pub(super) fn strip_plan_with(&self, name: &'static str, w: u64, rs: Option<u64>) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
-        let slices = (w / cb).max(1);
+        let slices = strip_slices(w, cb);
         let smem = |rs: u64| rs * slices * cb * 4;
         let optin = u64::from(self.gpu.smem_optin);
         if smem(rs.unwrap_or(4)) > optin {
@@ -127,10 +131,11 @@ mod tests {
     #[test]
     fn every_unit_has_a_warp_and_the_kernel_derives_the_same_slices() {
         for cb in 1..=200u64 {
-            let (w, s) = strip_shape(cb);
+            let w = strip_warps(cb);
+            let s = strip_slices(w, cb);
             assert!((1..=16).contains(&w), "cb {cb}: {w} warps");
-            // the kernel's slices = max(1, W / CB)
-            assert_eq!(s, (w / cb).max(1), "cb {cb}");
+            // ceil(8 / CB) slices of short rows, one slice of long ones
+            assert_eq!(s, if cb <= 8 { 8u64.div_ceil(cb) } else { 1 }, "cb {cb}");
             if cb <= 8 {
                 assert_eq!(w, cb * s, "cb {cb}: one warp per unit");
                 assert!(w >= 8);
@@ -139,11 +144,11 @@ mod tests {
                 assert!(w <= 8 && cb.div_ceil(w) == cb.div_ceil(8), "cb {cb}: w {w}");
             }
         }
-        assert_eq!(strip_shape(8), (8, 1));
-        assert_eq!(strip_shape(6), (12, 2));
-        assert_eq!(strip_shape(5), (10, 2));
-        assert_eq!(strip_shape(24), (8, 1));
-        assert_eq!(strip_shape(19), (7, 1));
+        assert_eq!((strip_warps(8), strip_slices(8, 8)), (8, 1));
+        assert_eq!((strip_warps(6), strip_slices(12, 6)), (12, 2));
+        assert_eq!((strip_warps(5), strip_slices(10, 5)), (10, 2));
+        assert_eq!((strip_warps(24), strip_slices(8, 24)), (8, 1));
+        assert_eq!((strip_warps(19), strip_slices(7, 19)), (7, 1));
     }
 
     #[test]

@@ -34,7 +34,6 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 
 /// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
 /// CTA, rows per unit; `--exec-strip-plans`), and its label.
-#[derive(Clone)]
 pub struct Entry {
     kernel: ExecMatvecKernel,
     plan: Option<(u64, u64)>,

@@ -56,16 +56,16 @@ fn profile_shape() -> Res<(u64, u64)> {
     Ok((m.parse()?, k.parse()?))
 }
 
-/// `--exec-strip-plans`'s list `W:RS,W:RS,...` (warps per CTA, rows per unit).
+/// `--exec-strip-plans`'s list `W:RS,W:RS,...` (warps per CTA, rows per unit), each checked by
+/// `nwc_cuda::exec::check_strip_plan`.
 fn parse_plans(list: &str) -> Res<Vec<(u64, u64)>> {
     list.split(',')
         .map(|v| {
-            let bad = || format!("--exec-strip-plans {v}: expected W:RS, W in 1..=16 and RS a multiple of 4");
+            let bad = || format!("--exec-strip-plans {v}: expected W:RS");
             let (w, rs) = v.split_once(':').ok_or_else(bad)?;
-            match (w.parse::<u64>(), rs.parse::<u64>()) {
-                (Ok(w), Ok(rs)) if (1..=16).contains(&w) && rs > 0 && rs % 4 == 0 => Ok((w, rs)),
-                _ => Err(bad().into()),
-            }
+            let plan = (w.parse::<u64>().map_err(|_| bad())?, rs.parse::<u64>().map_err(|_| bad())?);
+            nwc_cuda::exec::check_strip_plan(plan).map_err(|e| format!("--exec-strip-plans {v}: {e}"))?;
+            Ok(plan)
         })
         .collect()
 }
