@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-compare|exec-variants]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-compare|exec-batch-compare|exec-variants]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -43,6 +43,11 @@
 #          `--exec-batch --quick`; with PREV=DIR (a carry folder holding another tree's
 #          nwc-gpu-bench) that binary's `--exec-variants --real` in the same call, for the
 #          production kernels of both trees side by side.
+#   exec-batch-compare  the batched kernels after a change (~400 s): the exec sweep with every
+#          variant (SWEEP_COUNT shapes up to 2 M weights), `--exec-batch --quick`, `--exec-batch` on
+#          the shapes of BATCH_GRID (default: 5 shapes that are not the bench's) and Nsight Compute
+#          (SpeedOfLight, memory workload) on the first launch of each kernel of NCU_KERNELS
+#          (default: the production strip kernel at 32 columns) at 6144x4096.
 #   exec-variants  the one-column kernels' bench variants and probes (exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
@@ -185,10 +190,24 @@ exec-compare)
     step "PREV=$PREV: its one-column kernels beside cuBLAS, batch 1"
     timeout 120 "$PREV/nwc-gpu-bench" --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
   fi ;;
+exec-batch-compare)
+  step "exec sweep (variants included)"; timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" 2>&1 | tail -4
+  step "exec batched (N = 1..64), bench shapes"; timeout 180 $B/nwc-gpu-bench --exec-batch --quick
+  grid=${BATCH_GRID:-5120x5120,11008x4096,4096x14336,8192x3072,2048x8192}
+  step "exec batched (N = 1..64), $grid"; timeout 180 $B/nwc-gpu-bench --exec-batch --exec-shapes "$grid"
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  for kern in ${NCU_KERNELS:-exec_tensor_strip_n4}; do
+    step "ncu $kern (6144x4096)"
+    timeout 100 $ncu --clock-control none -k regex:"^$kern\$" -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
+      --section SchedulerStats --section Occupancy --section LaunchStats \
+      --metrics smsp__inst_executed.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
+      $B/nwc-gpu-bench --exec-batch --exec-shapes 6144x4096 > "$OUT/ncu-$kern.log" 2>&1
+    grep -E "^  [a-z_0-9]+\(|Duration|Throughput|Hit Rate|Busy|inst_executed|sectors|requests|wavefronts|bytes_read|Registers|Achieved Occupancy|Eligible|Issued Warp" "$OUT/ncu-$kern.log" | head -60
+  done ;;
 exec-variants)
   step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"
   timeout 240 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record, exec-compare or exec-variants)"; exit 2 ;;
+*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record, exec-compare, exec-batch-compare or exec-variants)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"

@@ -8,8 +8,10 @@ use super::tensor::SplitLaunch;
 use super::GpuExecMatrix;
 use crate::GpuError;
 
-/// Warps per CTA at most (the kernel's launch bounds: 512 threads) and splits at most.
+/// Warps per CTA at most (the kernel's launch bounds: 512 threads; 256 in the bench's 64-column
+/// variants) and splits at most.
 const MAX_WARPS: u64 = 16;
+const MAX_WARPS_WIDE: u64 = 8;
 const MAX_SPLITS: u64 = 64;
 /// Splits only for matrices of at least this many weights: below, the summing launch (~2 us on
 /// the H200) costs more than the balance gains (session 13: 1000x3000 at 8 columns, 5.3 us with
@@ -28,7 +30,7 @@ pub(super) struct TcStripGeometry {
     pub cols: u64,
     /// Item columns of 128 columns per row group (4 per tile, fewer in a short last tile).
     pub items: u64,
-    /// n-tiles of 8 columns per decode (1, 2 or 4).
+    /// n-tiles of 8 columns per decode (1, 2 or 4; 8 in the bench's variants).
     pub nt: u64,
 }
 
@@ -85,7 +87,8 @@ pub(super) fn tc_strip_plan(
     let per = g.items.div_ceil(s).max(1);
     let units = g.rows.div_ceil(16) * s;
     let mut best: Option<(u64, TcStripPlan)> = None;
-    for w in 1..=MAX_WARPS.min(per) {
+    let max_warps = if g.nt > 4 { MAX_WARPS_WIDE } else { MAX_WARPS };
+    for w in 1..=max_warps.min(per) {
         let smem = tc_strip_smem(w, g.nt);
         let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
         let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
@@ -110,10 +113,17 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
+    /// Whole-sector fragment loads (the EXEC_TC_SPLIT8 map, session 18), 8 to 64 columns.
+    #[cfg(feature = "bench")]
+    Split8,
+    /// The production map at 64 columns (set beside the panel kernel, session 18).
+    #[cfg(feature = "bench")]
+    Wide,
 }
 
 impl StripVariant {
-    /// The entry point at `nt` n-tiles (1, 2 or 4) and whether the plan may split.
+    /// The entry point at `nt` n-tiles (1, 2 or 4; 8 in the bench's variants) and whether the plan
+    /// may split.
     fn kernel(self, nt: u64) -> (&'static str, bool) {
         match (self, nt) {
             #[cfg(feature = "bench")]
@@ -124,6 +134,16 @@ impl StripVariant {
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
             #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
+            #[cfg(feature = "bench")]
+            (StripVariant::Split8, 1) => ("bench_exec_tensor_strip_s8_n1", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::Split8, 2) => ("bench_exec_tensor_strip_s8_n2", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::Split8, 4) => ("bench_exec_tensor_strip_s8_n4", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::Split8, _) => ("bench_exec_tensor_strip_s8_n8", true),
+            #[cfg(feature = "bench")]
+            (StripVariant::Wide, _) => ("bench_exec_tensor_strip_n8", true),
             (_, 1) => ("exec_tensor_strip_n1", true),
             (_, 2) => ("exec_tensor_strip_n2", true),
             _ => ("exec_tensor_strip_n4", true),

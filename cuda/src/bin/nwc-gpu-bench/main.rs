@@ -15,7 +15,8 @@
 //! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
-//! the strip kernel's CTAs forced to each launch shape instead of the variants)
+//! the strip kernel's CTAs forced to each launch shape instead of the variants; `--exec-batch
+//! [--quick | --exec-shapes MxK,...]`: the batched kernels, N = 1..64, beside cuBLAS GEMM)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -160,11 +161,13 @@ fn main() -> Res<()> {
         return ceiling::bench_ceiling(&gpu, &blas);
     }
     if exec_batch {
+        // the bench shapes (`--quick`: up to 60 M weights), or those of --exec-shapes
+        let shapes: Vec<(u64, u64)> = match &exec_shapes {
+            Some(list) => list.iter().map(|&(_, m, k)| (m, k)).collect(),
+            None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
+        };
         let mut rows = Vec::new();
-        for &(_, m, k) in &SHAPES {
-            if quick && m * k > 60_000_000 {
-                continue;
-            }
+        for (m, k) in shapes {
             rows.push(exec::batch(&gpu, &blas, m, k, 1 << 28)?);
         }
         exec::batch_summary(&rows);
