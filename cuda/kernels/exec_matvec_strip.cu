@@ -37,13 +37,6 @@ __device__ __forceinline__ uint2 exec_ldg_nc8(const exec_u8* p) {
     asm("ld.global.nc.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
     return v;
 }
-// 4 bytes, kept in L1: the bounded strip kernel's EXEC_TC_SPLIT8 map reads the two halves of a
-// 32-byte sector of codes with two of these.
-__device__ __forceinline__ exec_u32 exec_ldg_nc4(const exec_u8* p) {
-    exec_u32 v;
-    asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-    return v;
-}
 
 // One group of 4 rows, as loaded: the lane's sm and code words per row, the 4 rows' tile flags
 // (one byte each) and row (lane & 3)'s escape offset of the tile.

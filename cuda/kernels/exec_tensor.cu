@@ -97,21 +97,8 @@ __device__ __forceinline__ void exec_tc_mma16(float (&acc)[NT][4], const exec_u3
     exec_tc_mma8<NT>(acc, w0, w1, xb, 1);
 }
 
-// The B fragments of one k step: column n = 8 nt + g, the 8 activations ka .. ka + 7 of this
-// thread in xa and kb .. kb + 7 in xb (zero past ncols or K16).
-template <int NT>
-__device__ __forceinline__ void exec_load_b2(const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
-                                             exec_u32 ka, exec_u32 kb, exec_u32 g, uint4 (&xa)[NT], uint4 (&xb)[NT]) {
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-        const exec_u32 n = nt * 8u + g;
-        xa[nt] = xb[nt] = make_uint4(0u, 0u, 0u, 0u);
-        if (n < ncols && ka < K16) xa[nt] = __ldg(reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + ka));
-        if (n < ncols && kb < K16) xb[nt] = __ldg(reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kb));
-    }
-}
-
-// The same for 16 consecutive activations k .. k + 15 (k and K16 multiples of 16).
+// The B fragments of one k step: column n = 8 nt + g, the 16 activations k .. k + 15 of this
+// thread (zero past ncols or K16).
 template <int NT>
 __device__ __forceinline__ void exec_load_b(const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
                                             exec_u32 k, exec_u32 g, uint4 (&xa)[NT], uint4 (&xb)[NT]) {
@@ -215,29 +202,13 @@ __device__ __forceinline__ void exec_tc_row_bases(const exec_u8* __restrict__ ba
 // 32 t + 16 j: the stream and panel kernels, whose lanes read the stage); EXEC_TC_INTERLEAVE,
 // chunk j = 64 j + 16 t (the strip kernel, exec_tensor_strip.cu: each of its loads straight from
 // global memory covers 64 contiguous sm bytes and 32 code bytes of a row).
-// EXEC_TC_SPLIT8 (bench, session 18): chunk j of thread t is two runs of 8 columns, 64 j + 8 t
-// (pairs 0..3 of the chunk) and 64 j + 32 + 8 t (pairs 4..7), so that one warp load of activation
-// fragments reads 64 contiguous bytes of a column (4 threads t) and uses every byte of the sectors
-// it touches; EXEC_TC_INTERLEAVE's lanes read 16 bytes of each 32-byte sector per load.
 #define EXEC_TC_SPAN 0
 #define EXEC_TC_INTERLEAVE 1
-#define EXEC_TC_SPLIT8 2
 
 // The item-relative pair index of pair p of chunk j of thread t (MAP above).
 template <int MAP>
 __device__ __forceinline__ exec_u32 exec_tc_pair(exec_u32 t, exec_u32 j, exec_u32 p) {
-    return MAP == EXEC_TC_SPAN         ? 16u * t + 8u * j + p
-           : MAP == EXEC_TC_INTERLEAVE ? 32u * j + 8u * t + p
-                                       : 32u * j + 16u * (p >> 2) + 4u * t + (p & 3u);
-}
-
-// The first column of run r (0: pairs 0..3, 1: pairs 4..7) of chunk j of thread t, relative to
-// the item (MAP above).
-template <int MAP>
-__device__ __forceinline__ exec_u32 exec_tc_run_col(exec_u32 t, exec_u32 j, exec_u32 r) {
-    return MAP == EXEC_TC_SPAN         ? 32u * t + 16u * j + 8u * r
-           : MAP == EXEC_TC_INTERLEAVE ? 64u * j + 16u * t + 8u * r
-                                       : 64u * j + 32u * r + 8u * t;
+    return MAP == EXEC_TC_SPAN ? 16u * t + 8u * j + p : 32u * j + 8u * t + p;
 }
 
 // The activation fragments of an item (columns c0 .. c0 + 127) for lane (g, t): column n = 8 nt +
@@ -251,18 +222,9 @@ __device__ __forceinline__ void exec_tc_load_frags(const exec_u16* __restrict__ 
         const exec_u32 n = nt * 8u + g;
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-            if constexpr (MAP == EXEC_TC_SPLIT8) {  // two runs 32 columns apart
-#pragma unroll
-                for (int r = 0; r < 2; ++r) {
-                    const exec_u32 kc = c0 + exec_tc_run_col<MAP>(t, j, r);
-                    xv[nt][2 * j + r] = make_uint4(0u, 0u, 0u, 0u);
-                    if (n < ncols && kc < K16) xv[nt][2 * j + r] = __ldg(reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc));
-                }
-                continue;
-            }
-            const exec_u32 kc = c0 + exec_tc_run_col<MAP>(t, j, 0);
+            const exec_u32 kc = MAP == EXEC_TC_SPAN ? c0 + 32u * t + 16u * j : c0 + 64u * j + 16u * t;
             xv[nt][2 * j] = xv[nt][2 * j + 1] = make_uint4(0u, 0u, 0u, 0u);
-            if (n < ncols && kc < K16) {  // 16 consecutive columns
+            if (n < ncols && kc < K16) {
                 const uint4* xp = reinterpret_cast<const uint4*>(x + (exec_u64)n * ldx + kc);
                 xv[nt][2 * j] = __ldg(xp);
                 xv[nt][2 * j + 1] = __ldg(xp + 1);
@@ -294,7 +256,6 @@ __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const ui
     const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
     const bool listed = PROBE != 1 && range.x != range.y && !dense;
     exec_u32 eoff[2][2] = {{0u, 0u}, {0u, 0u}};  // E <= 2^32 - 1 (spec 20.2)
-    exec_u32 eoff2[2][2] = {{0u, 0u}, {0u, 0u}};  // EXEC_TC_SPLIT8: the second runs'
     if (dense) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -306,15 +267,9 @@ __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const ui
             if (MAP == EXEC_TC_SPAN) {
                 eoff[h][0] = exec_tc_esc_offset(n0 + n1, t, tr, item_rel);
                 eoff[h][1] = eoff[h][0] + n0;
-            } else if (MAP == EXEC_TC_INTERLEAVE) {  // every thread's chunk 0, then every thread's chunk 1
+            } else {  // every thread's chunk 0, then every thread's chunk 1
                 eoff[h][0] = exec_tc_esc_offset(n0, t, tr, item_rel);
                 eoff[h][1] = exec_tc_esc_offset(n1, t, tr, item_rel);
-            } else {  // chunk 0's first runs, its second runs, chunk 1's first runs, its second runs
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    eoff[h][j] = exec_tc_esc_offset(exec_count15(cv[h][j].x), t, tr, item_rel);
-                    eoff2[h][j] = exec_tc_esc_offset(exec_count15(cv[h][j].y), t, tr, item_rel);
-                }
             }
         }
     }
@@ -331,14 +286,8 @@ __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const ui
                 for (int p = 0; p < 8; ++p) w[h][p] = raw[p];
             } else {
                 exec_pairs16_fast(cv[h][j], sv[h][j], exec_b2(rbase[h]), w[h]);
-                if (dense && !exec_plain16(cv[h][j])) {
-                    if (MAP != EXEC_TC_SPLIT8) {
-                        exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h][j], w[h]);
-                    } else {  // each run from its own offset, the other run's codes held plain
-                        exec_patch_pairs(make_uint2(cv[h][j].x, 0x11111111u), sv[h][j], rbase[h], esc, eoff[h][j], w[h]);
-                        exec_patch_pairs(make_uint2(0x11111111u, cv[h][j].y), sv[h][j], rbase[h], esc, eoff2[h][j], w[h]);
-                    }
-                }
+                if (dense && !exec_plain16(cv[h][j]))
+                    exec_patch_pairs(cv[h][j], sv[h][j], rbase[h], esc, eoff[h][j], w[h]);
             }
         }
         if (listed) {
@@ -347,13 +296,11 @@ __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const ui
             for (exec_u32 e = range.x; e < range.y; ++e) {
                 const uint2 en = e == range.x ? first : __ldg(pent + e);
                 const exec_u32 r = en.x >> 6, q = en.x & 63u;
-                // the inverse of exec_tc_pair<MAP>: chunk qj, thread qt, pair qp
                 const exec_u32 qj = MAP == EXEC_TC_SPAN ? (q >> 3) & 1u : q >> 5;
-                const exec_u32 qt = MAP == EXEC_TC_SPAN ? q >> 4 : MAP == EXEC_TC_INTERLEAVE ? (q >> 3) & 3u : (q >> 2) & 3u;
-                const exec_u32 qp = MAP == EXEC_TC_SPLIT8 ? ((q >> 2) & 4u) | (q & 3u) : q & 7u;
+                const exec_u32 qt = MAP == EXEC_TC_SPAN ? q >> 4 : (q >> 3) & 3u;
                 // one bit per word of w (h * 8 + p), set in the owner lane only: a
                 // select per word keeps w in registers (an indexed store would not)
-                const exec_u32 mine = qj == (exec_u32)j && ((r & 7u) << 2 | qt) == lane ? 1u << ((r >> 3) * 8u + qp) : 0u;
+                const exec_u32 mine = qj == (exec_u32)j && ((r & 7u) << 2 | qt) == lane ? 1u << ((r >> 3) * 8u + (q & 7u)) : 0u;
 #pragma unroll
                 for (int h = 0; h < 2; ++h)
 #pragma unroll

@@ -19,38 +19,26 @@
 
 // One item: the decode of its words sv / cv (exec_tc_decode, with its patch-list range) and the mma
 // into acc. xv: the item's activation fragments, or with XCHUNK (XN = 1, unused) each chunk's
-// loaded as its mma need them, 4 n-tiles at a time (at 32 columns, 64 registers for the item's
-// would not fit beside the words and the accumulators).
-template <int NT, bool XCHUNK, int PROBE, int XN, int MAP>
+// loaded as its mma need them (at 32 columns, 64 registers for the item's would not fit beside
+// the words and the accumulators).
+template <int NT, bool XCHUNK, int PROBE, int XN>
 __device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const uint4 (&xv)[XN][4],
                                               const bool (&rv)[2], const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,
                                               exec_u32 lane, const exec_u8* __restrict__ esc, const uint2* __restrict__ pent,
                                               const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
                                               exec_u32 c0, float (&acc)[NT][4]) {
-    exec_tc_decode<PROBE, MAP>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+        uint4 xa[NT], xb[NT];
         if constexpr (!XCHUNK) {
-            uint4 xa[NT], xb[NT];
 #pragma unroll
             for (int nt = 0; nt < NT; ++nt) {
                 xa[nt] = xv[nt][2 * j];
                 xb[nt] = xv[nt][2 * j + 1];
             }
-            exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
         } else {
-            constexpr int NB = NT < 4 ? NT : 4;  // n-tiles per batch of fragment loads
-#pragma unroll
-            for (int b = 0; b < NT / NB; ++b) {
-                uint4 xa[NB], xb[NB];
-                const exec_u32 n0 = 8u * NB * b;
-                const exec_u16* xb0 = x + (exec_u64)n0 * ldx;
-                const exec_u32 nc = ncols > n0 ? ncols - n0 : 0u;
-                if constexpr (MAP == EXEC_TC_SPLIT8)
-                    exec_load_b2<NB>(xb0, ldx, nc, K16, c0 + exec_tc_run_col<MAP>(t, j, 0), c0 + exec_tc_run_col<MAP>(t, j, 1), g, xa, xb);
-                else  // 16 consecutive columns
-                    exec_load_b<NB>(xb0, ldx, nc, K16, c0 + exec_tc_run_col<MAP>(t, j, 0), g, xa, xb);
-                exec_tc_mma16<NB>(*reinterpret_cast<float(*)[NB][4]>(&acc[NB * b][0]), w[0], w[1], xa, xb);
-            }
+            exec_load_b<NT>(x, ldx, ncols, K16, c0 + 64u * j + 16u * t, g, xa, xb);
         }
+        exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
     });
 }
 
@@ -72,17 +60,15 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
-// MAP: the threads' columns of an item (exec_tensor.cu): EXEC_TC_INTERLEAVE (production) or
-// EXEC_TC_SPLIT8 (bench).
-template <int NT, bool XCHUNK, int PROBE = 0, int MAP = EXEC_TC_INTERLEAVE>
+template <int NT, bool XCHUNK, int PROBE = 0>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
     // The CTA's row group gr and range [i0, i1) of item columns (the host keeps every split of the
     // item columns non-empty), the thread's rows g and g + 8 with their bases, and its pointers:
-    // rows g and g + 8 of the row group at the thread's first column (exec_tc_run_col), so an
-    // item's words are at + c0 (sm) and + c0 / 2 (codes), and a whole item (rows below M, columns
-    // below K16) takes pointer adds and unpredicated loads (session 14).
+    // rows g and g + 8 of the row group at the thread's chunk offset 16 t, so an item's words are
+    // at + c0 (sm) and + c0 / 2 (codes), chunk j = 1 at a further + 64 and + 32, and a whole item
+    // (rows below M, columns below K16) takes 4 pointer adds and unpredicated loads (session 14).
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = EXEC_ITEM_COLUMNS(K16, CB);
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const exec_u32 g = lane >> 2, t = lane & 3u;
@@ -94,19 +80,18 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
     exec_tc_row_bases(base, gr, M, g, rv, rbase);
     float acc[NT][4] = {};
     const bool rows = (exec_u64)gr * 16 + 16 <= M;
-    const exec_u32 col0 = exec_tc_run_col<MAP>(t, 0, 0);
-    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + col0;
+    const exec_u8* ps0 = sm + ((exec_u64)gr * 16 + g) * K16 + 16u * t;
     const exec_u8* ps1 = ps0 + 8ull * K16;
-    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + (col0 >> 1);
+    const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;
     const exec_u8* pc1 = pc0 + 4ull * K16;
     const exec_u32* prow = poff + (exec_u64)gr * CB * 4;  // the row group's item offsets
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
-        // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each (MAP's two runs of 8
-        // columns); rows past M and runs past K16 get sm 0 and code 1 (a finite weight that
-        // meets x = 0). A variant that loaded the warp's next item before decoding this one
-        // (121-128 registers) was slower on 3 of the 6 shapes (docs/gpu.md, session 13).
+        // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
+        // past K16 get sm 0 and code 1 (a finite weight that meets x = 0). A variant that loaded
+        // the warp's next item before decoding this one (121-128 registers) was slower on 3 of
+        // the 6 shapes (docs/gpu.md, session 13).
         uint4 sv[2][2];
         uint2 cv[2][2];
         constexpr int XN = XCHUNK ? 1 : NT;
@@ -114,24 +99,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         if (whole) {
 #pragma unroll
             for (int j = 0; j < 2; ++j) {
-                if constexpr (MAP == EXEC_TC_SPLIT8) {  // runs 32 columns apart
-                    const exec_u32 o = c0 + 64u * j;
-                    const uint2 a0 = exec_ldg_nc8(ps0 + o), b0 = exec_ldg_nc8(ps0 + o + 32u);
-                    const uint2 a1 = exec_ldg_nc8(ps1 + o), b1 = exec_ldg_nc8(ps1 + o + 32u);
-                    sv[0][j] = make_uint4(a0.x, a0.y, b0.x, b0.y);
-                    sv[1][j] = make_uint4(a1.x, a1.y, b1.x, b1.y);
-                    cv[0][j] = make_uint2(exec_ldg_nc4(pc0 + (o >> 1)), exec_ldg_nc4(pc0 + (o >> 1) + 16u));
-                    cv[1][j] = make_uint2(exec_ldg_nc4(pc1 + (o >> 1)), exec_ldg_nc4(pc1 + (o >> 1) + 16u));
-                } else {
-                    sv[0][j] = exec_ldg_nc16(ps0 + c0 + 64u * j);
-                    sv[1][j] = exec_ldg_nc16(ps1 + c0 + 64u * j);
-                    cv[0][j] = exec_ldg_nc8(pc0 + (c0 >> 1) + 32u * j);
-                    cv[1][j] = exec_ldg_nc8(pc1 + (c0 >> 1) + 32u * j);
-                }
+                sv[0][j] = exec_ldg_nc16(ps0 + c0 + 64u * j);
+                sv[1][j] = exec_ldg_nc16(ps1 + c0 + 64u * j);
+                cv[0][j] = exec_ldg_nc8(pc0 + (c0 >> 1) + 32u * j);
+                cv[1][j] = exec_ldg_nc8(pc1 + (c0 >> 1) + 32u * j);
             }
             // no column of the item is past K16: the fragments' bound test folds away
-            if constexpr (!XCHUNK) exec_tc_load_frags<NT, MAP>(x, ldx, ncols, 0xffffffffu, c0, g, t, xv);
-        } else if constexpr (MAP != EXEC_TC_SPLIT8) {
+            if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, 0xffffffffu, c0, g, t, xv);
+        } else {
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
@@ -146,50 +121,26 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
                     }
                 }
             }
-            if constexpr (!XCHUNK) exec_tc_load_frags<NT, MAP>(x, ldx, ncols, K16, c0, g, t, xv);
-        } else {  // runs of 8 columns
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const exec_u64 m = (exec_u64)gr * 16 + 8 * h + g;
-#pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    exec_u32 s4[4] = {0u, 0u, 0u, 0u}, c2[2] = {0x11111111u, 0x11111111u};
-#pragma unroll
-                    for (int r = 0; r < 2; ++r) {
-                        const exec_u32 kc = c0 + exec_tc_run_col<MAP>(t, (exec_u32)j, (exec_u32)r);
-                        if (rv[h] && kc < K16) {  // kc and K16 multiples of 8
-                            const uint2 a = exec_ldg_nc8(sm + m * K16 + kc);
-                            s4[2 * r] = a.x;
-                            s4[2 * r + 1] = a.y;
-                            c2[r] = exec_ldg_nc4(codes + m * (K16 >> 1) + (kc >> 1));
-                        }
-                    }
-                    sv[h][j] = make_uint4(s4[0], s4[1], s4[2], s4[3]);
-                    cv[h][j] = make_uint2(c2[0], c2[1]);
-                }
-            }
-            if constexpr (!XCHUNK) exec_tc_load_frags<NT, MAP>(x, ldx, ncols, K16, c0, g, t, xv);
+            if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
         }
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
         const uint2 range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
-        exec_tcs_item<NT, XCHUNK, PROBE, XN, MAP>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0,
-                                                  acc);
+        exec_tcs_item<NT, XCHUNK, PROBE>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
     }
     exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
 // partial sums [splits][ncols][M] (unused when splits == 1) and the splits; grid = row groups x
-// splits, at most THREADS / 32 warps per CTA (16 but in the bench's 64-column variants: 8).
-#define EXEC_TCS_MAP(NAME, NT, XCHUNK, PROBE, MAP, THREADS)                                                  \
-    extern "C" __global__ void __launch_bounds__(THREADS, 1)                                                \
+// splits, at most 16 warps per CTA.
+#define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE)                                                                          \
+    extern "C" __global__ void __launch_bounds__(512, 1)                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE, MAP>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, \
-                                              poff, pent, part, splits);                                    \
+        exec_tcs_body<NT, XCHUNK, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+                                 pent, part, splits);                                                       \
     }
 
-#define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_MAP(NAME, NT, XCHUNK, PROBE, EXEC_TC_INTERLEAVE, 512)
 #define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)
 
 EXEC_TCS(exec_tensor_strip_n1, 1, false)

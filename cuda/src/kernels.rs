@@ -188,7 +188,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 46] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -246,13 +246,6 @@ pub const BENCH: [(&str, u32); 46] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // The strip kernel with whole-sector fragment loads (EXEC_TC_SPLIT8), 8 to 64 columns, and
-    // the production map at 64 columns (exec_tensor_variants.cu, session 18).
-    ("bench_exec_tensor_strip_s8_n1", 0),
-    ("bench_exec_tensor_strip_s8_n2", 0),
-    ("bench_exec_tensor_strip_s8_n4", 0),
-    ("bench_exec_tensor_strip_s8_n8", SMEM_OPTIN),
-    ("bench_exec_tensor_strip_n8", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

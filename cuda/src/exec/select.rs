@@ -98,13 +98,6 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench (session 18): the strip kernel with whole-sector activation fragment loads (the
-    /// EXEC_TC_SPLIT8 map) at every batch size, and the strip kernel's production map at 33..64
-    /// columns (where [`ExecMatvecKernel::Bounded`] runs the panel kernel).
-    #[cfg(feature = "bench")]
-    VarTcStripSplit8,
-    #[cfg(feature = "bench")]
-    VarTcStripWide,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -150,10 +143,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripSplit8,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripWide,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -203,10 +192,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripSplit8 => "var-tc-strip-split8",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripWide => "var-tc-strip-wide",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -274,8 +259,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripSplit8
-            | ExecMatvecKernel::VarTcStripWide
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma

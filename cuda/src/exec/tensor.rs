@@ -82,10 +82,6 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripSplit8 => TensorFamily::Strip(StripVariant::Split8),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripWide if nt == 8 => TensorFamily::Strip(StripVariant::Wide),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),
         };

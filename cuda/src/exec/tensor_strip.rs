@@ -8,15 +8,24 @@ use super::tensor::SplitLaunch;
 use super::GpuExecMatrix;
 use crate::GpuError;
 
-/// Warps per CTA at most (the kernel's launch bounds: 512 threads; 256 in the bench's 64-column
-/// variants) and splits at most.
+/// Warps per CTA at most (the kernel's launch bounds: 512 threads) and splits at most.
 const MAX_WARPS: u64 = 16;
-const MAX_WARPS_WIDE: u64 = 8;
 const MAX_SPLITS: u64 = 64;
 /// Splits only for matrices of at least this many weights: below, the summing launch (~2 us on
 /// the H200) costs more than the balance gains (session 13: 1000x3000 at 8 columns, 5.3 us with
 /// one split, 6.1 us with two).
 const SPLIT_MIN_WEIGHTS: u64 = 1 << 24;
+/// Splits only where, unsplit, the busiest SM would run at least 1.5x the average of row groups
+/// (ceil(G / SMs) against G / SMs, in tenths above it): where that SM runs 2 against an average of
+/// at most 1.33 (G = 133..176 on 132 SMs), or 1 against at most 0.67. Elsewhere an SM's extra row
+/// group runs beside the others (two CTAs resident) and the splits, their summing launch and
+/// their CTAs of few items per warp cost more than they balance. Measured on the H200 (docs/gpu.md,
+/// session 18, batches of 1..32 columns, held to one split against the rule before this one,
+/// which split from 10% above): 2304x8192, 2560x9728 and 2816x8192 (G = 144..176: 1.5-1.8x) 7-16%
+/// faster with their splits; 1792x14336 (112), 3328x5120 (208), 3584x6144 (224) 7-40% faster
+/// without, 6656x4096 .. 12800x5120 (416..800) 5-65% faster without; 4800x8192, 5120x5120 and
+/// 5632x4096 (300..352: 1.12-1.32x) within -13% .. +8% by batch size.
+const SPLIT_FROM_IMBALANCE_TENTHS: u64 = 5;
 /// The most CTAs an SM may run above the average over the SMs, in tenths of that average, before
 /// the items are split (session 13: 2560x9728, 160 row groups on 132 SMs, so 28 SMs run two row
 /// groups and 104 one: 20.5 us at 8 columns with one split, 17.0 us with four; 19456x2560, 1216
@@ -30,7 +39,7 @@ pub(super) struct TcStripGeometry {
     pub cols: u64,
     /// Item columns of 128 columns per row group (4 per tile, fewer in a short last tile).
     pub items: u64,
-    /// n-tiles of 8 columns per decode (1, 2 or 4; 8 in the bench's variants).
+    /// n-tiles of 8 columns per decode (1, 2 or 4).
     pub nt: u64,
 }
 
@@ -50,14 +59,16 @@ pub(super) fn tc_strip_smem(warps: u64, nt: u64) -> u64 {
 }
 
 /// The splits S: 1, unless the matrix has at least [`SPLIT_MIN_WEIGHTS`] weights and its row
-/// groups spread over the SMs with one SM more than [`MAX_IMBALANCE_TENTHS`] tenths above the
-/// average (ceil(G / SMs) against G / SMs); then the least S (at most `max_splits` and the item columns,
-/// every split non-empty) that brings G x S units within it.
+/// groups spread over the SMs with one SM at least [`SPLIT_FROM_IMBALANCE_TENTHS`] tenths above
+/// the average (ceil(G / SMs) against G / SMs); then the least S (at most `max_splits` and the item
+/// columns, every split non-empty) that brings G x S units within [`MAX_IMBALANCE_TENTHS`].
 pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64) -> u64 {
     let groups = g.rows.div_ceil(16);
     // ceil(units / SMs) <= (1 + tenths / 10) x units / SMs, in integers
-    let even = |units: u64| 10 * units.div_ceil(sm_count) * sm_count <= (10 + MAX_IMBALANCE_TENTHS) * units;
-    if g.rows * g.cols < SPLIT_MIN_WEIGHTS || even(groups) {
+    // 10 x the busiest SM's units against (10 + tenths) x the average, in integers
+    let busiest = |units: u64| 10 * units.div_ceil(sm_count) * sm_count;
+    let even = |units: u64| busiest(units) <= (10 + MAX_IMBALANCE_TENTHS) * units;
+    if g.rows * g.cols < SPLIT_MIN_WEIGHTS || busiest(groups) < (10 + SPLIT_FROM_IMBALANCE_TENTHS) * groups {
         return 1;
     }
     let mut best = 1;
@@ -87,8 +98,7 @@ pub(super) fn tc_strip_plan(
     let per = g.items.div_ceil(s).max(1);
     let units = g.rows.div_ceil(16) * s;
     let mut best: Option<(u64, TcStripPlan)> = None;
-    let max_warps = if g.nt > 4 { MAX_WARPS_WIDE } else { MAX_WARPS };
-    for w in 1..=max_warps.min(per) {
+    for w in 1..=MAX_WARPS.min(per) {
         let smem = tc_strip_smem(w, g.nt);
         let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
         let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
@@ -113,17 +123,10 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
-    /// Whole-sector fragment loads (the EXEC_TC_SPLIT8 map, session 18), 8 to 64 columns.
-    #[cfg(feature = "bench")]
-    Split8,
-    /// The production map at 64 columns (set beside the panel kernel, session 18).
-    #[cfg(feature = "bench")]
-    Wide,
 }
 
 impl StripVariant {
-    /// The entry point at `nt` n-tiles (1, 2 or 4; 8 in the bench's variants) and whether the plan
-    /// may split.
+    /// The entry point at `nt` n-tiles (1, 2 or 4) and whether the plan may split.
     fn kernel(self, nt: u64) -> (&'static str, bool) {
         match (self, nt) {
             #[cfg(feature = "bench")]
@@ -134,16 +137,6 @@ impl StripVariant {
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
             #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
-            #[cfg(feature = "bench")]
-            (StripVariant::Split8, 1) => ("bench_exec_tensor_strip_s8_n1", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Split8, 2) => ("bench_exec_tensor_strip_s8_n2", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Split8, 4) => ("bench_exec_tensor_strip_s8_n4", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Split8, _) => ("bench_exec_tensor_strip_s8_n8", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Wide, _) => ("bench_exec_tensor_strip_n8", true),
             (_, 1) => ("exec_tensor_strip_n1", true),
             (_, 2) => ("exec_tensor_strip_n2", true),
             _ => ("exec_tensor_strip_n4", true),
@@ -185,13 +178,14 @@ mod tests {
 
     #[test]
     fn uneven_row_groups_split_the_items() {
-        // 160 row groups on 132 SMs: 28 SMs would run two; 3 x 160 = 480 units: 4 per SM against
-        // 3.64, exactly 10% above
+        // 160 row groups on 132 SMs: 28 SMs would run two (2 against 1.21: 65% above); 3 x 160 =
+        // 480 units: 4 per SM against 3.64, exactly 10% above
         assert_eq!(h200(2560, 9728, 8).splits, 3);
         assert_eq!(h200(2560, 9728, 8).grid, 480);
-        // 100 row groups (2^24 weights): 32 SMs idle; 4 x 100 = 400 units, 4 per SM against 3.03
-        // is 32% above, 5 x 100 = 500: 4 against 3.79, 5.6%
-        assert_eq!(h200(1600, 10_486, 8).splits, 5);
+        // 144 row groups (2 against 1.09): 5 x 144 = 720 units, 6 per SM against 5.45
+        assert_eq!(h200(2304, 8192, 8).splits, 5);
+        // 176 row groups: 2 against 1.33, exactly 50% above, still split
+        assert!(h200(2816, 8192, 16).splits > 1);
     }
 
     #[test]
@@ -202,6 +196,30 @@ mod tests {
         }
         // 1216 row groups: ceil(1216 / 132) = 10 against 9.2, 8.5% above
         assert_eq!(h200(19456, 2560, 8).splits, 1);
+    }
+
+    #[test]
+    fn less_than_half_again_above_the_average_does_not_split() {
+        // 112 (1 against 0.85), 208, 224, 300, 320, 352, 416, 448, 544, 576, 688 and 800 row
+        // groups: 12-32% above, all measured faster or within 8% unsplit (session 18)
+        for (m, k) in [
+            (1792, 14336),
+            (3328, 5120),
+            (3584, 6144),
+            (4800, 8192),
+            (5120, 5120),
+            (5632, 4096),
+            (6656, 4096),
+            (7168, 4096),
+            (8704, 3584),
+            (9216, 4096),
+            (11008, 4096),
+            (12800, 5120),
+        ] {
+            assert_eq!(h200(m, k, 16).splits, 1, "{m}x{k}");
+        }
+        // 64 row groups (1 against 0.48) split
+        assert!(h200(1024, 16384, 8).splits > 1);
     }
 
     #[test]

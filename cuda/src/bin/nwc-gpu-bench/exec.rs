@@ -133,13 +133,11 @@ pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-pub const TENSOR: [TensorRun; 13] = [
+pub const TENSOR: [TensorRun; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
     ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
-    ("strip-split8 (bench)", ExecMatvecKernel::VarTcStripSplit8, |_| true),
-    ("strip-wide (bench)", ExecMatvecKernel::VarTcStripWide, |n| n > 32),
     ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
     ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
     ("panel-rg1 (bench)", ExecMatvecKernel::BoundedPanelRg1, |n| n > 32),

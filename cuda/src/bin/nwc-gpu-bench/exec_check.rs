@@ -125,8 +125,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
         // the production choice on up to 32 columns (the strip kernel) and on 33..64 (the panel
         // kernel), the stream kernel, the strip kernel held to one split, its variant that loads
-        // activations per chunk, the step kernel, the panel kernel held to 1 and to 2 row groups per warp on 33..64,
-        // the strip kernel with whole-sector fragment loads (1..64) and with its production map on 33..64
+        // activations per chunk, the step kernel, the panel kernel held to 1 and to 2 row groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
         let runs = [
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
@@ -137,9 +136,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
-            (ExecMatvecKernel::VarTcStripSplit8, [64usize, 5, 32, 17][i % 4]),
-            (ExecMatvecKernel::VarTcStripSplit8, [1usize, 40, 16, 64][i % 4]),
-            (ExecMatvecKernel::VarTcStripWide, [40usize, 64, 33, 57][i % 4]),
         ];
         let dec = DecodedMatrix {
             mode: Mode::BF16_L0,
