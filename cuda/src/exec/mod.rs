@@ -73,6 +73,10 @@ pub struct GpuExecMatrix {
     /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
     #[cfg(feature = "bench")]
     strip_force: Option<(u64, u64)>,
+    /// Bench: the warps per CTA the bounded strip kernel takes instead of its plan's
+    /// (`force_tc_strip_warps`).
+    #[cfg(feature = "bench")]
+    tc_strip_force: Option<u64>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -97,6 +101,16 @@ impl crate::gpu::Resident for GpuExecMatrix {
 pub fn check_strip_plan((w, rs): (u64, u64)) -> Result<(), GpuError> {
     if !(1..=16).contains(&w) || rs == 0 || rs % 4 != 0 {
         return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a positive multiple of 4"));
+    }
+    Ok(())
+}
+
+/// Bench: a forced warp count of the bounded strip kernel (`--exec-tc-warps`,
+/// `GpuExecMatrix::force_tc_strip_warps`): 1..=16, the kernel's launch bounds.
+#[cfg(feature = "bench")]
+pub fn check_tc_strip_warps(w: u64) -> Result<(), GpuError> {
+    if !(1..=16).contains(&w) {
+        return Err(GpuError::Unsupported("a forced warp count of the bounded strip kernel needs 1..=16 warps"));
     }
     Ok(())
 }
@@ -147,6 +161,8 @@ impl GpuExecMatrix {
             derived,
             #[cfg(feature = "bench")]
             strip_force: None,
+            #[cfg(feature = "bench")]
+            tc_strip_force: None,
         })
     }
 
@@ -186,6 +202,8 @@ impl GpuExecMatrix {
             derived: self.derived.try_clone(s)?,
             #[cfg(feature = "bench")]
             strip_force: self.strip_force,
+            #[cfg(feature = "bench")]
+            tc_strip_force: self.tc_strip_force,
         })
     }
 
@@ -241,6 +259,18 @@ impl GpuExecMatrix {
             check_strip_plan(p)?;
         }
         self.strip_force = plan;
+        Ok(())
+    }
+
+    /// Bench: the bounded strip kernel launches CTAs of `warps` warps (checked by
+    /// [`check_tc_strip_warps`]; at most the split's item columns) instead of its plan's; None
+    /// goes back to the plan.
+    #[cfg(feature = "bench")]
+    pub fn force_tc_strip_warps(&mut self, warps: Option<u64>) -> Result<(), GpuError> {
+        if let Some(w) = warps {
+            check_tc_strip_warps(w)?;
+        }
+        self.tc_strip_force = warps;
         Ok(())
     }
 

@@ -87,26 +87,43 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
 /// The splits by [`tc_strip_splits`], then W (1 to 16, at most the split's item columns): the CTAs
 /// run in waves of `sm_count x ctas_per_sm(threads, smem)` and a warp runs ceil(items / S / W)
 /// items one after the other, so the plan takes the W with the fewest waves x items per warp, on
-/// a tie the fewest warps (fewer wait at the CTA's barrier).
+/// a tie the fewest warps (fewer wait at the CTA's barrier). Where the units outnumber the SMs,
+/// only a W at which an SM holds at least two CTAs (unless none does): with one, each CTA's last
+/// item, partial sums and barrier leave its SM idle until the next CTA starts; measured on the
+/// H200 (docs/gpu.md, session 18, W forced to 2..16), the model's W = 16 at 16 and 32 columns
+/// ran 12-19% slower than W = 4 on 6144x4096 and 20-24% slower than W = 2 or 4 on 14336x4096,
+/// while on the 12 other shapes its choice was within 2% of the best forced W or better.
+/// `warps` (bench) holds W to one value (at most the split's item columns).
 pub(super) fn tc_strip_plan(
     g: TcStripGeometry,
     sm_count: u64,
     max_splits: u64,
+    warps: Option<u64>,
     mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
 ) -> Result<TcStripPlan, GpuError> {
     let s = tc_strip_splits(g, sm_count, max_splits);
     let per = g.items.div_ceil(s).max(1);
     let units = g.rows.div_ceil(16) * s;
-    let mut best: Option<(u64, TcStripPlan)> = None;
-    for w in 1..=MAX_WARPS.min(per) {
+    let (lo, hi) = match warps {
+        Some(w) => (w.clamp(1, per), w.clamp(1, per)),
+        None => (1, MAX_WARPS.min(per)),
+    };
+    // (cost, plan) of the best W with two resident CTAs per SM and of the best of all
+    let mut best: [Option<(u64, TcStripPlan)>; 2] = [None, None];
+    for w in lo..=hi {
         let smem = tc_strip_smem(w, g.nt);
         let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
         let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
-        if best.is_none_or(|(b, _)| cost < b) {
-            best = Some((cost, TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 }));
+        let plan = TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 };
+        for (slot, ok) in best.iter_mut().zip([per_sm >= 2, true]) {
+            if ok && slot.is_none_or(|(b, _)| cost < b) {
+                *slot = Some((cost, plan));
+            }
         }
     }
-    best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded strip kernel"))
+    let [paired, any] = best;
+    let choice = if units > sm_count { paired.or(any) } else { any };
+    choice.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded strip kernel"))
 }
 
 /// Which strip kernel a launch runs: the production one, or a bench variant.
@@ -153,7 +170,12 @@ impl GpuExecMatrix {
         let (name, split) = v.kernel(nt);
         let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
         let max_splits = if split { MAX_SPLITS } else { 1 };
-        let plan = tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
+        #[cfg(feature = "bench")]
+        let warps = self.tc_strip_force;
+        #[cfg(not(feature = "bench"))]
+        let warps = None;
+        let plan =
+            tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, warps, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
         let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
@@ -172,7 +194,7 @@ mod tests {
     /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and
     /// 64 warps per SM.
     fn h200(rows: u64, cols: u64, ncols: u64) -> TcStripPlan {
-        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, |threads, _| Ok((65_536 / (96 * threads)).min(32).min(2048 / threads)))
+        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, None, |threads, _| Ok((65_536 / (96 * threads)).min(32).min(2048 / threads)))
             .unwrap()
     }
 
@@ -230,6 +252,19 @@ mod tests {
             assert!((s - 1) * g.items.div_ceil(s) < g.items, "{m}x{k}: {s}");
             assert_eq!(tc_strip_splits(g, 132, 1), 1);
         }
+    }
+
+    #[test]
+    fn more_units_than_sms_keep_two_ctas_per_sm() {
+        // 128 registers a thread (the 16-column kernel on the H200): 16 warps per SM. 384 and 896
+        // row groups: one CTA of 16 warps per SM would give the fewest waves x items (3 x 2 and
+        // 7 x 2); the plan takes a W with at least two CTAs per SM
+        let plan = |m: u64| tc_strip_plan(geo(m, 4096, 16), 132, MAX_SPLITS, None, |threads, _| Ok(65_536 / (128 * threads))).unwrap();
+        for m in [6144, 14336] {
+            assert!(plan(m).warps <= 8, "{m}: {:?}", plan(m));
+        }
+        // 63 row groups on 132 SMs: at most one CTA per SM anyway, 12 warps of 2 items
+        assert_eq!(h200(1000, 3000, 8).warps, 12);
     }
 
     #[test]

@@ -111,20 +111,47 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
 }
 
 /// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact
-/// kernel (batched from N = 2, the production default at N = 1) and the tensor-core kernels of
-/// [`TENSOR`] on the execution layout.
+/// kernel (batched from N = 2, the production default at N = 1) and the tensor-core kernels of a
+/// list of [`TensorRun`]s ([`TENSOR`], or [`forced_warps`]) on the execution layout.
 pub struct BatchRow {
     pub cublas_us: f64,
     pub exact_us: f64,
-    /// Microseconds of each kernel of [`TENSOR`] (NaN where it does not apply).
-    pub tensor_us: [f64; TENSOR.len()],
+    /// Microseconds of each run of the list (NaN where it does not apply).
+    pub tensor_us: Vec<f64>,
 }
 
 /// The batch sizes of `--exec-batch`.
 pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 
 /// A tensor-core kernel of `--exec-batch`: its label, the kernel, whether it runs at a batch size.
-pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
+pub type TensorKernel = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
+
+/// One timed column of `--exec-batch`: a kernel of [`TENSOR`] and, for the bounded strip kernel
+/// (up to 32 columns), the warps per CTA forced on its plan (`--exec-tc-warps`).
+pub struct TensorRun {
+    pub label: String,
+    pub kernel: ExecMatvecKernel,
+    pub runs: fn(usize) -> bool,
+    pub warps: Option<u64>,
+}
+
+/// The kernels of [`TENSOR`], unforced.
+pub fn tensor_runs() -> Vec<TensorRun> {
+    TENSOR.iter().map(|&(label, kernel, runs)| TensorRun { label: label.to_owned(), kernel, runs, warps: None }).collect()
+}
+
+/// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
+/// each of `list`'s warps per CTA forced, its splits as the plan's.
+pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
+    let mut v = vec![TensorRun { label: "bounded".to_owned(), kernel: ExecMatvecKernel::Bounded, runs: |_| true, warps: None }];
+    v.extend(list.iter().map(|&w| TensorRun {
+        label: format!("strip-w{w}"),
+        kernel: ExecMatvecKernel::Bounded,
+        runs: |n| n <= 32,
+        warps: Some(w),
+    }));
+    v
+}
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
@@ -133,7 +160,7 @@ pub type TensorRun = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-pub const TENSOR: [TensorRun; 11] = [
+pub const TENSOR: [TensorKernel; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
@@ -147,7 +174,7 @@ pub const TENSOR: [TensorRun; 11] = [
     ("probe: strip, no decode", ExecMatvecKernel::ProbeBoundedStripRaw, |n| n <= 16),
 ];
 
-pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) -> Res<Vec<BatchRow>> {
+pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, tensor: &[TensorRun]) -> Res<Vec<BatchRow>> {
     let s = &gpu.stream;
     let words = gaussian_bf16((m * k) as usize, 11);
     let shape = Shape::new(m, k);
@@ -161,8 +188,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
     let mut out = Vec::new();
     println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs; us and cuBLAS time / ours):");
     let mut head = format!("{:>4} | {:>9} | {:>17} |", "N", "cuBLAS us", "exact");
-    for (label, _, _) in TENSOR {
-        head += &format!(" {label:>17} |");
+    for r in tensor {
+        head += &format!(" {:>17} |", r.label);
     }
     println!("{head} check");
     for n in BATCHES {
@@ -193,13 +220,15 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         // the host reference (spec 19.6), once per batch size for every tensor-core kernel (the
         // probes are not checked)
         let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
-        let mut tensor_us = [f64::NAN; TENSOR.len()];
-        for (slot, (_, kernel, runs)) in tensor_us.iter_mut().zip(TENSOR) {
-            if !runs(n) {
+        let mut tensor_us = vec![f64::NAN; tensor.len()];
+        for (slot, run) in tensor_us.iter_mut().zip(tensor) {
+            let kernel = run.kernel;
+            if !(run.runs)(n) {
                 continue;
             }
             for e in mats.iter_mut() {
                 e.set_matvec_kernel(kernel);
+                e.force_tc_strip_warps(run.warps)?;
             }
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;
@@ -220,7 +249,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
         }
         let cell = |us: f64| if us.is_finite() { format!("{us:9.2} {:6.3}x", cublas_us / us) } else { format!("{:>17}", "-") };
         let mut line = format!("{n:>4} | {cublas_us:9.2} | {} |", cell(exact_us));
-        for us in tensor_us {
+        for &us in &tensor_us {
             line += &format!(" {} |", cell(us));
         }
         println!("{line}{tag}");
@@ -230,11 +259,11 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64) 
 }
 
 /// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
-pub fn batch_summary(rows: &[Vec<BatchRow>]) {
+pub fn batch_summary(rows: &[Vec<BatchRow>], tensor: &[TensorRun]) {
     println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
     let mut head = format!("{:>4} | {:>22} |", "N", "exact");
-    for (label, _, _) in TENSOR {
-        head += &format!(" {label:>22} |");
+    for r in tensor {
+        head += &format!(" {:>22} |", r.label);
     }
     println!("{head}");
     for (i, n) in BATCHES.iter().enumerate() {
@@ -248,7 +277,7 @@ pub fn batch_summary(rows: &[Vec<BatchRow>]) {
             format!("{g:.3}x ({lo:.2}-{hi:.2})")
         };
         let mut line = format!("{n:>4} | {:>22} |", col(&|b| b.exact_us));
-        for j in 0..TENSOR.len() {
+        for j in 0..tensor.len() {
             line += &format!(" {:>22} |", col(&|b| b.tensor_us[j]));
         }
         println!("{line}");

@@ -16,7 +16,9 @@
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants; `--exec-batch
-//! [--quick | --exec-shapes MxK,...]`: the batched kernels, N = 1..64, beside cuBLAS GEMM)
+//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
+//! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
+//! with each W warps per CTA forced)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -71,6 +73,17 @@ fn parse_plans(list: &str) -> Res<Vec<(u64, u64)>> {
         .collect()
 }
 
+/// `--exec-tc-warps`'s list `W,W,...`, each checked by `check_tc_strip_warps`.
+fn parse_warps(list: &str) -> Res<Vec<u64>> {
+    list.split(',')
+        .map(|v| {
+            let w = v.parse::<u64>().map_err(|_| format!("--exec-tc-warps {v}: expected a number of warps"))?;
+            nwc_cuda::exec::check_tc_strip_warps(w).map_err(|e| format!("--exec-tc-warps {v}: {e}"))?;
+            Ok(w)
+        })
+        .collect()
+}
+
 /// `--exec-shapes`'s list `MxK,MxK,...`, each labelled `grid MxK`.
 fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
     list.split(',')
@@ -97,6 +110,7 @@ fn main() -> Res<()> {
     let mut exec_variants = false;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
+    let mut tc_warps: Option<Vec<u64>> = None;
     let mut exec_only = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -112,6 +126,7 @@ fn main() -> Res<()> {
             "--exec-profile" => exec_profile = true,
             "--exec-variants" => exec_variants = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
+            "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
@@ -166,11 +181,15 @@ fn main() -> Res<()> {
             Some(list) => list.iter().map(|&(_, m, k)| (m, k)).collect(),
             None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
         };
+        let tensor = match &tc_warps {
+            Some(list) => exec::forced_warps(list),
+            None => exec::tensor_runs(),
+        };
         let mut rows = Vec::new();
         for (m, k) in shapes {
-            rows.push(exec::batch(&gpu, &blas, m, k, 1 << 28)?);
+            rows.push(exec::batch(&gpu, &blas, m, k, 1 << 28, &tensor)?);
         }
-        exec::batch_summary(&rows);
+        exec::batch_summary(&rows, &tensor);
         return Ok(());
     }
     if batch_only {
