@@ -64,7 +64,6 @@ pub(super) fn tc_strip_smem(warps: u64, nt: u64) -> u64 {
 /// columns, every split non-empty) that brings G x S units within [`MAX_IMBALANCE_TENTHS`].
 pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64) -> u64 {
     let groups = g.rows.div_ceil(16);
-    // ceil(units / SMs) <= (1 + tenths / 10) x units / SMs, in integers
     // 10 x the busiest SM's units against (10 + tenths) x the average, in integers
     let busiest = |units: u64| 10 * units.div_ceil(sm_count) * sm_count;
     let even = |units: u64| busiest(units) <= (10 + MAX_IMBALANCE_TENTHS) * units;
@@ -91,7 +90,7 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
 /// only a W at which an SM holds at least two CTAs (unless none does): with one, each CTA's last
 /// item, partial sums and barrier leave its SM idle until the next CTA starts; measured on the
 /// H200 (docs/gpu.md, session 18, W forced to 2..16), the model's W = 16 at 16 and 32 columns
-/// ran 12-19% slower than W = 4 on 6144x4096 and 20-24% slower than W = 2 or 4 on 14336x4096,
+/// ran 14-19% slower than W = 4 on 6144x4096 and 21-24% slower than W = 2 or 4 on 14336x4096,
 /// while on the 12 other shapes its choice was within 2% of the best forced W or better.
 /// `warps` (bench) holds W to one value (at most the split's item columns).
 pub(super) fn tc_strip_plan(
@@ -223,7 +222,8 @@ mod tests {
     #[test]
     fn less_than_half_again_above_the_average_does_not_split() {
         // 112 (1 against 0.85), 208, 224, 300, 320, 352, 416, 448, 544, 576, 688 and 800 row
-        // groups: 12-32% above, all measured faster or within 8% unsplit (session 18)
+        // groups: 12-32% above; measured faster unsplit (session 18), but 300..352 row groups
+        // within -13% .. +8% by batch size
         for (m, k) in [
             (1792, 14336),
             (3328, 5120),
