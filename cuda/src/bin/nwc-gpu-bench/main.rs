@@ -29,6 +29,7 @@ use std::sync::atomic::Ordering;
 mod batch;
 mod ceiling;
 mod exec;
+mod exec_batch;
 mod exec_check;
 mod exec_variants;
 mod format10;
@@ -182,14 +183,14 @@ fn main() -> Res<()> {
             None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
         };
         let tensor = match &tc_warps {
-            Some(list) => exec::forced_warps(list),
-            None => exec::tensor_runs(),
+            Some(list) => exec_batch::forced_warps(list),
+            None => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
         for (m, k) in shapes {
-            rows.push(exec::batch(&gpu, &blas, m, k, 1 << 28, &tensor)?);
+            rows.push(exec_batch::batch(&gpu, &blas, m, k, 1 << 28, &tensor)?);
         }
-        exec::batch_summary(&rows, &tensor);
+        exec_batch::batch_summary(&rows, &tensor);
         return Ok(());
     }
     if batch_only {

@@ -1,0 +1,189 @@
+//! `--exec-batch`: batches 1..64 of the execution layout against cuBLAS GEMM on one shape at a
+//! time (synthetic BF16): the exact batched kernel (checked against one launch per column) and the
+//! tensor-core kernels (spec 19: checked against the bound where the host reference is
+//! affordable), the bench's kernels of [`TENSOR`] or the bounded strip kernel at forced warps per
+//! CTA ([`forced_warps`]).
+
+use super::timing::{gaussian_bf16, rotation, time_us, DenseGemm};
+use super::Res;
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::CudaSlice;
+use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::{Gpu, GpuMatrix};
+use nwc_reference::bounded as level2;
+use nwc_reference::{encode, Mode, Shape, Weights};
+use std::sync::Arc;
+
+/// Batches 1..64 (`BATCHES`, in order) on one shape (synthetic BF16): cuBLAS GEMM against the exact
+/// kernel (batched from N = 2, the production default at N = 1) and the tensor-core kernels of a
+/// list of [`TensorRun`]s ([`TENSOR`], or [`forced_warps`]) on the execution layout.
+pub struct BatchRow {
+    pub cublas_us: f64,
+    pub exact_us: f64,
+    /// Microseconds of each run of the list (NaN where it does not apply).
+    pub tensor_us: Vec<f64>,
+}
+
+/// The batch sizes of `--exec-batch`.
+pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
+
+/// A tensor-core kernel of `--exec-batch`: its label, the kernel, whether it runs at a batch size.
+pub type TensorKernel = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
+
+/// One timed column of `--exec-batch`: a kernel of [`TENSOR`] and, for the bounded strip kernel
+/// (up to 32 columns), the warps per CTA forced on its plan (`--exec-tc-warps`).
+pub struct TensorRun {
+    pub label: String,
+    pub kernel: ExecMatvecKernel,
+    pub runs: fn(usize) -> bool,
+    pub warps: Option<u64>,
+}
+
+/// The kernels of [`TENSOR`], unforced.
+pub fn tensor_runs() -> Vec<TensorRun> {
+    TENSOR.iter().map(|&(label, kernel, runs)| TensorRun { label: label.to_owned(), kernel, runs, warps: None }).collect()
+}
+
+/// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
+/// each of `list`'s warps per CTA forced, its splits as the plan's.
+pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
+    let mut v = vec![TensorRun { label: "bounded".to_owned(), kernel: ExecMatvecKernel::Bounded, runs: |_| true, warps: None }];
+    v.extend(list.iter().map(|&w| TensorRun {
+        label: format!("strip-w{w}"),
+        kernel: ExecMatvecKernel::Bounded,
+        runs: |n| n <= 32,
+        warps: Some(w),
+    }));
+    v
+}
+
+/// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
+/// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
+/// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
+/// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
+/// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
+/// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
+/// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
+pub const TENSOR: [TensorKernel; 11] = [
+    ("bounded", ExecMatvecKernel::Bounded, |_| true),
+    ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
+    ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
+    ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
+    ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
+    ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
+    ("panel-rg1 (bench)", ExecMatvecKernel::BoundedPanelRg1, |n| n > 32),
+    ("panel-rg2 (bench)", ExecMatvecKernel::BoundedPanelRg2, |n| n > 32),
+    ("probe: no decode", ExecMatvecKernel::ProbeBoundedRaw, |n| n <= 8),
+    ("probe: no mma", ExecMatvecKernel::ProbeBoundedNoMma, |n| n <= 8),
+    ("probe: strip, no decode", ExecMatvecKernel::ProbeBoundedStripRaw, |n| n <= 16),
+];
+
+pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, tensor: &[TensorRun]) -> Res<Vec<BatchRow>> {
+    let s = &gpu.stream;
+    let words = gaussian_bf16((m * k) as usize, 11);
+    let shape = Shape::new(m, k);
+    let enc = encode(Mode::BF16_L0, shape, Weights::Bf16(&words))?.matrix;
+    let (gm, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
+    let e0 = GpuExecMatrix::transcode(&gm)?;
+    drop(gm);
+    let mut mats = rotation(e0.stored_bytes(), e0, |m| m.try_clone())?;
+    let copies = mats.len();
+    let dense = DenseGemm::new(gpu, &words, m, k)?;
+    let mut out = Vec::new();
+    println!("execution layout, batched, {m}x{k} synthetic BF16 (BF16 outputs; us and cuBLAS time / ours):");
+    let mut head = format!("{:>4} | {:>9} | {:>17} |", "N", "cuBLAS us", "exact");
+    for r in tensor {
+        head += &format!(" {:>17} |", r.label);
+    }
+    println!("{head} check");
+    for n in BATCHES {
+        let xs: Vec<u16> = gaussian_bf16(k as usize * n, 100 + n as u64);
+        let cublas_us = dense.time_us(gpu, blas, &xs, n)?;
+        let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+        let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * n)?;
+        let mut tag = String::new();
+        // exact: batched against one launch per column
+        let exact_us = if n <= 8 {
+            for e in mats.iter_mut() {
+                e.set_matvec_kernel(if n == 1 { ExecMatvecKernel::Exact } else { ExecMatvecKernel::Stream });
+            }
+            let xd = mats[0].activations_f32(&xw, n)?;
+            let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+            let got = s.clone_dtoh(&y)?;
+            let mut per: Vec<u16> = Vec::new();
+            for c in 0..n {
+                per.extend(mats[0].matvec_bf16(&xw[c * k as usize..(c + 1) * k as usize], 1, None)?);
+            }
+            if got != per {
+                tag += " MISMATCH(exact batched vs per column)";
+            }
+            t
+        } else {
+            f64::NAN
+        };
+        // the host reference (spec 19.6), once per batch size for every tensor-core kernel (the
+        // probes are not checked)
+        let expected = if m * k * n as u64 <= check_limit { Some(level2::expected(&dec, &xw, n, None)?) } else { None };
+        let mut tensor_us = vec![f64::NAN; tensor.len()];
+        for (slot, run) in tensor_us.iter_mut().zip(tensor) {
+            let kernel = run.kernel;
+            if !(run.runs)(n) {
+                continue;
+            }
+            for e in mats.iter_mut() {
+                e.set_matvec_kernel(kernel);
+                e.force_tc_strip_warps(run.warps)?;
+            }
+            let xd = mats[0].activations_bf16(&xs, n)?;
+            s.memset_zeros(&mut y)?;
+            let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y)?))?;
+            *slot = t;
+            if kernel.is_probe() {
+                continue; // a ceiling probe: timed, never checked
+            }
+            if let Some(expected) = &expected {
+                let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
+                if let Err(why) = level2::check_outputs(expected, &got, true) {
+                    tag += &format!(" MISMATCH({}: {why})", kernel.name());
+                    *slot = f64::NAN;
+                }
+            } else if !tag.contains("unchecked") {
+                tag += " (bound unchecked: host reference too large)";
+            }
+        }
+        let cell = |us: f64| if us.is_finite() { format!("{us:9.2} {:6.3}x", cublas_us / us) } else { format!("{:>17}", "-") };
+        let mut line = format!("{n:>4} | {cublas_us:9.2} | {} |", cell(exact_us));
+        for &us in &tensor_us {
+            line += &format!(" {} |", cell(us));
+        }
+        println!("{line}{tag}");
+        out.push(BatchRow { cublas_us, exact_us, tensor_us });
+    }
+    Ok(out)
+}
+
+/// Geomeans over the shapes of `--exec-batch`, per batch size: each kernel against cuBLAS GEMM.
+pub fn batch_summary(rows: &[Vec<BatchRow>], tensor: &[TensorRun]) {
+    println!("\nexecution layout, batched: geomean over {} shapes of cuBLAS time / ours (min-max)", rows.len());
+    let mut head = format!("{:>4} | {:>22} |", "N", "exact");
+    for r in tensor {
+        head += &format!(" {:>22} |", r.label);
+    }
+    println!("{head}");
+    for (i, n) in BATCHES.iter().enumerate() {
+        let col = |f: &dyn Fn(&BatchRow) -> f64| {
+            let r: Vec<f64> = rows.iter().filter_map(|s| s.get(i)).map(|b| b.cublas_us / f(b)).filter(|v| v.is_finite()).collect();
+            if r.is_empty() {
+                return "-".to_owned();
+            }
+            let g = (r.iter().map(|v| v.ln()).sum::<f64>() / r.len() as f64).exp();
+            let (lo, hi) = r.iter().fold((f64::INFINITY, 0.0f64), |(a, b), &v| (a.min(v), b.max(v)));
+            format!("{g:.3}x ({lo:.2}-{hi:.2})")
+        };
+        let mut line = format!("{n:>4} | {:>22} |", col(&|b| b.exact_us));
+        for j in 0..tensor.len() {
+            line += &format!(" {:>22} |", col(&|b| b.tensor_us[j]));
+        }
+        println!("{line}");
+    }
+}
