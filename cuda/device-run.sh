@@ -208,9 +208,9 @@ exec-batch-compare)
     step "ncu $kern (6144x4096)"
     timeout 100 $ncu --clock-control none -k regex:"^$kern\$" -c 1 --section SpeedOfLight --section MemoryWorkloadAnalysis \
       --section SchedulerStats --section Occupancy --section LaunchStats \
-      --metrics smsp__inst_executed.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_lg.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
+      --metrics smsp__inst_executed.sum,l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum,lts__t_sectors_srcunit_tex_op_read.sum,dram__bytes_read.sum \
       $B/nwc-gpu-bench --exec-batch --exec-shapes 6144x4096 > "$OUT/ncu-$kern.log" 2>&1
-    grep -E "^  [a-z_0-9]+\(|Duration|Throughput|Hit Rate|Busy|inst_executed|sectors|requests|wavefronts|bytes_read|Registers|Achieved Occupancy|Eligible|Issued Warp" "$OUT/ncu-$kern.log" | head -60
+    grep -E "^  [a-z_0-9]+\(|Duration|Throughput|Hit Rate|Busy|inst_executed|sectors|requests|bytes_read|Registers|Achieved Occupancy|Eligible|Issued Warp" "$OUT/ncu-$kern.log" | head -60
   done ;;
 exec-variants)
   step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"

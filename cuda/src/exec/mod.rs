@@ -106,10 +106,11 @@ pub fn check_strip_plan((w, rs): (u64, u64)) -> Result<(), GpuError> {
 }
 
 /// Bench: a forced warp count of the bounded strip kernel (`--exec-tc-warps`,
-/// `GpuExecMatrix::force_tc_strip_warps`): 1..=16, the kernel's launch bounds.
+/// `GpuExecMatrix::force_tc_strip_warps`): 1 up to the plan's most warps per CTA (the kernel's
+/// launch bounds).
 #[cfg(feature = "bench")]
 pub fn check_tc_strip_warps(w: u64) -> Result<(), GpuError> {
-    if !(1..=16).contains(&w) {
+    if !(1..=tensor_strip::MAX_WARPS).contains(&w) {
         return Err(GpuError::Unsupported("a forced warp count of the bounded strip kernel needs 1..=16 warps"));
     }
     Ok(())

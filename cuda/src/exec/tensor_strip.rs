@@ -9,7 +9,7 @@ use super::GpuExecMatrix;
 use crate::GpuError;
 
 /// Warps per CTA at most (the kernel's launch bounds: 512 threads) and splits at most.
-const MAX_WARPS: u64 = 16;
+pub(super) const MAX_WARPS: u64 = 16;
 const MAX_SPLITS: u64 = 64;
 /// Splits only for matrices of at least this many weights: below, the summing launch (~2 us on
 /// the H200) costs more than the balance gains (session 13: 1000x3000 at 8 columns, 5.3 us with

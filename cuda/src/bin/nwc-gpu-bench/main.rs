@@ -140,6 +140,13 @@ fn main() -> Res<()> {
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
+    // options that only qualify another: an error rather than silently unused
+    if tc_warps.is_some() && !exec_batch {
+        return Err("--exec-tc-warps needs --exec-batch".into());
+    }
+    if strip_plans.is_some() && !exec_variants {
+        return Err("--exec-strip-plans needs --exec-variants".into());
+    }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
         println!("{}", nwc_cuda::SKIP_NO_DEVICE);
