@@ -99,7 +99,7 @@ impl crate::gpu::Resident for GpuExecMatrix {
 /// unit): W in 1..=16 (the kernel's 512 threads at most), RS a positive multiple of 4 (its groups).
 #[cfg(feature = "bench")]
 pub fn check_strip_plan((w, rs): (u64, u64)) -> Result<(), GpuError> {
-    if !(1..=16).contains(&w) || rs == 0 || rs % 4 != 0 {
+    if !(1..=strip::MAX_WARPS).contains(&w) || rs == 0 || rs % 4 != 0 {
         return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a positive multiple of 4"));
     }
     Ok(())

@@ -7,18 +7,7 @@
 use super::plan::{Plan, Tail};
 use super::GpuExecMatrix;
 use crate::GpuError;
-
-/// Warps per CTA W for CB tiles per row: up to 8 tiles, every tile of each of ceil(8 / CB) row
-/// slices gets one warp (W = 8..15, so short rows still fill a CTA); more tiles, one slice and W =
-/// ceil(CB / ceil(CB / 8)) warps that take ceil(CB / 8) tiles each (W <= 8: the units split
-/// evenly).
-pub(super) fn strip_warps(cb: u64) -> u64 {
-    if cb <= 8 {
-        cb * 8u64.div_ceil(cb)
-    } else {
-        cb.div_ceil(cb.div_ceil(8))
-    }
-}
+use std::cmp::Reverse;
 
 /// Row slices S of a CTA of W warps, as the kernel derives them: max(1, W / CB).
 pub(super) fn strip_slices(w: u64, cb: u64) -> u64 {
@@ -39,6 +28,62 @@ pub(super) fn strip_rows(rows: u64, slices: u64, mut ctas: impl FnMut(u64) -> Re
         }
     }
     Ok(32)
+}
+
+/// Most warps per CTA of the CTA kernel (its 512 threads of launch bounds).
+pub(super) const MAX_WARPS: u64 = 16;
+
+/// The CTA kernel's launch shape (W warps per CTA, RS rows per unit) for `rows` rows of CB tiles
+/// on `sms` SMs; `ctas(w, rs)`: the device's resident CTAs per SM at that shape (0 where its tile
+/// partials do not fit shared memory). For each W in 2..=16, RS by [`strip_rows`] (all CTAs in
+/// one round where an RS of at most 16 allows); then the W whose warps each run the least work in
+/// sequence: ceil(CB x S / W) units of RS / 4 groups of 4 rows, each unit costing about a
+/// quarter of a group more (its tile of activations loaded, its partials written), so units x
+/// (RS + 1) per round of CTAs. On a tie, the least work on the busiest SM (its CTAs x CB x S x
+/// (RS + 1): fewer CTAs than SMs leave some SMs doing twice the work of others), then the most
+/// working warps resident per SM (a warp past CB x S units is idle), then the fewest warps. None
+/// where no shape fits shared memory (K above ~7 M on the H200).
+///
+/// Measured on the H200 (docs/gpu.md, session 19: every W in 2..16 and RS in 4, 8, 16 forced on
+/// 81 shapes with M = 1000..6272): the rule before it (one warp per tile up to 8 tiles, else
+/// ceil(CB / ceil(CB / 8)) warps) lost most where CB has no small divisor (2560x9728, CB = 19: 7
+/// warps, 0.978x of cuBLAS; 4 warps at RS = 4, 1.066x); this rule, fixed on 41 of the shapes,
+/// took the other 40 from 0.988x to 1.043x (the best forced shape per matrix: 1.058x).
+pub(super) fn strip_launch(
+    rows: u64,
+    cb: u64,
+    sms: u64,
+    mut ctas: impl FnMut(u64, u64) -> Result<u64, GpuError>,
+) -> Result<Option<(u64, u64)>, GpuError> {
+    // work per warp, on the busiest SM, working warps per SM (more first), warps: compared in order
+    type Key = (u64, u64, Reverse<u64>, u64);
+    let mut best: Option<(Key, (u64, u64))> = None;
+    for w in 2..=MAX_WARPS {
+        let s = strip_slices(w, cb);
+        let one_round = strip_rows(rows, s, |rs| Ok(sms * ctas(w, rs)?))?;
+        // where RS = 32 does not fit shared memory, the largest RS that does, in more rounds
+        let mut fit = None;
+        for rs in [32u64, 16, 8, 4] {
+            if rs <= one_round && fit.is_none() {
+                let n = ctas(w, rs)?;
+                if n > 0 {
+                    fit = Some((rs, n));
+                }
+            }
+        }
+        let Some((rs, per_sm)) = fit else { continue };
+        let grid = rows.div_ceil(rs * s);
+        let rounds = grid.div_ceil(sms * per_sm);
+        let unit = rs + 1; // a unit's groups and its load, in quarters of a group
+        let warp = (cb * s).div_ceil(w) * unit * rounds;
+        let busiest_sm = grid.div_ceil(sms) * cb * s * unit;
+        let working = w.min(cb * s) * per_sm;
+        let key = (warp, busiest_sm, Reverse(working), w);
+        if best.as_ref().is_none_or(|(b, _)| key < *b) {
+            best = Some((key, (w, rs)));
+        }
+    }
+    Ok(best.map(|(_, shape)| shape))
 }
 
 /// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
@@ -77,7 +122,7 @@ impl GpuExecMatrix {
         let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(w1, 32, 0)?);
         if strip_w1(self.shape.rows, slots) {
             if strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
-                if let Some(plan) = self.strip_plan_with(cta, W1_TAIL_PLAN.0, Some(W1_TAIL_PLAN.1))? {
+                if let Some(plan) = self.strip_plan_with(cta, W1_TAIL_PLAN.0, W1_TAIL_PLAN.1) {
                     return Ok(Some(plan));
                 }
             }
@@ -92,35 +137,34 @@ impl GpuExecMatrix {
         Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::RowsFlags(4) }
     }
 
-    /// The plan of the strip kernel `name` (production or its bench probe) for one column, or None
-    /// where its tile partials (RS x S x CB f32 per CTA) do not fit shared memory (K above ~7 M at
-    /// RS = 4 on the H200).
+    /// The plan of the strip kernel `name` (production or its bench probe) for one column: the
+    /// launch shape by [`strip_launch`]; None where no shape's tile partials (RS x S x CB f32 per
+    /// CTA) fit shared memory (K above ~7 M at RS = 4 on the H200).
     pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
-        self.strip_plan_with(name, strip_warps(self.col_tiles), None)
+        let cb = self.col_tiles;
+        let optin = u64::from(self.gpu.smem_optin);
+        let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), |w, rs| {
+            let smem = rs * strip_slices(w, cb) * cb * 4;
+            if smem > optin {
+                return Ok(0);
+            }
+            Ok(u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?))
+        })?;
+        Ok(shape.and_then(|(w, rs)| self.strip_plan_with(name, w, rs)))
     }
 
-    /// [`GpuExecMatrix::strip_plan`] with W warps per CTA and, if given, RS rows per unit (the
-    /// bench's variants force them), its slices by [`strip_slices`].
-    pub(super) fn strip_plan_with(&self, name: &'static str, w: u64, rs: Option<u64>) -> Result<Option<Plan>, GpuError> {
+    /// The strip kernel `name` with W warps per CTA and RS rows per unit (W1's tail band and the
+    /// bench's forced shapes take them as given), its slices by [`strip_slices`]; None where its
+    /// tile partials do not fit shared memory.
+    pub(super) fn strip_plan_with(&self, name: &'static str, w: u64, rs: u64) -> Option<Plan> {
         let cb = self.col_tiles;
         let slices = strip_slices(w, cb);
-        let smem = |rs: u64| rs * slices * cb * 4;
-        let optin = u64::from(self.gpu.smem_optin);
-        if smem(rs.unwrap_or(4)) > optin {
-            return Ok(None);
+        let smem = rs * slices * cb * 4;
+        if smem > u64::from(self.gpu.smem_optin) {
+            return None;
         }
-        let sms = u64::from(self.gpu.sm_count);
-        let rs = match rs {
-            Some(rs) => rs,
-            None => strip_rows(self.shape.rows, slices, |rs| {
-                if smem(rs) > optin {
-                    return Ok(0);
-                }
-                Ok(sms * u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem(rs) as u32)?))
-            })?,
-        };
         let grid = self.shape.rows.div_ceil(rs * slices);
-        Ok(Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem(rs) as u32, tail: Tail::RowsFlags(rs as u32) }))
+        Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail: Tail::RowsFlags(rs as u32) })
     }
 }
 
@@ -128,27 +172,66 @@ impl GpuExecMatrix {
 mod tests {
     use super::*;
 
+    /// Resident CTAs per SM of the H200 at 80 registers: 24 warps.
+    fn h200(w: u64, _rs: u64) -> Result<u64, GpuError> {
+        Ok(24 / w)
+    }
+
+    fn launch(rows: u64, k: u64) -> (u64, u64) {
+        strip_launch(rows, k.div_ceil(512), 132, h200).unwrap().unwrap()
+    }
+
     #[test]
-    fn every_unit_has_a_warp_and_the_kernel_derives_the_same_slices() {
-        for cb in 1..=200u64 {
-            let w = strip_warps(cb);
-            let s = strip_slices(w, cb);
-            assert!((1..=16).contains(&w), "cb {cb}: {w} warps");
-            // ceil(8 / CB) slices of short rows, one slice of long ones
-            assert_eq!(s, if cb <= 8 { 8u64.div_ceil(cb) } else { 1 }, "cb {cb}");
-            if cb <= 8 {
-                assert_eq!(w, cb * s, "cb {cb}: one warp per unit");
-                assert!(w >= 8);
-            } else {
-                // as few rounds of units as 8 warps would need, with at most 8 warps
-                assert!(w <= 8 && cb.div_ceil(w) == cb.div_ceil(8), "cb {cb}: w {w}");
+    fn the_launch_shape_gives_each_warp_the_least_work_in_sequence() {
+        // 19 tiles: 4 warps of 5 units at RS = 4 (640 CTAs of 792 resident); the rule before it took
+        // 7 warps of 3 units at RS = 8 (measured 1.066x against 0.978x of cuBLAS)
+        assert_eq!(launch(2560, 9728), (4, 4));
+        // 24 tiles: 12 warps of 2 units at RS = 16 (256 CTAs of 264), not 8 of 3
+        assert_eq!(launch(4096, 12288), (12, 16));
+        // 8 tiles: 3 warps of 3 units at RS = 4 (1024 CTAs of 1056): 12 quarters of a group each,
+        // against 8 warps of one unit at RS = 16 (17)
+        assert_eq!(launch(4096, 4096), (3, 4));
+        // but 6144 rows at 3 warps need RS = 8 (24 quarters): 8 warps at RS = 16 (17)
+        assert_eq!(launch(6144, 4096), (8, 16));
+        // 6 tiles, 250 CTAs of 4 rows: 6 warps, 1 unit each
+        assert_eq!(launch(1000, 3000), (6, 4));
+        // 16 tiles: 8 warps of 2 units at RS = 4 (396 resident)
+        assert_eq!(launch(1536, 8192), (8, 4));
+    }
+
+    #[test]
+    fn ties_go_to_the_busiest_sm_then_to_working_warps() {
+        // 1280 x 6 tiles: 6, 7, 8 and 12 warps each run 1 unit at RS = 4; 12 warps (2 slices) make
+        // 160 CTAs on 132 SMs, 28 SMs with twice the work; of 6, 7, 8 warps (320 CTAs) the most
+        // working warps per SM: 6 x 4 against 6 x 3
+        assert_eq!(launch(1280, 3072), (6, 4));
+        // 10 tiles: 10 and 12 warps tie on every count but the working warps (12 holds 2 idle)
+        assert_eq!(launch(3520, 4864), (10, 16));
+    }
+
+    #[test]
+    fn a_shape_whose_partials_do_not_fit_is_never_taken() {
+        // RS = 32 never fits: 1 M rows run at RS = 16 in more rounds
+        let no32 = |w: u64, rs: u64| Ok(if rs == 32 { 0 } else { 24 / w });
+        let (_, rs) = strip_launch(1_000_000, 8, 132, no32).unwrap().unwrap();
+        assert_eq!(rs, 16);
+        // only 2 warps fit: they are taken
+        let two = |w: u64, _rs: u64| Ok(if w == 2 { 12 } else { 0 });
+        assert_eq!(strip_launch(4096, 8, 132, two).unwrap(), Some((2, 4)));
+        // nothing fits: no plan
+        assert_eq!(strip_launch(4096, 8, 132, |_, _| Ok(0)).unwrap(), None);
+    }
+
+    #[test]
+    fn where_one_round_is_possible_the_shape_takes_one() {
+        for cb in 1..=64u64 {
+            for rows in [1u64, 3, 100, 1000, 2560, 4096, 6000, 20000] {
+                let (w, rs) = strip_launch(rows, cb, 132, h200).unwrap().unwrap();
+                assert!((2..=MAX_WARPS).contains(&w) && [4, 8, 16, 32].contains(&rs), "{rows}x{cb}: {w}:{rs}");
+                let grid = rows.div_ceil(rs * strip_slices(w, cb));
+                assert!(grid <= 132 * (24 / w), "{rows}x{cb}: {w}:{rs}, {grid} CTAs");
             }
         }
-        assert_eq!((strip_warps(8), strip_slices(8, 8)), (8, 1));
-        assert_eq!((strip_warps(6), strip_slices(12, 6)), (12, 2));
-        assert_eq!((strip_warps(5), strip_slices(10, 5)), (10, 2));
-        assert_eq!((strip_warps(24), strip_slices(8, 24)), (8, 1));
-        assert_eq!((strip_warps(19), strip_slices(7, 19)), (7, 1));
     }
 
     #[test]

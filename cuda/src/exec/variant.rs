@@ -17,7 +17,7 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripCta => {
                 return match self.strip_force {
-                    Some((w, rs)) => self.strip_plan_with("exec_matvec_strip", w, Some(rs)),
+                    Some((w, rs)) => Ok(self.strip_plan_with("exec_matvec_strip", w, rs)),
                     None => self.strip_plan("exec_matvec_strip"),
                 }
             }
