@@ -45,10 +45,12 @@ pub(super) const MAX_WARPS: u64 = 16;
 /// where no shape fits shared memory (K above ~7 M on the H200).
 ///
 /// Measured on the H200 (docs/gpu.md, session 19: every W in 2..16 and RS in 4, 8, 16 forced on
-/// 81 shapes with M = 1000..6272): the rule before it (one warp per tile up to 8 tiles, else
-/// ceil(CB / ceil(CB / 8)) warps) lost most where CB has no small divisor (2560x9728, CB = 19: 7
-/// warps, 0.978x of cuBLAS; 4 warps at RS = 4, 1.066x); this rule, fixed on 41 of the shapes,
-/// took the other 40 from 0.988x to 1.043x (the best forced shape per matrix: 1.058x).
+/// 81 shapes with M = 1000..6272, then 30 more against the tree before): the rule before it (one
+/// warp per tile up to 8 tiles, else ceil(CB / ceil(CB / 8)) warps) lost most where CB has no
+/// small divisor (2560x9728, CB = 19: 7 warps, 0.95x of cuBLAS; 4 warps at RS = 4, 1.04x). Fitted
+/// on 41 shapes, this rule took the 30 of the last call from 0.982x to 1.049x (the best forced
+/// shape per matrix: 1.055x). Of the bench shapes it made one slower, 4096x4096 on real weights
+/// (3 warps of 3, 3 and 2 tiles: 0.99-1.03x against 1.07-1.09x at 8 warps and RS = 16).
 pub(super) fn strip_launch(
     rows: u64,
     cb: u64,
