@@ -190,10 +190,10 @@ mod tests {
         assert_eq!(launch(2560, 9728), (4, 4));
         // 24 tiles: 12 warps of 2 units at RS = 16 (256 CTAs of 264), not 8 of 3
         assert_eq!(launch(4096, 12288), (12, 16));
-        // 8 tiles: 3 warps of 3 units at RS = 4 (1024 CTAs of 1056): 12 quarters of a group each,
-        // against 8 warps of one unit at RS = 16 (17)
+        // 8 tiles: 3 warps of 3 units at RS = 4 (1024 CTAs of 1056): 3 x 5 = 15 quarters of a
+        // group each, against 8 warps of one unit at RS = 16 (17)
         assert_eq!(launch(4096, 4096), (3, 4));
-        // but 6144 rows at 3 warps need RS = 8 (24 quarters): 8 warps at RS = 16 (17)
+        // but 6144 rows at 3 warps need RS = 8 (3 x 9 = 27 quarters): 8 warps at RS = 16 (17)
         assert_eq!(launch(6144, 4096), (8, 16));
         // 6 tiles, 250 CTAs of 4 rows: 6 warps, 1 unit each
         assert_eq!(launch(1000, 3000), (6, 4));
