@@ -33,10 +33,21 @@ pub(super) fn strip_rows(rows: u64, slices: u64, mut ctas: impl FnMut(u64) -> Re
 /// Most warps per CTA of the CTA kernel (its 512 threads of launch bounds).
 pub(super) const MAX_WARPS: u64 = 16;
 
+/// Which rows per unit [`strip_launch`] weighs for each W.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum UnitRows {
+    /// The RS of [`strip_rows`]: the CTA kernel's own domain, where one round of CTAs is possible.
+    OneRound,
+    /// Every RS of 4, 8, 16 and 32, whole rounds counted: W1's tail band, where the CTAs take more
+    /// than one round at any RS.
+    Any,
+}
+
 /// The CTA kernel's launch shape (W warps per CTA, RS rows per unit) for `rows` rows of CB tiles
 /// on `sms` SMs; `ctas(w, rs)`: the device's resident CTAs per SM at that shape (0 where its tile
-/// partials do not fit shared memory). For each W in 2..=16, RS by [`strip_rows`] (all CTAs in
-/// one round where an RS of at most 16 allows); then the W whose warps each run the least work in
+/// partials do not fit shared memory). For each W in 2..=16, RS by `unit_rows` (`OneRound`: by
+/// [`strip_rows`], all CTAs in one round where an RS of at most 16 allows; `Any`: each of 4, 8, 16
+/// and 32, in as many rounds as it takes); then the shape whose warps each run the least work in
 /// sequence: ceil(CB x S / W) units of RS / 4 groups of 4 rows, each unit costing about a
 /// quarter of a group more (its tile of activations loaded, its partials written), so units x
 /// (RS + 1) per round of CTAs. On a tie, the least work on the busiest SM (its CTAs x CB x S x
@@ -55,6 +66,7 @@ pub(super) fn strip_launch(
     rows: u64,
     cb: u64,
     sms: u64,
+    unit_rows: UnitRows,
     mut ctas: impl FnMut(u64, u64) -> Result<u64, GpuError>,
 ) -> Result<Option<(u64, u64)>, GpuError> {
     // work per warp, on the busiest SM, working warps per SM (more first), warps: compared in order
@@ -62,27 +74,41 @@ pub(super) fn strip_launch(
     let mut best: Option<(Key, (u64, u64))> = None;
     for w in 2..=MAX_WARPS {
         let s = strip_slices(w, cb);
-        let one_round = strip_rows(rows, s, |rs| Ok(sms * ctas(w, rs)?))?;
-        // where RS = 32 does not fit shared memory, the largest RS that does, in more rounds
-        let mut fit = None;
-        for rs in [32u64, 16, 8, 4] {
-            if rs <= one_round && fit.is_none() {
-                let n = ctas(w, rs)?;
-                if n > 0 {
-                    fit = Some((rs, n));
+        // (RS, resident CTAs per SM) of the shapes this W may take
+        let mut shapes = Vec::with_capacity(4);
+        match unit_rows {
+            UnitRows::OneRound => {
+                let one_round = strip_rows(rows, s, |rs| Ok(sms * ctas(w, rs)?))?;
+                // where RS = 32 does not fit shared memory, the largest RS that does, in more rounds
+                for rs in [32u64, 16, 8, 4] {
+                    if rs <= one_round && shapes.is_empty() {
+                        let n = ctas(w, rs)?;
+                        if n > 0 {
+                            shapes.push((rs, n));
+                        }
+                    }
+                }
+            }
+            UnitRows::Any => {
+                for rs in [4u64, 8, 16, 32] {
+                    let n = ctas(w, rs)?;
+                    if n > 0 {
+                        shapes.push((rs, n));
+                    }
                 }
             }
         }
-        let Some((rs, per_sm)) = fit else { continue };
-        let grid = rows.div_ceil(rs * s);
-        let rounds = grid.div_ceil(sms * per_sm);
-        let unit = rs + 1; // a unit's groups and its load, in quarters of a group
-        let warp = (cb * s).div_ceil(w) * unit * rounds;
-        let busiest_sm = grid.div_ceil(sms) * cb * s * unit;
-        let working = w.min(cb * s) * per_sm;
-        let key = (warp, busiest_sm, Reverse(working), w);
-        if best.as_ref().is_none_or(|(b, _)| key < *b) {
-            best = Some((key, (w, rs)));
+        for (rs, per_sm) in shapes {
+            let grid = rows.div_ceil(rs * s);
+            let rounds = grid.div_ceil(sms * per_sm);
+            let unit = rs + 1; // a unit's groups and its load, in quarters of a group
+            let warp = (cb * s).div_ceil(w) * unit * rounds;
+            let busiest_sm = grid.div_ceil(sms) * cb * s * unit;
+            let working = w.min(cb * s) * per_sm;
+            let key = (warp, busiest_sm, Reverse(working), w);
+            if best.as_ref().is_none_or(|(b, _)| key < *b) {
+                best = Some((key, (w, rs)));
+            }
         }
     }
     Ok(best.map(|(_, shape)| shape))
@@ -100,21 +126,39 @@ pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
     rows.div_ceil(4) * 2 >= w1_slots
 }
 
-/// Where [`strip_w1`] holds but W1's groups of 4 rows overrun one round of its warps by at most
-/// 40%, and a row's tiles split evenly over 4 warps (CB a multiple of 4, at least 8): there the
-/// last, partial round of W1 runs warps that each take every tile of their rows, a tail as long
-/// as a whole round on a few SMs. CTAs of 4 warps with units of 8 rows (shorter units, in ~2.5
-/// rounds) take their place. Measured on the H200 (docs/gpu.md, session 17, M = 8192..28672 x K =
-/// 2048..12288, 24 one-warp CTAs per SM): 2-11% faster than W1 on all 16 shapes at 1.01-1.37
-/// rounds with CB = 8, 12, 16 or 24; slower with CB = 4, 7 or 10 (CB = 10: 3, 3, 2 and 2 tiles
-/// per warp, 2-3% slower) and beyond 1.4 rounds.
-pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> bool {
-    let groups = rows.div_ceil(4);
-    cb >= 8 && cb % W1_TAIL_PLAN.0 == 0 && groups > w1_slots && 10 * groups <= 14 * w1_slots
+/// How the CTA kernel serves W1's tail band ([`strip_w1_tail`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum TailLaunch {
+    /// CTAs of 4 warps with units of 8 rows ([`W1_TAIL_PLAN`]).
+    Fixed,
+    /// The shape of [`strip_launch`] over every RS ([`UnitRows::Any`]).
+    LeastWork,
 }
 
-/// The CTA kernel's launch shape in W1's tail band ([`strip_w1_tail`]): warps per CTA, rows per
-/// unit.
+/// Where [`strip_w1`] holds but W1's groups of 4 rows overrun one round of its warps, with at
+/// least 8 tiles per row: there the last, partial round of W1 runs warps that each take every
+/// tile of their rows, a tail as long as a whole round on a few SMs, and the CTA kernel takes its
+/// place. Where a row's tiles split evenly over 4 warps (CB a multiple of 4), up to 40% past one
+/// round, CTAs of 4 warps with units of 8 rows (session 17, M = 8192..28672 x K = 2048..12288, 24
+/// one-warp CTAs per SM: 2-11% faster than W1 on all 16 shapes at 1.01-1.37 rounds with CB = 8,
+/// 12, 16 or 24; slower with CB = 4, 7 or 10 and beyond 1.4 rounds). Other CB, up to a third past
+/// one round: the least-work shape over every RS (session 19: fixed on 16 shapes of M =
+/// 6656..26112, then on 16 fresh shapes at 1.01-1.31 rounds 0.995x -> 1.028x of cuBLAS with CB
+/// from 5; held to CB >= 8, as the fixed band, its 11 shapes there gained up to 19% and lost up to
+/// 3% on three; with CB = 5..7 it lost on 4 of 6 shapes of calls 7 and 9).
+pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLaunch> {
+    let groups = rows.div_ceil(4);
+    if cb < 8 || groups <= w1_slots {
+        return None;
+    }
+    if cb % W1_TAIL_PLAN.0 == 0 {
+        return (10 * groups <= 14 * w1_slots).then_some(TailLaunch::Fixed);
+    }
+    (3 * groups <= 4 * w1_slots).then_some(TailLaunch::LeastWork)
+}
+
+/// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
+/// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
 
 impl GpuExecMatrix {
@@ -123,14 +167,14 @@ impl GpuExecMatrix {
     pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str) -> Result<Option<Plan>, GpuError> {
         let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(w1, 32, 0)?);
         if strip_w1(self.shape.rows, slots) {
-            if strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
-                if let Some(plan) = self.strip_plan_with(cta, W1_TAIL_PLAN.0, W1_TAIL_PLAN.1) {
-                    return Ok(Some(plan));
-                }
-            }
-            return Ok(Some(self.strip_w1_plan(w1)));
+            let tail = match strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
+                Some(TailLaunch::Fixed) => self.strip_plan_with(cta, W1_TAIL_PLAN.0, W1_TAIL_PLAN.1),
+                Some(TailLaunch::LeastWork) => self.strip_plan(cta, UnitRows::Any)?,
+                None => None,
+            };
+            return Ok(Some(tail.unwrap_or_else(|| self.strip_w1_plan(w1))));
         }
-        self.strip_plan(cta)
+        self.strip_plan(cta, UnitRows::OneRound)
     }
 
     /// The W1 kernel's plan: one CTA of one warp per 4 rows.
@@ -140,12 +184,12 @@ impl GpuExecMatrix {
     }
 
     /// The plan of the strip kernel `name` (production or its bench probe) for one column: the
-    /// launch shape by [`strip_launch`]; None where no shape's tile partials (RS x S x CB f32 per
+    /// launch shape by [`strip_launch`] with `unit_rows`; None where no shape's tile partials (RS x S x CB f32 per
     /// CTA) fit shared memory (K above ~7 M at RS = 4 on the H200).
-    pub(super) fn strip_plan(&self, name: &'static str) -> Result<Option<Plan>, GpuError> {
+    pub(super) fn strip_plan(&self, name: &'static str, unit_rows: UnitRows) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
         let optin = u64::from(self.gpu.smem_optin);
-        let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), |w, rs| {
+        let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), unit_rows, |w, rs| {
             let smem = rs * strip_slices(w, cb) * cb * 4;
             if smem > optin {
                 return Ok(0);
@@ -180,7 +224,7 @@ mod tests {
     }
 
     fn launch(rows: u64, k: u64) -> (u64, u64) {
-        strip_launch(rows, k.div_ceil(512), 132, h200).unwrap().unwrap()
+        strip_launch(rows, k.div_ceil(512), 132, UnitRows::OneRound, h200).unwrap().unwrap()
     }
 
     #[test]
@@ -215,20 +259,20 @@ mod tests {
     fn a_shape_whose_partials_do_not_fit_is_never_taken() {
         // RS = 32 never fits: 1 M rows run at RS = 16 in more rounds
         let no32 = |w: u64, rs: u64| Ok(if rs == 32 { 0 } else { 24 / w });
-        let (_, rs) = strip_launch(1_000_000, 8, 132, no32).unwrap().unwrap();
+        let (_, rs) = strip_launch(1_000_000, 8, 132, UnitRows::OneRound, no32).unwrap().unwrap();
         assert_eq!(rs, 16);
         // only 2 warps fit: they are taken
         let two = |w: u64, _rs: u64| Ok(if w == 2 { 12 } else { 0 });
-        assert_eq!(strip_launch(4096, 8, 132, two).unwrap(), Some((2, 4)));
+        assert_eq!(strip_launch(4096, 8, 132, UnitRows::OneRound, two).unwrap(), Some((2, 4)));
         // nothing fits: no plan
-        assert_eq!(strip_launch(4096, 8, 132, |_, _| Ok(0)).unwrap(), None);
+        assert_eq!(strip_launch(4096, 8, 132, UnitRows::OneRound, |_, _| Ok(0)).unwrap(), None);
     }
 
     #[test]
     fn where_one_round_is_possible_the_shape_takes_one() {
         for cb in 1..=64u64 {
             for rows in [1u64, 3, 100, 1000, 2560, 4096, 6000, 20000] {
-                let (w, rs) = strip_launch(rows, cb, 132, h200).unwrap().unwrap();
+                let (w, rs) = strip_launch(rows, cb, 132, UnitRows::OneRound, h200).unwrap().unwrap();
                 assert!((2..=MAX_WARPS).contains(&w) && [4, 8, 16, 32].contains(&rs), "{rows}x{cb}: {w}:{rs}");
                 let grid = rows.div_ceil(rs * strip_slices(w, cb));
                 assert!(grid <= 132 * (24 / w), "{rows}x{cb}: {w}:{rs}, {grid} CTAs");
@@ -252,24 +296,43 @@ mod tests {
     }
 
     #[test]
-    fn the_cta_kernel_takes_w1s_tail_band_where_4_warps_split_the_tiles_evenly() {
+    fn the_cta_kernel_takes_w1s_tail_band() {
         // 3168 one-warp CTAs resident; 13824 rows: 3456 groups, 1.09 rounds; 16384: 1.29; 17740: 1.40
         let slots = 132 * 24;
-        assert!(strip_w1_tail(13824, 8, slots));
-        assert!(strip_w1_tail(16384, 16, slots));
-        assert!(strip_w1_tail(17740, 12, slots));
-        assert!(!strip_w1_tail(17744, 12, slots));
+        let tail = |rows, cb| strip_w1_tail(rows, cb, slots);
+        // a row's tiles split evenly over 4 warps: 4:8 to 1.4 rounds
+        assert_eq!(tail(13824, 8), Some(TailLaunch::Fixed));
+        assert_eq!(tail(16384, 16), Some(TailLaunch::Fixed));
+        assert_eq!(tail(17740, 12), Some(TailLaunch::Fixed));
+        assert_eq!(tail(17744, 12), None);
         // one round or less
-        assert!(!strip_w1_tail(12672, 8, slots));
-        assert!(strip_w1_tail(12676, 8, slots));
-        // tiles that do not split evenly over 4 warps, or too few of them
-        assert!(!strip_w1_tail(14336, 4, slots));
-        assert!(!strip_w1_tail(14848, 7, slots));
-        assert!(!strip_w1_tail(14848, 10, slots));
+        assert_eq!(tail(12672, 8), None);
+        assert_eq!(tail(12676, 8), Some(TailLaunch::Fixed));
+        assert_eq!(tail(12672, 10), None);
+        // other tile counts from 8: the least-work shape to 4/3 of a round (16896 rows)
+        assert_eq!(tail(14848, 10), Some(TailLaunch::LeastWork));
+        assert_eq!(tail(16896, 9), Some(TailLaunch::LeastWork));
+        assert_eq!(tail(16900, 9), None);
+        assert_eq!(tail(17024, 22), None);
+        // too few tiles
+        assert_eq!(tail(14336, 4), None);
+        assert_eq!(tail(14848, 7), None);
+        assert_eq!(tail(14592, 5), None);
         // the bench shapes W1 serves keep it: 24576 (1.94 rounds), 19456 (1.54), 151936
-        assert!(!strip_w1_tail(24576, 8, slots));
-        assert!(!strip_w1_tail(19456, 5, slots));
-        assert!(!strip_w1_tail(151936, 8, slots));
+        assert_eq!(tail(24576, 8), None);
+        assert_eq!(tail(19456, 5), None);
+        assert_eq!(tail(151936, 8), None);
+    }
+
+    #[test]
+    fn in_the_tail_band_the_shape_may_take_several_rounds() {
+        // 13440 x 31 tiles (1.06 rounds of W1): 8 warps of 4 units at RS = 8, 1680 CTAs in 5 rounds
+        // of 396, 4 x 9 x 5 = 180 quarters of a group, against 4 x 33 x 2 = 264 at RS = 32
+        // (measured 1.137x of cuBLAS against 0.872x, W1 0.964x)
+        let any = |rows: u64, k: u64| strip_launch(rows, k.div_ceil(512), 132, UnitRows::Any, h200).unwrap().unwrap();
+        assert_eq!(any(13440, 15872), (8, 8));
+        assert_eq!(any(16512, 7424), (3, 16));
+        assert_eq!(any(15744, 8960), (6, 32));
     }
 
     #[test]

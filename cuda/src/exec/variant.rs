@@ -18,7 +18,7 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarStripCta => {
                 return match self.strip_force {
                     Some((w, rs)) => Ok(self.strip_plan_with("exec_matvec_strip", w, rs)),
-                    None => self.strip_plan("exec_matvec_strip"),
+                    None => self.strip_plan("exec_matvec_strip", super::strip::UnitRows::OneRound),
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
