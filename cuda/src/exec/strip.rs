@@ -142,10 +142,10 @@ pub(super) enum TailLaunch {
 /// round, CTAs of 4 warps with units of 8 rows (session 17, M = 8192..28672 x K = 2048..12288, 24
 /// one-warp CTAs per SM: 2-11% faster than W1 on all 16 shapes at 1.01-1.37 rounds with CB = 8,
 /// 12, 16 or 24; slower with CB = 4, 7 or 10 and beyond 1.4 rounds). Other CB, up to a third past
-/// one round: the least-work shape over every RS (session 19: fixed on 16 shapes of M =
-/// 6656..26112, then on 16 fresh shapes at 1.01-1.31 rounds 0.995x -> 1.028x of cuBLAS with CB
-/// from 5; held to CB >= 8, as the fixed band, its 11 shapes there gained up to 19% and lost up to
-/// 3% on three; with CB = 5..7 it lost on 4 of 6 shapes of calls 7 and 9).
+/// one round: the least-work shape over every RS (session 19: fixed on 38 shapes with every
+/// launch forced, then on 16 fresh shapes at 1.01-1.31 rounds 0.995x -> 1.028x of cuBLAS with CB
+/// from 5; held to CB >= 8, as the fixed band, 8 of its 11 shapes there gained 2.9-19% and 3 lost
+/// 1.3-3.0%; with CB = 5..7 it lost on 4 of 6 shapes of two calls).
 pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLaunch> {
     let groups = rows.div_ceil(4);
     if cb < 8 || groups <= w1_slots {
