@@ -25,10 +25,10 @@ pub struct BatchRow {
 }
 
 /// The batch sizes of `--exec-batch`.
-pub const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
+const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 
 /// A tensor-core kernel of `--exec-batch`: its label, the kernel, whether it runs at a batch size.
-pub type TensorKernel = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
+type TensorKernel = (&'static str, ExecMatvecKernel, fn(usize) -> bool);
 
 /// One timed column of `--exec-batch`: a kernel of [`TENSOR`] and, for the bounded strip kernel
 /// (up to 32 columns), the warps per CTA forced on its plan (`--exec-tc-warps`).
@@ -64,7 +64,7 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-pub const TENSOR: [TensorKernel; 11] = [
+const TENSOR: [TensorKernel; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
