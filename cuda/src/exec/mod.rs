@@ -32,7 +32,7 @@ use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, SyncOnDrop};
 use nwc_reference::exec::{validate_exec, ExecGeometry, ExecMatrix};
 use nwc_reference::{ParamError, Shape};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// Activations for the execution layout: `batch` vectors, each zero-padded from K to K16 (spec
 /// 15.4.3 note: a pad weight is +0.0 and meets a zero activation). The exact kernels take f32,
@@ -69,6 +69,13 @@ pub struct GpuExecMatrix {
     dequant_kernel: ExecDequantKernel,
     /// Derived at load, not part of the layout (spec 20.3): the tile flags and the patch list.
     derived: derived::Derived,
+    /// The one-column strip plan (`strip::one_column_plan`), chosen at the first one-column
+    /// matvec and kept: it depends on the shape and the device alone, and choosing it costs
+    /// dozens of occupancy lookups per launch.
+    one_column: OnceLock<Option<plan::Plan>>,
+    /// The bounded strip kernel's production plans at 1, 2 and 4 n-tiles (`tc_strip_launch`),
+    /// kept likewise.
+    tc_strip_plans: [OnceLock<tensor_strip::TcStripPlan>; 3],
     /// Bench: the launch shape (warps per CTA, rows per unit) that
     /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
     #[cfg(feature = "bench")]
@@ -160,6 +167,8 @@ impl GpuExecMatrix {
             matvec_kernel: ExecMatvecKernel::Exact,
             dequant_kernel: ExecDequantKernel::Rows,
             derived,
+            one_column: OnceLock::new(),
+            tc_strip_plans: Default::default(),
             #[cfg(feature = "bench")]
             strip_force: None,
             #[cfg(feature = "bench")]
@@ -201,6 +210,8 @@ impl GpuExecMatrix {
             matvec_kernel: self.matvec_kernel,
             dequant_kernel: self.dequant_kernel,
             derived: self.derived.try_clone(s)?,
+            one_column: self.one_column.clone(),
+            tc_strip_plans: self.tc_strip_plans.clone(),
             #[cfg(feature = "bench")]
             strip_force: self.strip_force,
             #[cfg(feature = "bench")]

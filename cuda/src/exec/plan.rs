@@ -52,6 +52,7 @@ impl Tail {
 }
 
 /// One launch: kernel, grid, threads, dynamic shared memory, the trailing arguments.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Plan {
     pub name: &'static str,
     pub grid: u32,
@@ -209,9 +210,10 @@ impl GpuExecMatrix {
                 return Ok((p, 1));
             }
         }
-        // One column: the strip kernel, the default where it fits (exec/strip.rs).
+        // One column: the strip kernel, the default where it fits (exec/strip.rs), its plan kept
+        // with the matrix.
         if left == 1 && matches!(k, ExecMatvecKernel::Exact | ExecMatvecKernel::Strip) {
-            if let Some(p) = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+            if let Some(p) = self.one_column_plan()? {
                 return Ok((p, 1));
             }
         }

@@ -162,6 +162,25 @@ pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLau
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
 
 impl GpuExecMatrix {
+    /// The production strip plan for one column ([`GpuExecMatrix::strip_choice`] of the
+    /// production kernels), chosen once per matrix and kept: up to 60 occupancy lookups behind the
+    /// cache's mutex, about 1 us per launch on the development machine, which eager callers (no
+    /// CUDA graph) paid on every launch until session 20.
+    pub(super) fn one_column_plan(&self) -> Result<Option<Plan>, GpuError> {
+        if let Some(p) = self.one_column.get() {
+            return Ok(*p);
+        }
+        let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?;
+        Ok(*self.one_column.get_or_init(|| p))
+    }
+
+    /// Bench: the production one-column plan chosen again, without the kept one (its host cost,
+    /// `nwc-gpu-bench --exec-host`); the kernel's name and threads per CTA.
+    #[cfg(feature = "bench")]
+    pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
+        Ok(self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?.map(|p| (p.name, p.threads)))
+    }
+
     /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`] and
     /// [`strip_w1_tail`]; None where neither fits.
     pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str) -> Result<Option<Plan>, GpuError> {

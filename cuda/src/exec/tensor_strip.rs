@@ -173,8 +173,21 @@ impl GpuExecMatrix {
         let warps = self.tc_strip_force;
         #[cfg(not(feature = "bench"))]
         let warps = None;
-        let plan =
-            tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, warps, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))?;
+        let plan_now = || {
+            tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, warps, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))
+        };
+        // The production kernels' plan depends on the shape, the device and NT alone: kept with
+        // the matrix per NT (up to 16 occupancy lookups a launch otherwise).
+        let plan = match (v, warps, self.tc_strip_plans.get(nt.trailing_zeros() as usize)) {
+            (StripVariant::Production, None, Some(kept)) => match kept.get() {
+                Some(p) => *p,
+                None => {
+                    let p = plan_now()?;
+                    *kept.get_or_init(|| p)
+                }
+            },
+            _ => plan_now()?,
+        };
         let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }

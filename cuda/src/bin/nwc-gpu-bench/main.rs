@@ -18,7 +18,9 @@
 //! the strip kernel's CTAs forced to each launch shape instead of the variants; `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
-//! with each W warps per CTA forced)
+//! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
+//! eager one-column launch, with and without the plan search each launch paid before session 20,
+//! `exec_host.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -31,6 +33,7 @@ mod ceiling;
 mod exec;
 mod exec_batch;
 mod exec_check;
+mod exec_host;
 mod exec_variants;
 mod format10;
 mod profile;
@@ -113,6 +116,7 @@ fn main() -> Res<()> {
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
     let mut exec_only = false;
+    let mut exec_host = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -125,6 +129,7 @@ fn main() -> Res<()> {
             }
             "--exec-batch" => exec_batch = true,
             "--exec-profile" => exec_profile = true,
+            "--exec-host" => exec_host = true,
             "--exec-variants" => exec_variants = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
@@ -166,14 +171,19 @@ fn main() -> Res<()> {
             return Ok(());
         }
     }
+    let listed = || -> Vec<(&str, u64, u64)> {
+        match &exec_shapes {
+            Some(list) => list.iter().map(|(n, m, k)| (n.as_str(), *m, *k)).collect(),
+            None => SHAPES.to_vec(),
+        }
+    };
+    if exec_host {
+        return exec_host::run(&gpu, &listed());
+    }
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        let shapes: Vec<(&str, u64, u64)> = match &exec_shapes {
-            Some(list) => list.iter().map(|(n, m, k)| (n.as_str(), *m, *k)).collect(),
-            None => SHAPES.to_vec(),
-        };
-        return exec_variants::run(&gpu, &blas, &exec_variants::entries(strip_plans.as_deref()), &shapes, pool.as_deref());
+        return exec_variants::run(&gpu, &blas, &exec_variants::entries(strip_plans.as_deref()), &listed(), pool.as_deref());
     }
     if profile {
         let (m, k) = profile_shape()?;
