@@ -50,6 +50,30 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_variants.cu"),
 );
 
+/// Bench: the warpgroup-MMA ceiling probe (kernels/bench/exec_wgmma_probe.cu), which needs
+/// sm_90a and so is compiled on its own, by `nwc-gpu-bench --exec-wgmma-probe`, never with
+/// [`source`].
+#[cfg(feature = "bench")]
+pub const WGMMA_PROBE_SOURCE: &str = include_str!("../kernels/bench/exec_wgmma_probe.cu");
+
+/// Bench: the entry points of [`WGMMA_PROBE_SOURCE`].
+#[cfg(feature = "bench")]
+pub const WGMMA_PROBE_KERNELS: [&str; 13] = [
+    "bench_exec_wgmma_probe_n2_wg2_p0",
+    "bench_exec_wgmma_probe_n4_wg2_p0",
+    "bench_exec_wgmma_probe_n8_wg2_p0",
+    "bench_exec_wgmma_probe_n2_wg4_p0",
+    "bench_exec_wgmma_probe_n4_wg4_p0",
+    "bench_exec_wgmma_probe_n8_wg4_p0",
+    "bench_exec_wgmma_probe_n2_wg2_p1",
+    "bench_exec_wgmma_probe_n4_wg2_p1",
+    "bench_exec_wgmma_probe_n8_wg2_p1",
+    "bench_exec_wgmma_probe_n2_wg4_p1",
+    "bench_exec_wgmma_probe_n4_wg4_p1",
+    "bench_exec_wgmma_probe_n8_wg4_p1",
+    "bench_exec_wgmma_probe_sum",
+];
+
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
 pub fn source() -> String {
     #[cfg(feature = "bench")]

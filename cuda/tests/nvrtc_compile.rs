@@ -33,3 +33,22 @@ fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
     let plain = cudarc::nvrtc::compile_ptx_with_opts(src, nwc_cuda::kernels::options("sm_90")).unwrap().to_src();
     assert!(!plain.contains("fma."), "--fmad=false did not take effect");
 }
+
+/// The bench's warpgroup-MMA probe compiles on its own for sm_90a (wgmma needs it) and holds the
+/// entry points the bench loads.
+#[cfg(feature = "bench")]
+#[test]
+fn the_wgmma_probe_compiles_for_sm_90a() {
+    use nwc_cuda::kernels::{options, WGMMA_PROBE_KERNELS, WGMMA_PROBE_SOURCE};
+    if !nvrtc_available() {
+        assert!(std::env::var("NWC_REQUIRE_NVRTC").is_err(), "NWC_REQUIRE_NVRTC is set but libnvrtc was not found");
+        println!("skipped: no NVRTC library (run cuda/ci-nvrtc.sh)");
+        return;
+    }
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(WGMMA_PROBE_SOURCE, options("sm_90a")).unwrap_or_else(|e| panic!("{e:?}")).to_src();
+    assert!(ptx.contains(".target sm_90a"), "PTX is not for sm_90a");
+    assert!(ptx.contains("wgmma.mma_async"), "no wgmma in the probe's PTX");
+    for name in WGMMA_PROBE_KERNELS {
+        assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+    }
+}

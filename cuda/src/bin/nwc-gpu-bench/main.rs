@@ -20,7 +20,8 @@
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
-//! `exec_host.rs`)
+//! `exec_host.rs`; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
+//! kernel at N = 16, 32, 64 beside cuBLAS GEMM and the production bounded matvec, `wgmma_probe.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
@@ -38,6 +39,7 @@ mod exec_variants;
 mod format10;
 mod profile;
 mod timing;
+mod wgmma_probe;
 
 use timing::real_pool;
 
@@ -117,6 +119,7 @@ fn main() -> Res<()> {
     let mut tc_warps: Option<Vec<u64>> = None;
     let mut exec_only = false;
     let mut exec_host = false;
+    let mut wgmma_probe = false;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -130,6 +133,7 @@ fn main() -> Res<()> {
             "--exec-batch" => exec_batch = true,
             "--exec-profile" => exec_profile = true,
             "--exec-host" => exec_host = true,
+            "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-variants" => exec_variants = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
@@ -179,6 +183,14 @@ fn main() -> Res<()> {
     };
     if exec_host {
         return exec_host::run(&gpu, &listed());
+    }
+    if wgmma_probe {
+        // the bench shapes of `--exec-batch --quick` unless listed
+        let shapes: Vec<(&str, u64, u64)> = match &exec_shapes {
+            Some(_) => listed(),
+            None => SHAPES.iter().copied().filter(|&(_, m, k)| m * k <= 60_000_000).collect(),
+        };
+        return wgmma_probe::run(&gpu, &blas, &shapes);
     }
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
