@@ -32,7 +32,15 @@ struct Kernels {
     /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
     /// per key instead of at every launch (`ctas_per_sm`).
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+    /// Bench: the warpgroup-MMA kernels (`kernels::WGMMA_SOURCE`), compiled for sm_90a on first
+    /// use ([`Gpu::function`]); the error, once, where they cannot be.
+    #[cfg(feature = "bench")]
+    sm90a: OnceLock<Result<Sm90a, String>>,
 }
+
+/// Bench: the sm_90a module and its entry points.
+#[cfg(feature = "bench")]
+type Sm90a = (Arc<CudaModule>, HashMap<&'static str, CudaFunction>);
 
 /// A matrix resident on one device, issuing its launches through the [`Gpu`] handle it holds.
 pub(crate) trait Resident {
@@ -119,7 +127,13 @@ impl Gpu {
             arch,
             sm_count,
             smem_optin,
-            kernels: Arc::new(Kernels { _module: module, functions, occupancy: Mutex::new(HashMap::new()) }),
+            kernels: Arc::new(Kernels {
+                _module: module,
+                functions,
+                occupancy: Mutex::new(HashMap::new()),
+                #[cfg(feature = "bench")]
+                sm90a: OnceLock::new(),
+            }),
         })
     }
 
@@ -154,13 +168,49 @@ impl Gpu {
 
     /// The loaded entry point `name`; an error (not a panic) for a name this build did not load.
     pub(crate) fn function(&self, name: &str) -> Result<&CudaFunction, GpuError> {
-        self.kernels.functions.get(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))
+        Ok(self.entry(name)?.1)
+    }
+
+    /// `name` as this build's key, and its entry point: the production module's, or (bench) the
+    /// sm_90a module's, which is compiled and loaded on the first call that names one of its
+    /// kernels.
+    fn entry(&self, name: &str) -> Result<(&'static str, &CudaFunction), GpuError> {
+        if let Some((&key, f)) = self.kernels.functions.get_key_value(name) {
+            return Ok((key, f));
+        }
+        #[cfg(feature = "bench")]
+        if kernels::WGMMA_KERNELS.contains(&name) {
+            let loaded = self.kernels.sm90a.get_or_init(|| self.load_sm90a().map_err(|e| e.to_string()));
+            let (_, functions) = loaded.as_ref().map_err(|e| GpuError::Compile(e.clone()))?;
+            return functions.get_key_value(name).map(|(&k, f)| (k, f)).ok_or_else(|| GpuError::MissingKernel(name.to_owned()));
+        }
+        Err(GpuError::MissingKernel(name.to_owned()))
+    }
+
+    /// Bench: the production sources and `kernels::WGMMA_SOURCE` compiled for sm_90a (wgmma needs
+    /// the arch-specific target) and loaded, each wgmma entry point allowed the opt-in shared
+    /// memory; only on an sm_90 device.
+    #[cfg(feature = "bench")]
+    fn load_sm90a(&self) -> Result<Sm90a, GpuError> {
+        if self.arch != "sm_90" {
+            return Err(GpuError::Unsupported("the warpgroup-MMA kernels need an sm_90 device (sm_90a code)"));
+        }
+        let src = format!("{}{}", kernels::SOURCE, kernels::WGMMA_SOURCE);
+        let ptx = cudarc::nvrtc::compile_ptx_with_opts(src, kernels::options("sm_90a")).map_err(|e| GpuError::Compile(format!("{e:?}")))?;
+        let module = self.ctx.load_module(ptx)?;
+        let mut functions = HashMap::new();
+        for name in kernels::WGMMA_KERNELS {
+            let f = module.load_function(name)?;
+            f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, self.smem_optin as i32)?;
+            functions.insert(name, f);
+        }
+        Ok((module, functions))
     }
 
     /// How many CTAs of kernel `name` with `threads` threads and `smem` bytes of dynamic shared
     /// memory fit one SM at once (at least 1), from the driver on first use, then cached.
     pub(crate) fn ctas_per_sm(&self, name: &str, threads: u32, smem: u32) -> Result<u32, GpuError> {
-        let (&key, f) = self.kernels.functions.get_key_value(name).ok_or_else(|| GpuError::MissingKernel(name.to_owned()))?;
+        let (key, f) = self.entry(name)?;
         let mut cache = self.kernels.occupancy.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(&n) = cache.get(&(key, threads, smem)) {
             return Ok(n);

@@ -74,6 +74,22 @@ pub const WGMMA_PROBE_KERNELS: [&str; 13] = [
     "bench_exec_wgmma_probe_sum",
 ];
 
+/// Bench: the bounded batched matvec with warpgroup MMA (kernels/bench/exec_wgmma.cu), compiled
+/// after [`SOURCE`] for sm_90a in a module of its own (`Gpu` loads it on first use).
+#[cfg(feature = "bench")]
+pub const WGMMA_SOURCE: &str = include_str!("../kernels/bench/exec_wgmma.cu");
+
+/// Bench: the entry points of [`WGMMA_SOURCE`].
+#[cfg(feature = "bench")]
+pub const WGMMA_KERNELS: [&str; 6] = [
+    "bench_exec_wgmma_n2_wg2",
+    "bench_exec_wgmma_n4_wg2",
+    "bench_exec_wgmma_n8_wg2",
+    "bench_exec_wgmma_n2_wg4",
+    "bench_exec_wgmma_n4_wg4",
+    "bench_exec_wgmma_n8_wg4",
+];
+
 /// What this build compiles: [`SOURCE`], and `BENCH_SOURCE` with the `bench` feature.
 pub fn source() -> String {
     #[cfg(feature = "bench")]

@@ -4,11 +4,19 @@
 
 use nwc_cuda::kernels::{all_kernels, compile, nvrtc_available};
 
+/// True when NVRTC is there; otherwise says the test was skipped (and fails where CI requires it).
+fn nvrtc_or_skip() -> bool {
+    if nvrtc_available() {
+        return true;
+    }
+    assert!(std::env::var("NWC_REQUIRE_NVRTC").is_err(), "NWC_REQUIRE_NVRTC is set but libnvrtc was not found");
+    println!("skipped: no NVRTC library (run cuda/ci-nvrtc.sh)");
+    false
+}
+
 #[test]
 fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
-    if !nvrtc_available() {
-        assert!(std::env::var("NWC_REQUIRE_NVRTC").is_err(), "NWC_REQUIRE_NVRTC is set but libnvrtc was not found");
-        println!("skipped: no NVRTC library (run cuda/ci-nvrtc.sh)");
+    if !nvrtc_or_skip() {
         return;
     }
     let ptx = compile("sm_90").unwrap_or_else(|e| panic!("{e}")).to_src();
@@ -40,15 +48,35 @@ fn every_kernel_compiles_for_sm_90_with_exact_float_options() {
 #[test]
 fn the_wgmma_probe_compiles_for_sm_90a() {
     use nwc_cuda::kernels::{options, WGMMA_PROBE_KERNELS, WGMMA_PROBE_SOURCE};
-    if !nvrtc_available() {
-        assert!(std::env::var("NWC_REQUIRE_NVRTC").is_err(), "NWC_REQUIRE_NVRTC is set but libnvrtc was not found");
-        println!("skipped: no NVRTC library (run cuda/ci-nvrtc.sh)");
+    if !nvrtc_or_skip() {
         return;
     }
     let ptx = cudarc::nvrtc::compile_ptx_with_opts(WGMMA_PROBE_SOURCE, options("sm_90a")).unwrap_or_else(|e| panic!("{e:?}")).to_src();
     assert!(ptx.contains(".target sm_90a"), "PTX is not for sm_90a");
     assert!(ptx.contains("wgmma.mma_async"), "no wgmma in the probe's PTX");
     for name in WGMMA_PROBE_KERNELS {
+        assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
+    }
+}
+
+/// The bench's warpgroup-MMA kernels compile after the production sources for sm_90a, as `Gpu`
+/// loads them.
+#[cfg(feature = "bench")]
+#[test]
+fn the_wgmma_kernels_compile_for_sm_90a() {
+    use nwc_cuda::kernels::{options, SOURCE, WGMMA_KERNELS, WGMMA_SOURCE};
+    if !nvrtc_or_skip() {
+        return;
+    }
+    let ptx = cudarc::nvrtc::compile_ptx_with_opts(format!("{SOURCE}{WGMMA_SOURCE}"), options("sm_90a"))
+        .unwrap_or_else(|e| panic!("{e:?}"))
+        .to_src();
+    // for ptxas by hand (registers, spills): NWC_WRITE_WGMMA_PTX=path
+    if let Ok(path) = std::env::var("NWC_WRITE_WGMMA_PTX") {
+        std::fs::write(&path, &ptx).unwrap_or_else(|e| panic!("{path}: {e}"));
+    }
+    assert!(ptx.contains("wgmma.mma_async"), "no wgmma in the PTX");
+    for name in WGMMA_KERNELS {
         assert!(ptx.contains(&format!(".entry {name}(")), "kernel {name} missing from the PTX");
     }
 }

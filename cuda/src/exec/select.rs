@@ -73,6 +73,11 @@ pub enum ExecMatvecKernel {
     /// the row groups alone would spread unevenly over the SMs) up to 32 columns per decode, the
     /// panel kernel (CTAs of 8 warps sharing staged activations, 1 or 2 row groups per warp) at 64.
     Bounded,
+    /// Bench: the bounded matvec with warpgroup MMA (kernels/bench/exec_wgmma.cu, sm_90a only):
+    /// 16, 32 or 64 columns per decode, the activations of a column range staged once per CTA in
+    /// shared memory as wgmma's B operand. Spec 19 bounded class.
+    #[cfg(feature = "bench")]
+    BoundedWgmma,
     /// Bench: [`ExecMatvecKernel::Bounded`] with the stream kernel (bench/exec_tensor_stream.cu:
     /// items through a cp.async stage in shared memory; the choice up to 16 columns until session
     /// 13) in place of the strip kernel.
@@ -128,6 +133,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedStream,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedWgmma,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::BoundedTile,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::StreamGeneric,
@@ -175,6 +182,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::Bounded => "bounded",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStream => "bounded-stream",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedWgmma => "bounded-wgmma",
             ExecMatvecKernel::Rows => "rows",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => "bounded-tile",
@@ -260,6 +269,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
             | ExecMatvecKernel::BoundedStream
+            | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw
             | ExecMatvecKernel::ProbeBoundedNoMma
             | ExecMatvecKernel::ProbeBoundedStripRaw

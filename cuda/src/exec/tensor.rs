@@ -20,6 +20,10 @@ enum TensorFamily {
     /// stage, up to 16 columns per decode (the choice until session 13), and its probes.
     #[cfg(feature = "bench")]
     Stream,
+    /// Bench: `bench_exec_wgmma_n*` (kernels/bench/exec_wgmma.cu), warpgroup MMA, 16 to 64
+    /// columns per decode.
+    #[cfg(feature = "bench")]
+    Wgmma,
     /// Bench: `bench_exec_tensor_step_n4`, items of 16 rows x 64 columns, 32 columns per decode
     /// (the choice at 17..32 until session 13), and `bench_exec_tensor_step_n2` at 16.
     #[cfg(feature = "bench")]
@@ -71,6 +75,8 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::BoundedWgmma => TensorFamily::Wgmma,
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedPanelRg1 if nt == 8 => TensorFamily::Panel(PanelRows::One),
@@ -94,6 +100,8 @@ impl GpuExecMatrix {
             TensorFamily::Step => self.step_launch(nt, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
             TensorFamily::Tile => self.tile_launch(nt, x, ncols, bias, out_bf16, y),
+            #[cfg(feature = "bench")]
+            TensorFamily::Wgmma => self.wgmma_launch(x, ncols, bias, out_bf16, y),
         }
     }
 

@@ -4,12 +4,51 @@
 //! the choice at 17..32 until session 13) and the tile kernel (bench/exec_tensor_tile.cu, the
 //! choice at 64 until session 11).
 
+use super::tensor::SplitLaunch;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
 impl GpuExecMatrix {
+    /// The warpgroup-MMA kernel (kernels/bench/exec_wgmma.cu) on `ncols` (at most 64) BF16
+    /// columns, as 16, 32 or 64 per decode: CTAs of 2 or 4 warpgroups (128 or 256 rows), a row's
+    /// item columns in S ranges of R = per x 128 columns whose N x R BF16 activations fit shared
+    /// memory; the WG and S with the fewest waves x items per warp, on a tie fewer ranges, then 4
+    /// warpgroups (fewer stagings of the activations).
+    pub(super) fn wgmma_launch(&self, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let nt: u64 = match ncols {
+            0..=16 => 2,
+            17..=32 => 4,
+            _ => 8,
+        };
+        let items = self.item_columns();
+        let (sms, optin) = (u64::from(self.gpu.sm_count), u64::from(self.gpu.smem_optin));
+        // (cost, splits, warpgroups (more first), plan)
+        let mut best: Option<(u64, u64, std::cmp::Reverse<u64>, SplitLaunch)> = None;
+        for (wg, name) in [(2u64, wgmma_name(nt, 2)), (4, wgmma_name(nt, 4))] {
+            let panels = self.shape.rows.div_ceil(64 * wg);
+            for s in 1..=items {
+                let per = items.div_ceil(s);
+                let s = items.div_ceil(per);
+                let smem = per * 128 * 8 * nt * 2;
+                if smem > optin {
+                    continue;
+                }
+                let per_sm = u64::from(self.gpu.ctas_per_sm(name, (128 * wg) as u32, smem as u32)?).max(1);
+                let cost = (panels * s).div_ceil(sms * per_sm) * per;
+                let key = (cost, s, std::cmp::Reverse(wg));
+                if best.as_ref().is_none_or(|b| key < (b.0, b.1, b.2)) {
+                    let l =
+                        SplitLaunch { name, grid: (panels * s) as u32, threads: (128 * wg) as u32, smem: smem as u32, splits: s as u32 };
+                    best = Some((key.0, key.1, key.2, l));
+                }
+            }
+        }
+        let (.., l) = best.ok_or(GpuError::Unsupported("no range of the wgmma kernel fits shared memory"))?;
+        self.split_launch(l, x, ncols, bias, out_bf16, y)
+    }
+
     /// The stream kernel (or, for `k` a probe at 8 columns, that probe) on `ncols` (at most 16)
     /// BF16 columns, `nt` n-tiles of 8 columns.
     #[allow(clippy::too_many_arguments)]
@@ -162,6 +201,18 @@ fn stream_plan(
         }
     }
     best.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded stream kernel fits shared memory"))
+}
+
+/// The wgmma kernel's entry point for `nt` n-tiles (2, 4, 8) and `wg` warpgroups (2, 4).
+fn wgmma_name(nt: u64, wg: u64) -> &'static str {
+    match (nt, wg) {
+        (2, 2) => "bench_exec_wgmma_n2_wg2",
+        (4, 2) => "bench_exec_wgmma_n4_wg2",
+        (8, 2) => "bench_exec_wgmma_n8_wg2",
+        (2, _) => "bench_exec_wgmma_n2_wg4",
+        (4, _) => "bench_exec_wgmma_n4_wg4",
+        _ => "bench_exec_wgmma_n8_wg4",
+    }
 }
 
 #[cfg(test)]

@@ -40,8 +40,14 @@ pub struct TensorRun {
 }
 
 /// The kernels of [`TENSOR`], unforced.
+/// With `--exec-wgmma`, the warpgroup-MMA kernel (session 20, sm_90a) too, from 2 columns.
 pub fn tensor_runs() -> Vec<TensorRun> {
-    TENSOR.iter().map(|&(label, kernel, runs)| TensorRun { label: label.to_owned(), kernel, runs, warps: None }).collect()
+    let mut v: Vec<TensorRun> =
+        TENSOR.iter().map(|&(label, kernel, runs)| TensorRun { label: label.to_owned(), kernel, runs, warps: None }).collect();
+    if super::WGMMA.load(std::sync::atomic::Ordering::Relaxed) {
+        v.insert(1, TensorRun { label: "wgmma (bench)".to_owned(), kernel: ExecMatvecKernel::BoundedWgmma, runs: |n| n >= 2, warps: None });
+    }
+    v
 }
 
 /// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with

@@ -127,7 +127,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         // kernel), the stream kernel, the strip kernel held to one split, its variant that loads
         // activations per chunk, the step kernel, the panel kernel held to 1 and to 2 row groups per warp on 33..64
         let wide = [20usize, 33, 64, 47][i % 4];
-        let runs = [
+        let mut runs = vec![
             (ExecMatvecKernel::Bounded, [1usize, 3, 8, 13][i % 4]),
             (ExecMatvecKernel::Bounded, wide),
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
@@ -137,6 +137,10 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
         ];
+        if super::WGMMA.load(std::sync::atomic::Ordering::Relaxed) {
+            runs.push((ExecMatvecKernel::BoundedWgmma, [16usize, 40, 64, 7][i % 4]));
+            runs.push((ExecMatvecKernel::BoundedWgmma, [29usize, 2, 11, 50][i % 4]));
+        }
         let dec = DecodedMatrix {
             mode: Mode::BF16_L0,
             shape,

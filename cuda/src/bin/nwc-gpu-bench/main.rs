@@ -20,14 +20,20 @@
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
-//! `exec_host.rs`; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
+//! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
+//! kernel; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
 //! kernel at N = 16, 32, 64 beside cuBLAS GEMM and the production bounded matvec, `wgmma_probe.rs`)
 //! Times are medians over repeated CUDA-graph replays of 20 launches each, timed with events made
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
 use cudarc::cublas::CudaBlas;
 use nwc_cuda::Gpu;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `--exec-wgmma`: the sweep and `--exec-batch` also run the warpgroup-MMA kernel
+/// (`ExecMatvecKernel::BoundedWgmma`, sm_90a; session 20), kept out of them otherwise so that a
+/// record call's checks and numbers do not depend on it.
+static WGMMA: AtomicBool = AtomicBool::new(false);
 
 mod batch;
 mod ceiling;
@@ -134,6 +140,7 @@ fn main() -> Res<()> {
             "--exec-profile" => exec_profile = true,
             "--exec-host" => exec_host = true,
             "--exec-wgmma-probe" => wgmma_probe = true,
+            "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
