@@ -163,16 +163,38 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     }
 }
 
+// Programmatic dependent launch (exec_pdl_wait): before the wait a warp asks L2 for the first
+// rows of its work, so that, launched while the previous kernel's last CTAs run, its weights
+// stream in meanwhile. Lane l < n prefetches the sm bytes of row m0 + l, lane n + l its code
+// bytes, columns [c0, c0 + cols) clipped to K16 (n <= 16; the matrix's fields, which no kernel
+// writes while the matrix lives).
+__device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes, exec_u32 K,
+                                                    exec_u32 m0, exec_u32 n, exec_u32 c0, exec_u32 cols, exec_u32 lane) {
+    const exec_u32 K16 = (K + 15u) & ~15u, bytes = min(cols, K16 - c0);
+    if (lane < n) exec_prefetch_l2(sm + (exec_u64)(m0 + lane) * K16 + c0, bytes);
+    else if (lane < 2u * n) exec_prefetch_l2(codes + (exec_u64)(m0 + lane - n) * (K16 >> 1) + (c0 >> 1), bytes >> 1);
+}
+
 // CTAs of W warps (the default): a CTA covers RB = RS x slices rows and all CB tiles, its warps take
 // the CB x slices units (cb, slice) round-robin, slices = max(1, W / CB); the tile partials meet in
 // shared memory and one thread per row adds them after the CTA barrier.
-template <int PROBE>
+// LATE: 0 = the next kernel on the stream may launch (exec_pdl_release) once every CTA has started,
+// 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
+// picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
+// that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
+template <int PROBE, int LATE>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
     const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
+    if (warp < CB * slices) {  // the first rows of the warp's first unit, before the wait
+        const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
+        if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
+    }
+    if (!LATE) exec_pdl_release();
+    exec_pdl_wait();
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
@@ -182,6 +204,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
                                    if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
                                });
     }
+    if (LATE) exec_pdl_release();
     __syncthreads();
     for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
         const exec_u32 m = m0 + t;
@@ -227,12 +250,15 @@ __device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
 // samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs). The rows'
 // bases are loaded once and the rows' pointers advance by one tile per step.
-template <int PROBE>
+template <int PROBE, int LATE>
 __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
     if (ncols == 0) return;  // no output
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
     const bool rows = r0 + 4u <= M;
+    exec_strip_prefetch(sm, codes, K, r0, min(4u, M - r0), 0u, 1024u, lane);  // its first 2 tiles
+    if (!LATE) exec_pdl_release();
+    exec_pdl_wait();
     exec_u32 b4, b2[4];
     exec_strip_w1_bases(base, r0, l3, b4, b2);
     const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
@@ -246,6 +272,7 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         const exec_u32 kc = c0 + lane * 16u;
         const bool active = kc < K16;
         const bool whole = c0 + 512u <= K;  // warp-uniform
+        if (LATE && c0 + 512u >= K) exec_pdl_release();
         float xv[16];
         exec_strip_x(xv, x, kc, whole, active);
         ExecStripGroup g;
@@ -263,19 +290,21 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
 // registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
-#define EXEC_STRIP(NAME, PROBE)                                                                           \
+#define EXEC_STRIP(NAME, PROBE, LATE)                                                                     \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
+        exec_strip_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
     }
 
-EXEC_STRIP(exec_matvec_strip, 0)
+EXEC_STRIP(exec_matvec_strip, 0, 0)
+EXEC_STRIP(exec_matvec_strip_release_end, 0, 1)
 
 // Same argument list as EXEC_STRIP (RS unused: always 4).
-#define EXEC_STRIP_W1(NAME, PROBE)                                                                        \
+#define EXEC_STRIP_W1(NAME, PROBE, LATE)                                                                  \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_w1_body<PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+        exec_strip_w1_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
 
-EXEC_STRIP_W1(exec_matvec_strip_w1, 0)
+EXEC_STRIP_W1(exec_matvec_strip_w1, 0, 0)
+EXEC_STRIP_W1(exec_matvec_strip_w1_release_end, 0, 1)

@@ -17,6 +17,8 @@ pub struct Gpu {
     pub stream: Arc<CudaStream>,
     pub name: String,
     pub arch: &'static str,
+    /// (major, minor); 9.0 and later have programmatic dependent launch (`exec::DependentLaunch`).
+    pub compute_capability: (i32, i32),
     pub sm_count: u32,
     /// The most dynamic shared memory one CTA may opt in to (the execution-layout kernels size
     /// their pipelines to it).
@@ -125,6 +127,7 @@ impl Gpu {
             ctx,
             stream,
             arch,
+            compute_capability: (major, minor),
             sm_count,
             smem_optin,
             kernels: Arc::new(Kernels {
@@ -155,6 +158,7 @@ impl Gpu {
             ctx: self.ctx.clone(),
             name: self.name.clone(),
             arch: self.arch,
+            compute_capability: self.compute_capability,
             sm_count: self.sm_count,
             smem_optin: self.smem_optin,
             kernels: self.kernels.clone(),

@@ -144,7 +144,7 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 pub const SMEM_OPTIN: u32 = u32::MAX;
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 57] = [
+pub const PRODUCTION: [(&str, u32); 59] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -201,9 +201,11 @@ pub const PRODUCTION: [(&str, u32); 57] = [
     ("exec_matvec_lean_d3", SMEM_OPTIN),
     ("exec_matvec_lean_d2", SMEM_OPTIN),
     // One column, the default: a warp per tile column of a strip of rows, in CTAs of W warps or
-    // of one warp (exec_matvec_strip.cu).
+    // of one warp (exec_matvec_strip.cu); the next kernel released at the start or at the end.
     ("exec_matvec_strip", SMEM_OPTIN),
     ("exec_matvec_strip_w1", 0),
+    ("exec_matvec_strip_release_end", SMEM_OPTIN),
+    ("exec_matvec_strip_w1_release_end", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).
     ("exec_matvec_rows", SMEM_OPTIN),
     // Bounded matvec on tensor cores: the panel kernel, 64 columns per decode, with 1 or 2 row

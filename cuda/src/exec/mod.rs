@@ -13,6 +13,7 @@
 
 mod derived;
 mod encode;
+mod launch;
 mod panel;
 mod plan;
 mod run;
@@ -25,6 +26,7 @@ mod tensor_strip;
 #[cfg(feature = "bench")]
 mod variant;
 
+pub use launch::DependentLaunch;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 
 use crate::gpu::Gpu;
@@ -67,6 +69,8 @@ pub struct GpuExecMatrix {
     escapes: u64,
     matvec_kernel: ExecMatvecKernel,
     dequant_kernel: ExecDequantKernel,
+    /// How the one-column strip launches follow the kernel before them (`launch`).
+    dependent_launch: DependentLaunch,
     /// Derived at load, not part of the layout (spec 20.3): the tile flags and the patch list.
     derived: derived::Derived,
     /// The one-column strip plan (`strip::one_column_plan`), chosen at the first one-column
@@ -165,6 +169,7 @@ impl GpuExecMatrix {
             esc,
             escapes,
             matvec_kernel: ExecMatvecKernel::Exact,
+            dependent_launch: DependentLaunch::default(),
             dequant_kernel: ExecDequantKernel::Rows,
             derived,
             one_column: OnceLock::new(),
@@ -208,6 +213,7 @@ impl GpuExecMatrix {
             esc: s.clone_dtod(&self.esc)?,
             escapes: self.escapes,
             matvec_kernel: self.matvec_kernel,
+            dependent_launch: self.dependent_launch,
             dequant_kernel: self.dequant_kernel,
             derived: self.derived.try_clone(s)?,
             one_column: self.one_column.clone(),
@@ -261,6 +267,16 @@ impl GpuExecMatrix {
 
     pub fn set_matvec_kernel(&mut self, kernel: ExecMatvecKernel) {
         self.matvec_kernel = kernel;
+    }
+
+    pub fn dependent_launch(&self) -> DependentLaunch {
+        self.dependent_launch
+    }
+
+    /// How the one-column strip launches follow the kernel before them on the stream
+    /// ([`DependentLaunch`]; the results are the same either way).
+    pub fn set_dependent_launch(&mut self, order: DependentLaunch) {
+        self.dependent_launch = order;
     }
 
     /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of W warps with units of RS rows

@@ -3,7 +3,8 @@
 //! the arguments its entry point declares. `run` dispatches to it; `variant` (bench) builds the
 //! plans of the lean kernel's ceiling probes on the same types.
 
-use super::{ExecMatvecKernel, GpuExecMatrix};
+use super::launch::{launch_programmatic, Arg};
+use super::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
@@ -48,6 +49,13 @@ impl Tail {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) | Tail::RowsFlags(_) => true,
         }
+    }
+
+    /// The entry points that wait for the kernel before them (`exec_pdl_wait`) before they read
+    /// the activations or store anything, and so may be launched programmatically (`launch`):
+    /// the strip kernels and their probes.
+    fn waits(self) -> bool {
+        matches!(self, Tail::RowsFlags(_))
     }
 }
 
@@ -202,6 +210,14 @@ impl GpuExecMatrix {
         Ok((p.name, p.threads))
     }
 
+    /// Bench: the one-column launch's CTAs over the CTAs the device holds at once (its rounds).
+    #[cfg(feature = "bench")]
+    pub fn one_column_rounds(&self) -> Result<f64, GpuError> {
+        let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
+        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
+        Ok(f64::from(p.grid) / slots as f64)
+    }
+
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).
     pub(super) fn exact_launch_plan(&self, k: ExecMatvecKernel, left: u64) -> Result<(Plan, u64), GpuError> {
         #[cfg(feature = "bench")]
@@ -268,6 +284,33 @@ impl GpuExecMatrix {
         let f = self.ptrs();
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
         let cfg = LaunchConfig { grid_dim: (p.grid, 1, 1), block_dim: (p.threads, 1, 1), shared_mem_bytes: p.smem };
+        if p.tail.waits() && self.dependent_launch == DependentLaunch::Programmatic && self.gpu.compute_capability.0 >= 9 {
+            let flags = self.derived.flags.device_ptr(s);
+            let groups = p.tail.groups().unwrap_or(0);
+            let args = [
+                Arg::U64(f.sm),
+                Arg::U64(f.codes),
+                Arg::U64(f.base),
+                Arg::U64(f.esc_start),
+                Arg::U64(f.esc),
+                Arg::U32(m32),
+                Arg::U32(k32),
+                Arg::U64(x),
+                Arg::U64(ldx),
+                Arg::U32(ncols),
+                Arg::U64(bias),
+                Arg::U64(y),
+                Arg::U64(ldy),
+                Arg::I32(out_bf16),
+                Arg::U32(groups),
+                Arg::U64(flags.0),
+            ];
+            // SAFETY: EXEC_STRIP's and EXEC_STRIP_W1's argument list (Tail::RowsFlags, as below),
+            // and both wait for the kernel before them before they read x or bias or store to y
+            // (exec_strip_body, exec_strip_w1_body); they read only the matrix's fields before.
+            unsafe { launch_programmatic(s, self.gpu.function(p.name)?, cfg, &args) }?;
+            return Ok(());
+        }
         let mut b = s.launch_builder(self.gpu.function(p.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);

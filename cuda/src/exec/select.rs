@@ -36,6 +36,13 @@ pub enum ExecMatvecKernel {
     VarStripCta,
     #[cfg(feature = "bench")]
     VarStripW1,
+    /// Bench: the production choice of the strip kernels with the next kernel released at every
+    /// launch's start, or at every launch's end, instead of by the launch's rounds
+    /// (`strip::release_point`; docs/gpu.md, session 21). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripReleaseStart,
+    #[cfg(feature = "bench")]
+    VarStripReleaseEnd,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -155,6 +162,10 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripReleaseStart,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripReleaseEnd,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -205,6 +216,10 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1 => "var-strip-w1",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripReleaseStart => "var-strip-release-start",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -260,7 +275,9 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::StreamGeneric
             | ExecMatvecKernel::RowsNoPrefetch
             | ExecMatvecKernel::VarStripCta
-            | ExecMatvecKernel::VarStripW1 => true,
+            | ExecMatvecKernel::VarStripW1
+            | ExecMatvecKernel::VarStripReleaseStart
+            | ExecMatvecKernel::VarStripReleaseEnd => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -157,6 +157,34 @@ pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLau
     (3 * groups <= 4 * w1_slots).then_some(TailLaunch::LeastWork)
 }
 
+/// Where a strip kernel lets the next kernel on the stream launch (`exec_pdl_release`,
+/// kernels/exec_matvec_strip.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
+/// start early).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Release {
+    /// Once every CTA has started: the next kernel's CTAs take the slots this one's free, in its
+    /// tail.
+    Start,
+    /// Once every CTA is done with its units (W1: at its last tile).
+    End,
+}
+
+/// [`Release::Start`] where the launch's CTAs fill at least 0.9 of the device's resident CTAs
+/// (`slots`), else [`Release::End`]. Where a launch leaves slots free, a release at the start lets
+/// the next kernel's CTAs take them and sit, waiting, beside this whole kernel. Measured on the
+/// H200 (docs/gpu.md, session 21; 66 shapes, the three orders in one process, ratios against
+/// serial launches): at 0.9 rounds and more the start release gained 2-14% (the end release
+/// 0-12%); below, it lost up to 18% on long kernels (W1 at 0.57-0.83 rounds: 0.82-0.97), where the
+/// end release held 0.95-1.02 and gained up to 25% on short ones; geomean 1.075 under this rule
+/// against 1.061 (start everywhere) and 1.068 (end everywhere).
+pub(super) fn release_point(grid: u64, slots: u64) -> Release {
+    if 10 * grid >= 9 * slots {
+        Release::Start
+    } else {
+        Release::End
+    }
+}
+
 /// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
@@ -172,14 +200,46 @@ impl GpuExecMatrix {
             return Ok(*p);
         }
         let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?;
+        let p = match p {
+            Some(p) => Some(self.with_release(p, None)?),
+            None => None,
+        };
         Ok(*self.one_column.get_or_init(|| p))
+    }
+
+    /// `p` with the strip kernel's entry point that releases the next kernel on the stream
+    /// (programmatic dependent launch, exec/launch.rs) where `release` says, or where
+    /// [`release_point`] puts it for the launch's rounds when None. Other kernels unchanged.
+    pub(super) fn with_release(&self, mut p: Plan, release: Option<Release>) -> Result<Plan, GpuError> {
+        let w1 = match p.name {
+            "exec_matvec_strip" | "exec_matvec_strip_release_end" => false,
+            "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => true,
+            _ => return Ok(p),
+        };
+        let release = match release {
+            Some(r) => r,
+            None => {
+                let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
+                release_point(u64::from(p.grid), slots)
+            }
+        };
+        p.name = match (w1, release) {
+            (false, Release::Start) => "exec_matvec_strip",
+            (false, Release::End) => "exec_matvec_strip_release_end",
+            (true, Release::Start) => "exec_matvec_strip_w1",
+            (true, Release::End) => "exec_matvec_strip_w1_release_end",
+        };
+        Ok(p)
     }
 
     /// Bench: the production one-column plan chosen again, without the kept one (its host cost,
     /// `nwc-gpu-bench --exec-host`); the kernel's name and threads per CTA.
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
-        Ok(self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?.map(|p| (p.name, p.threads)))
+        match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+            Some(p) => Ok(Some(self.with_release(p, None).map(|p| (p.name, p.threads))?)),
+            None => Ok(None),
+        }
     }
 
     /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`] and
@@ -373,5 +433,16 @@ mod tests {
         assert_eq!(strip_rows(1_000_000, 1, ctas).unwrap(), 32);
         // an RS whose tile partials do not fit shared memory counts no resident CTA
         assert_eq!(strip_rows(100, 1, |rs| Ok(if rs < 16 { 0 } else { 396 })).unwrap(), 16);
+    }
+
+    #[test]
+    fn the_next_kernel_is_released_at_the_start_only_where_the_launch_fills_the_device() {
+        // 132 SMs x 24 one-warp CTAs
+        let slots = 132 * 24;
+        assert_eq!(release_point(6144, slots), Release::Start); // 24576 rows: 1.94 rounds
+        assert_eq!(release_point(2852, slots), Release::Start); // 0.90: the threshold
+        assert_eq!(release_point(2851, slots), Release::End);
+        assert_eq!(release_point(2019, slots), Release::End); // 8073 rows: 0.64 rounds, lost 15% at the start
+        assert_eq!(release_point(1, slots), Release::End);
     }
 }

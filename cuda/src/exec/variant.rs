@@ -2,6 +2,7 @@
 //! kernels/bench/exec_matvec_variants.cu) and of the strip kernel forced to one launch shape.
 
 use super::plan::{Plan, Tail};
+use super::strip::Release;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
@@ -22,6 +23,13 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
+            ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
+                let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                    Some(p) => Ok(Some(self.with_release(p, Some(release))?)),
+                    None => Ok(None),
+                };
+            }
             _ => {}
         }
         type Kernels = &'static [(&'static str, u64)];

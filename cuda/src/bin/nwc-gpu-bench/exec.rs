@@ -7,18 +7,21 @@ use super::timing::{gaussian_bf16, rotation, time_us};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::{Gpu, GpuMatrix};
 use nwc_reference::{encode, Mode, Shape, Weights};
 use std::sync::Arc;
 
-/// Exact execution-layout matvec kernels timed side by side (production first).
-pub const MATVECS: [(&str, ExecMatvecKernel); 5] = [
-    ("exact", ExecMatvecKernel::Exact),
-    ("stream", ExecMatvecKernel::Stream),
-    ("rows", ExecMatvecKernel::Rows),
-    ("stream-generic", ExecMatvecKernel::StreamGeneric),
-    ("rows-noes", ExecMatvecKernel::RowsNoPrefetch),
+/// Exact execution-layout matvec kernels timed side by side (production first), each with how its
+/// launches follow the one before (`exact-serial`: production without programmatic dependent
+/// launch).
+pub const MATVECS: [(&str, ExecMatvecKernel, DependentLaunch); 6] = [
+    ("exact", ExecMatvecKernel::Exact, DependentLaunch::Programmatic),
+    ("exact-serial", ExecMatvecKernel::Exact, DependentLaunch::Serial),
+    ("stream", ExecMatvecKernel::Stream, DependentLaunch::Programmatic),
+    ("rows", ExecMatvecKernel::Rows, DependentLaunch::Programmatic),
+    ("stream-generic", ExecMatvecKernel::StreamGeneric, DependentLaunch::Programmatic),
+    ("rows-noes", ExecMatvecKernel::RowsNoPrefetch, DependentLaunch::Programmatic),
 ];
 /// Dequant kernels timed side by side (production first).
 pub const DEQUANTS: [(&str, nwc_cuda::exec::ExecDequantKernel); 2] =
@@ -74,9 +77,10 @@ pub fn measure(gpu: &Arc<Gpu>, gm: &GpuMatrix, words: &[u16], x: &[u16], expecte
     let xd = mats[0].activations_f32(&xf, 1)?;
     let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
     let mut us = Vec::new();
-    for &(label, kernel) in &MATVECS {
+    for &(label, kernel, order) in &MATVECS {
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
+            e.set_dependent_launch(order);
         }
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
@@ -128,7 +132,7 @@ pub fn report(rows: &[Reported]) {
     }
     println!("\nexecution layout (spec 20), batch 1, BF16 activations and outputs:");
     let mut head = format!("{:<48} | {:>9} | {:>8} |", "matrix", "cuBLAS us", "f10 us");
-    for (v, _) in &MATVECS {
+    for (v, _, _) in &MATVECS {
         head += &format!(" {:>9} {:>6} |", format!("{v} us"), "/cB");
     }
     for (v, _) in &DEQUANTS {
@@ -164,7 +168,7 @@ pub fn report(rows: &[Reported]) {
         }
         let geo = |f: &dyn Fn(&Reported) -> f64| (sel.iter().map(|r| f(r).ln()).sum::<f64>() / sel.len() as f64).exp();
         let per: Vec<String> =
-            MATVECS.iter().enumerate().map(|(i, (v, _))| format!("{v} {:.3}x", geo(&|r| r.cublas_us / r.e.us[i]))).collect();
+            MATVECS.iter().enumerate().map(|(i, (v, _, _))| format!("{v} {:.3}x", geo(&|r| r.cublas_us / r.e.us[i]))).collect();
         println!(
             "exec geomean vs cuBLAS, {kind}: {} over {} shapes (format-10 production: {:.3}x); min over shapes >= 4096x4096: {:.3}x",
             per.join(", "),
@@ -213,7 +217,7 @@ pub fn run_rows(gpu: &Arc<Gpu>, blas: &CudaBlas, jobs: Vec<(String, u64, u64, Ve
         let f10_stored = mats[0].stored_bytes;
         let e = measure(gpu, &mats[0], &words, &x, &expected)?;
         drop(mats);
-        let per: Vec<String> = MATVECS.iter().zip(&e.us).skip(1).map(|((v, _), t)| format!("{v} {t:8.2}")).collect();
+        let per: Vec<String> = MATVECS.iter().zip(&e.us).skip(1).map(|((v, _, _), t)| format!("{v} {t:8.2}")).collect();
         println!(
             "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) {}",
             e.us[0],

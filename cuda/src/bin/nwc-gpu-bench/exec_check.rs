@@ -6,7 +6,7 @@
 use super::timing::gaussian_bf16;
 use super::Res;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{ExecActivations, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::Gpu;
 use nwc_reference::bounded as level2;
 use nwc_reference::exec::{decode_exec, encode_exec};
@@ -14,7 +14,12 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 2] = [ExecMatvecKernel::VarStripCta, ExecMatvecKernel::VarStripW1];
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 4] = [
+    ExecMatvecKernel::VarStripCta,
+    ExecMatvecKernel::VarStripW1,
+    ExecMatvecKernel::VarStripReleaseStart,
+    ExecMatvecKernel::VarStripReleaseEnd,
+];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
@@ -179,8 +184,43 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         }
     }
     println!("exec-sweep: {}/{count} passed", count - failed);
+    failed += chain(gpu)?;
     if failed > 0 {
         return Err(format!("exec-sweep: {failed} failed").into());
     }
     Ok(())
+}
+
+/// Dependent launches: on square matrices (the rows, CTA strip and W1 kernels), 8 exact matvecs
+/// back to back with no host synchronisation, each one's f32 output the next one's activations
+/// (so a kernel that read its activations before the one before it finished, e.g. a programmatic
+/// launch that did not wait, would differ), against the reference's chain bit for bit. Returns
+/// the number of chains that differed.
+fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
+    let s = &gpu.stream;
+    let mut failed = 0;
+    for (i, k) in [1008u64, 4096, 8192].into_iter().enumerate() {
+        let shape = Shape::new(k, k);
+        let words = gaussian_bf16((k * k) as usize, 3000 + i as u64);
+        let reference = decode_exec(&encode_exec(shape, &words)?)?;
+        let e = GpuExecMatrix::upload(gpu, &encode_exec(shape, &words)?)?;
+        let (kernel, threads) = e.one_column_kernel()?;
+        let x0 = activations(k, 90 + i as u64);
+        let mut bufs = [e.activations_f32(&x0, 1)?, ExecActivations::F32 { buf: s.alloc_zeros(k as usize)?, batch: 1 }];
+        let mut want = x0;
+        for step in 0..8 {
+            let [a, b] = &mut bufs;
+            let (ExecActivations::F32 { buf: out, .. }, src) = (if step % 2 == 0 { (b, &*a) } else { (a, &*b) }) else {
+                return Err("chain: f32 activations expected".into());
+            };
+            e.matvec_into_f32(src, None, out)?;
+            want = reference.matvec(&want, 1, None)?;
+        }
+        let ExecActivations::F32 { buf, .. } = &bufs[0] else { return Err("chain: f32 activations expected".into()) };
+        let got = s.clone_dtoh(buf)?;
+        let bad = got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+        println!("exec-chain {k}x{k} ({kernel}, {} warps): 8 dependent matvecs, {bad} outputs differ", threads / 32);
+        failed += usize::from(bad > 0);
+    }
+    Ok(failed)
 }

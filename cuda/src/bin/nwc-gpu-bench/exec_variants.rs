@@ -12,7 +12,7 @@ use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, tile, time_us};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use std::sync::Arc;
@@ -33,31 +33,47 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 ];
 
 /// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
-/// CTA, rows per unit; `--exec-strip-plans`), and its label.
+/// CTA, rows per unit; `--exec-strip-plans`), how its launches follow the one before, and its
+/// label.
 pub struct Entry {
     kernel: ExecMatvecKernel,
     plan: Option<(u64, u64)>,
+    launch: DependentLaunch,
     label: String,
 }
 
-/// The kernels timed: without `plans`, the production default, the strip variants and `OTHERS`;
-/// with them, the production default, W1 forced, the CTA kernel at each forced (W, RS) and the
-/// strip kernels' no-decode probe.
-pub fn entries(plans: Option<&[(u64, u64)]>) -> Vec<Entry> {
-    let plain = |k: ExecMatvecKernel| Entry { kernel: k, plan: None, label: k.name().to_string() };
-    match plans {
-        None => std::iter::once(ExecMatvecKernel::Exact).chain(STRIP_VARIANTS).chain(OTHERS).map(plain).collect(),
-        Some(list) => {
-            let mut v = vec![plain(ExecMatvecKernel::Exact), plain(ExecMatvecKernel::VarStripW1)];
+/// Which kernels `--exec-variants` times.
+pub enum Entries<'a> {
+    /// The production default, the strip variants and `OTHERS`.
+    All,
+    /// The production default, W1 forced, the CTA kernel at each forced (W, RS) and the strip
+    /// kernels' no-decode probe (`--exec-strip-plans`).
+    Plans(&'a [(u64, u64)]),
+    /// The production default with programmatic dependent launch and without, and with the next
+    /// kernel released at every launch's start or end (`--exec-pdl`).
+    Launches,
+}
+
+/// The kernels timed, production first, then production with serial launches.
+pub fn entries(which: Entries) -> Vec<Entry> {
+    let plain = |k: ExecMatvecKernel| Entry { kernel: k, plan: None, launch: DependentLaunch::default(), label: k.name().to_string() };
+    let serial = Entry { kernel: ExecMatvecKernel::Exact, plan: None, launch: DependentLaunch::Serial, label: "exact-serial".into() };
+    let mut v = vec![plain(ExecMatvecKernel::Exact), serial];
+    match which {
+        Entries::All => v.extend(STRIP_VARIANTS.into_iter().chain(OTHERS).map(plain)),
+        Entries::Plans(list) => {
+            v.push(plain(ExecMatvecKernel::VarStripW1));
             v.extend(list.iter().map(|&(w, rs)| Entry {
                 kernel: ExecMatvecKernel::VarStripCta,
                 plan: Some((w, rs)),
+                launch: DependentLaunch::default(),
                 label: format!("cta-w{w}-rs{rs}"),
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
-            v
         }
+        Entries::Launches => v.extend([ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd].map(plain)),
     }
+    v
 }
 
 /// N(0, 0.02) BF16 words from `gaussian_bf16` streams of 4 M words each, generated in parallel.
@@ -110,9 +126,10 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], label: String, m:
         for e in mats.iter_mut() {
             e.set_matvec_kernel(kernel);
             e.force_strip_plan(entry.plan)?;
+            e.set_dependent_launch(entry.launch);
         }
         let (name, threads) = mats[0].one_column_kernel()?;
-        names.push(format!("{name}/{}w", threads / 32));
+        names.push(format!("{name}/{}w/{:.2}r", threads / 32, mats[0].one_column_rounds()?));
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
         let got = s.clone_dtoh(&y16)?;

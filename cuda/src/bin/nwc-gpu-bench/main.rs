@@ -15,7 +15,8 @@
 //! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
-//! the strip kernel's CTAs forced to each launch shape instead of the variants; `--exec-batch
+//! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
+//! the production default with programmatic dependent launch and without; `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
@@ -120,6 +121,7 @@ fn main() -> Res<()> {
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
+    let mut exec_pdl = false;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
@@ -142,6 +144,7 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
+            "--exec-pdl" => exec_pdl = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
@@ -160,8 +163,11 @@ fn main() -> Res<()> {
     if tc_warps.is_some() && !exec_batch {
         return Err("--exec-tc-warps needs --exec-batch".into());
     }
-    if strip_plans.is_some() && !exec_variants {
-        return Err("--exec-strip-plans needs --exec-variants".into());
+    if (strip_plans.is_some() || exec_pdl) && !exec_variants {
+        return Err("--exec-strip-plans and --exec-pdl need --exec-variants".into());
+    }
+    if strip_plans.is_some() && exec_pdl {
+        return Err("--exec-strip-plans and --exec-pdl choose different kernel lists: give one".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -202,7 +208,12 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        return exec_variants::run(&gpu, &blas, &exec_variants::entries(strip_plans.as_deref()), &listed(), pool.as_deref());
+        let which = match (&strip_plans, exec_pdl) {
+            (Some(list), _) => exec_variants::Entries::Plans(list),
+            (None, true) => exec_variants::Entries::Launches,
+            (None, false) => exec_variants::Entries::All,
+        };
+        return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
     }
     if profile {
         let (m, k) = profile_shape()?;
