@@ -199,6 +199,25 @@ __device__ __forceinline__ void cp_commit() { asm volatile("cp.async.commit_grou
 template <int N>
 __device__ __forceinline__ void cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
+// ---- Programmatic dependent launch (sm_90+; nwc_cuda's launch.rs, docs/gpu.md, session 21) ----
+// A kernel launched with the host's programmatic-serialization attribute may start while the
+// kernel before it on the stream still runs. grid_dependency_wait blocks until that kernel has
+// completed and its memory is visible: whatever another kernel may write (activations, bias,
+// outputs, scratch and counters) is touched only after it; the matrix's own fields, which no kernel
+// writes while the matrix lives, may be read or prefetched before. grid_dependency_release lets the
+// next kernel on the stream launch once every CTA of this one has called it or exited. Both are
+// no-ops in a plain launch and before sm_90.
+__device__ __forceinline__ void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void grid_dependency_release() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 // Spec 9.1/9.2 for one block: the words of the lanes before this one (a warp prefix sum of the
 // header bytes), and the 16-byte-aligned span [start16, start16 + 16 n16) of `data` that holds
 // all 32 lane streams of the block (`base` is its offset).

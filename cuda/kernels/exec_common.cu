@@ -287,25 +287,7 @@ __device__ __forceinline__ void exec_cp_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-// ---- Programmatic dependent launch (sm_90+; docs/gpu.md, session 21) ----
-// A kernel launched with the host's programmatic-serialization attribute (`DependentLaunch`,
-// exec/launch.rs) may start while the kernel before it on the stream is still running.
-// exec_pdl_wait blocks until that kernel has completed and its memory is visible, so everything
-// a kernel reads that another kernel may write (activations, bias) and every store it makes come
-// after it; only the matrix's own fields, which no kernel writes while the matrix lives, may be
-// read or prefetched before it. exec_pdl_release lets the next kernel on the stream launch once
-// every CTA of this one has called it or exited. Both are no-ops in a plain launch and on devices
-// before sm_90.
-__device__ __forceinline__ void exec_pdl_wait() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void exec_pdl_release() {
-#if __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
+// ---- L2 prefetch before grid_dependency_wait (common.cu) ----
 // Asks L2 for the bytes [p, p + n) rounded inward to 16 bytes (a hint: no fault, no register,
 // nothing waits for it); sm_90+, nothing before.
 __device__ __forceinline__ void exec_prefetch_l2(const exec_u8* p, exec_u32 n) {

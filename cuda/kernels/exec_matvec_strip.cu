@@ -163,7 +163,7 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     }
 }
 
-// Programmatic dependent launch (exec_pdl_wait): before the wait a warp asks L2 for the first
+// Programmatic dependent launch (grid_dependency_wait, common.cu): before the wait a warp asks L2 for the first
 // rows of its work, so that, launched while the previous kernel's last CTAs run, its weights
 // stream in meanwhile. Lane l < n prefetches the sm bytes of row m0 + l, lane n + l its code
 // bytes, columns [c0, c0 + cols) clipped to K16 (n <= 16; the matrix's fields, which no kernel
@@ -178,7 +178,7 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
 // CTAs of W warps (the default): a CTA covers RB = RS x slices rows and all CB tiles, its warps take
 // the CB x slices units (cb, slice) round-robin, slices = max(1, W / CB); the tile partials meet in
 // shared memory and one thread per row adds them after the CTA barrier.
-// LATE: 0 = the next kernel on the stream may launch (exec_pdl_release) once every CTA has started,
+// LATE: 0 = the next kernel on the stream may launch (grid_dependency_release) once every CTA has started,
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
@@ -193,8 +193,8 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
         const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
         if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
     }
-    if (!LATE) exec_pdl_release();
-    exec_pdl_wait();
+    if (!LATE) grid_dependency_release();
+    grid_dependency_wait();
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
@@ -204,7 +204,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
                                    if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
                                });
     }
-    if (LATE) exec_pdl_release();
+    if (LATE) grid_dependency_release();
     __syncthreads();
     for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
         const exec_u32 m = m0 + t;
@@ -257,8 +257,8 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
     const bool rows = r0 + 4u <= M;
     exec_strip_prefetch(sm, codes, K, r0, min(4u, M - r0), 0u, 1024u, lane);  // its first 2 tiles
-    if (!LATE) exec_pdl_release();
-    exec_pdl_wait();
+    if (!LATE) grid_dependency_release();
+    grid_dependency_wait();
     exec_u32 b4, b2[4];
     exec_strip_w1_bases(base, r0, l3, b4, b2);
     const exec_u8* ps = sm + (exec_u64)r0 * K16 + lane * 16u;
@@ -272,7 +272,7 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         const exec_u32 kc = c0 + lane * 16u;
         const bool active = kc < K16;
         const bool whole = c0 + 512u <= K;  // warp-uniform
-        if (LATE && c0 + 512u >= K) exec_pdl_release();
+        if (LATE && c0 + 512u >= K) grid_dependency_release();
         float xv[16];
         exec_strip_x(xv, x, kc, whole, active);
         ExecStripGroup g;

@@ -85,6 +85,20 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
     const exec_u8* pc0 = codes + ((exec_u64)gr * 16 + g) * (K16 >> 1) + 8u * t;
     const exec_u8* pc1 = pc0 + 4ull * K16;
     const exec_u32* prow = poff + (exec_u64)gr * CB * 4;  // the row group's item offsets
+    // Programmatic dependent launch (grid_dependency_wait, common.cu): the warp's first item (lane
+    // l < 16: row l's sm bytes, l >= 16: row l - 16's code bytes) asked of L2 before the wait;
+    // activations, outputs and partial sums after it. The next kernel is released once the CTA's
+    // warps are done with their items.
+    if (i0 + warp < i1) {
+        const exec_u32 c0 = ((i0 + warp) >> 2) * 512u + ((i0 + warp) & 3u) * 128u;
+        const exec_u64 m = (exec_u64)gr * 16 + (lane & 15u);
+        const exec_u32 n = min(128u, K16 - c0);
+        if (m < M) {
+            if (lane < 16u) exec_prefetch_l2(sm + m * K16 + c0, n);
+            else exec_prefetch_l2(codes + m * (K16 >> 1) + (c0 >> 1), n >> 1);
+        }
+    }
+    grid_dependency_wait();
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
@@ -127,6 +141,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         const uint2 range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
         exec_tcs_item<NT, XCHUNK, PROBE>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
     }
+    grid_dependency_release();
     exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 

@@ -207,6 +207,9 @@ __device__ __forceinline__ void block_loop(u8* mybuf, u32 gw, u32 tw, const u8* 
     cp_commit();
     setup();
     if (b >= nb) return;
+    // Programmatic dependent launch (common.cu): the first block's stream and raw rows are on
+    // their way (matrix fields); activations, outputs, partials and counters come after the wait.
+    grid_dependency_wait();
     for (u32 n = 0;; n++) {
         const u32 bn = b + tw;
         const bool next = has_next;
@@ -223,6 +226,9 @@ __device__ __forceinline__ void block_loop(u8* mybuf, u32 gw, u32 tw, const u8* 
         }
         cp_wait<1>(); // block b's stream has landed
         __syncwarp();
+        // The next kernel may launch once every warp is at its last block (a persistent grid's
+        // tail; at the start where a warp has one block): its CTAs then take the SMs this one frees.
+        if (!next) grid_dependency_release();
         work(b, b / cbs, b % cbs, mybuf + (n & 1) * STAGE, cur);
         __syncwarp(); // every lane is done with buffer n & 1 before step n + 1 refills it
         if (!next) break;

@@ -18,10 +18,12 @@ pub mod exec;
 pub mod fp8_native;
 pub mod gpu;
 pub mod kernels;
+mod launch;
 pub mod matrix;
 pub mod pair_table;
 
 pub use gpu::Gpu;
+pub use launch::DependentLaunch;
 #[cfg(feature = "bench")]
 pub use matrix::Probe;
 pub use matrix::{DequantKernel, DeviceActivations, GpuMatrix, MatvecKernel, OutputKind};

@@ -13,7 +13,6 @@
 
 mod derived;
 mod encode;
-mod launch;
 mod panel;
 mod plan;
 mod run;
@@ -26,7 +25,7 @@ mod tensor_strip;
 #[cfg(feature = "bench")]
 mod variant;
 
-pub use launch::DependentLaunch;
+pub use crate::DependentLaunch;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 
 use crate::gpu::Gpu;

@@ -119,7 +119,7 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             PanelRows::Two => return Err(GpuError::Unsupported("the 2-row-group panel kernel does not fit this device's shared memory")),
         };
-        let launch = SplitLaunch { name, grid: plan.grid, threads, smem, splits: plan.splits };
+        let launch = SplitLaunch { name, grid: plan.grid, threads, smem, splits: plan.splits, waits: false };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
 }

@@ -3,9 +3,9 @@
 //! the arguments its entry point declares. `run` dispatches to it; `variant` (bench) builds the
 //! plans of the lean kernel's ceiling probes on the same types.
 
-use super::launch::{launch_programmatic, Arg};
-use super::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
+use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
+use crate::launch::{launch_programmatic, param};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -51,7 +51,7 @@ impl Tail {
         }
     }
 
-    /// The entry points that wait for the kernel before them (`exec_pdl_wait`) before they read
+    /// The entry points that wait for the kernel before them (`grid_dependency_wait`) before they read
     /// the activations or store anything, and so may be launched programmatically (`launch`):
     /// the strip kernels and their probes.
     fn waits(self) -> bool {
@@ -284,31 +284,32 @@ impl GpuExecMatrix {
         let f = self.ptrs();
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
         let cfg = LaunchConfig { grid_dim: (p.grid, 1, 1), block_dim: (p.threads, 1, 1), shared_mem_bytes: p.smem };
-        if p.tail.waits() && self.dependent_launch == DependentLaunch::Programmatic && self.gpu.compute_capability.0 >= 9 {
-            let flags = self.derived.flags.device_ptr(s);
-            let groups = p.tail.groups().unwrap_or(0);
-            let args = [
-                Arg::U64(f.sm),
-                Arg::U64(f.codes),
-                Arg::U64(f.base),
-                Arg::U64(f.esc_start),
-                Arg::U64(f.esc),
-                Arg::U32(m32),
-                Arg::U32(k32),
-                Arg::U64(x),
-                Arg::U64(ldx),
-                Arg::U32(ncols),
-                Arg::U64(bias),
-                Arg::U64(y),
-                Arg::U64(ldy),
-                Arg::I32(out_bf16),
-                Arg::U32(groups),
-                Arg::U64(flags.0),
+        if p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu) {
+            let (flags, _g) = self.derived.flags.device_ptr(s);
+            let rs = p.tail.groups().unwrap_or(0);
+            let mut params = [
+                param(&f.sm),
+                param(&f.codes),
+                param(&f.base),
+                param(&f.esc_start),
+                param(&f.esc),
+                param(&m32),
+                param(&k32),
+                param(&x),
+                param(&ldx),
+                param(&ncols),
+                param(&bias),
+                param(&y),
+                param(&ldy),
+                param(&out_bf16),
+                param(&rs),
+                param(&flags),
             ];
             // SAFETY: EXEC_STRIP's and EXEC_STRIP_W1's argument list (Tail::RowsFlags, as below),
-            // and both wait for the kernel before them before they read x or bias or store to y
-            // (exec_strip_body, exec_strip_w1_body); they read only the matrix's fields before.
-            unsafe { launch_programmatic(s, self.gpu.function(p.name)?, cfg, &args) }?;
+            // each value of the type the entry point declares and alive for the call; both wait
+            // for the kernel before them before they read x or bias or store to y
+            // (exec_strip_body, exec_strip_w1_body) and read only the matrix's fields before.
+            unsafe { launch_programmatic(s, self.gpu.function(p.name)?, cfg, &mut params) }?;
             return Ok(());
         }
         let mut b = s.launch_builder(self.gpu.function(p.name)?);

@@ -157,7 +157,7 @@ pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLau
     (3 * groups <= 4 * w1_slots).then_some(TailLaunch::LeastWork)
 }
 
-/// Where a strip kernel lets the next kernel on the stream launch (`exec_pdl_release`,
+/// Where a strip kernel lets the next kernel on the stream launch (`grid_dependency_release`,
 /// kernels/exec_matvec_strip.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
 /// start early).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -6,6 +6,7 @@
 use super::panel::{PanelRows, PANEL_SMEM};
 use super::tensor_strip::StripVariant;
 use super::{ExecMatvecKernel, GpuExecMatrix};
+use crate::launch::{launch_programmatic, param};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -127,6 +128,9 @@ pub(super) struct SplitLaunch {
     pub threads: u32,
     pub smem: u32,
     pub splits: u32,
+    /// The kernel waits for the kernel before it before it touches activations, outputs or
+    /// partial sums (EXEC_TCS), so it may be launched programmatically where `splits` is 1.
+    pub waits: bool,
 }
 
 impl GpuExecMatrix {
@@ -152,6 +156,33 @@ impl GpuExecMatrix {
         };
         let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
         let cfg = LaunchConfig { grid_dim: (l.grid, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
+        if l.waits && l.splits == 1 && self.dependent_launch.programmatic_on(&self.gpu) {
+            let mut params = [
+                param(&f.sm),
+                param(&f.codes),
+                param(&f.base),
+                param(&f.esc_start),
+                param(&f.esc),
+                param(&m32),
+                param(&k32),
+                param(&x),
+                param(&ldx),
+                param(&ncols),
+                param(&bias),
+                param(&y),
+                param(&ldy),
+                param(&out_bf16),
+                param(&poff),
+                param(&pent),
+                param(&pp),
+                param(&l.splits),
+            ];
+            // SAFETY: EXEC_TCS's argument list, each value of the type it declares and alive for
+            // the call (one split: no partial sums, no summing kernel); the kernel reads only the
+            // matrix's fields before it waits for the kernel before it (exec_tcs_body).
+            unsafe { launch_programmatic(s, self.gpu.function(l.name)?, cfg, &mut params) }?;
+            return Ok(());
+        }
         let mut b = s.launch_builder(self.gpu.function(l.name)?);
         b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
         b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16).arg(&poff).arg(&pent).arg(&pp).arg(&l.splits);

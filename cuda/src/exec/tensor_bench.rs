@@ -39,8 +39,14 @@ impl GpuExecMatrix {
                 let cost = (panels * s).div_ceil(sms * per_sm) * per;
                 let key = (cost, s, std::cmp::Reverse(wg));
                 if best.as_ref().is_none_or(|b| key < (b.0, b.1, b.2)) {
-                    let l =
-                        SplitLaunch { name, grid: (panels * s) as u32, threads: (128 * wg) as u32, smem: smem as u32, splits: s as u32 };
+                    let l = SplitLaunch {
+                        name,
+                        grid: (panels * s) as u32,
+                        threads: (128 * wg) as u32,
+                        smem: smem as u32,
+                        splits: s as u32,
+                        waits: false,
+                    };
                     best = Some((key.0, key.1, key.2, l));
                 }
             }

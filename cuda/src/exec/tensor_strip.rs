@@ -188,7 +188,7 @@ impl GpuExecMatrix {
             },
             _ => plan_now()?,
         };
-        let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits };
+        let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
 }

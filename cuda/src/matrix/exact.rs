@@ -4,6 +4,7 @@
 use super::fields::Table;
 use super::{DeviceActivations, GpuMatrix, MatvecKernel, OutputKind};
 use crate::kernels::{EXACT_MAX_COLUMNS, EXACT_SMEM, EXACT_THREADS, THREADS};
+use crate::launch::{launch_programmatic, param};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::Layout;
@@ -90,6 +91,29 @@ impl GpuMatrix {
         let grid = self.warp_per_block_grid(&name, EXACT_THREADS, EXACT_SMEM)?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXACT_THREADS, 1, 1), shared_mem_bytes: EXACT_SMEM };
         let p = self.dev.ptrs(s);
+        if self.dependent_launch.programmatic_on(&self.gpu) {
+            let mut params = [
+                param(&p.data),
+                param(&p.bases),
+                param(&p.hdr),
+                param(&p.pairs),
+                param(&p.low),
+                param(&p.scale),
+                param(&c.x),
+                param(&c.bias),
+                param(&c.y),
+                param(&c.out_bf16),
+                param(&self.geo),
+                param(&p.partial),
+                param(&p.count),
+            ];
+            // SAFETY: as the plain launch below (NWC_EXACT_MATVEC_L0's argument list, each value
+            // of the type it declares, alive for the call); the kernel (block_loop,
+            // kernels/pair_decode.cu) touches only the matrix's fields before it waits for the
+            // kernel before it: activations, bias, outputs, partials and counters come after.
+            unsafe { launch_programmatic(s, self.gpu.function(&name)?, cfg, &mut params) }?;
+            return Ok(());
+        }
         let mut b = s.launch_builder(self.gpu.function(&name)?);
         p.push_stream(&mut b, Table::Pairs);
         b.arg(&p.scale).arg(&c.x).arg(&c.bias).arg(&c.y).arg(&c.out_bf16).arg(&self.geo).arg(&p.partial).arg(&p.count);

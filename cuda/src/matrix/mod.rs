@@ -18,6 +18,7 @@ pub use select::{DequantKernel, MatvecKernel};
 
 use crate::gpu::Gpu;
 use crate::kernels::{BOUNDED_MAX_COLUMNS, EXACT_MAX_COLUMNS};
+use crate::DependentLaunch;
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DeviceRepr};
 use fields::DeviceFields;
@@ -76,6 +77,8 @@ pub struct GpuMatrix {
     pub stored_bytes: u64,
     matvec_kernel: MatvecKernel,
     dequant_kernel: DequantKernel,
+    /// How the layout 0 exact matvec's launches follow the kernel before them ([`DependentLaunch`]).
+    dependent_launch: DependentLaunch,
 }
 
 fn pad_to(mut v: Vec<u8>, len: usize) -> Vec<u8> {
@@ -144,6 +147,7 @@ impl GpuMatrix {
             stored_bytes,
             matvec_kernel: MatvecKernel::Exact,
             dequant_kernel: DequantKernel::ByLayout,
+            dependent_launch: DependentLaunch::default(),
         })
     }
 
@@ -158,6 +162,7 @@ impl GpuMatrix {
             stored_bytes: self.stored_bytes,
             matvec_kernel: self.matvec_kernel,
             dequant_kernel: self.dequant_kernel,
+            dependent_launch: self.dependent_launch,
         })
     }
 
@@ -179,6 +184,16 @@ impl GpuMatrix {
         kernel.check(self.mode)?;
         self.matvec_kernel = kernel;
         Ok(())
+    }
+
+    pub fn dependent_launch(&self) -> DependentLaunch {
+        self.dependent_launch
+    }
+
+    /// How the layout 0 exact matvec's launches follow the kernel before them on the stream
+    /// ([`DependentLaunch`]; the results are the same either way).
+    pub fn set_dependent_launch(&mut self, order: DependentLaunch) {
+        self.dependent_launch = order;
     }
 
     pub fn dequant_kernel(&self) -> DequantKernel {

@@ -214,12 +214,21 @@ pub fn run_rows(gpu: &Arc<Gpu>, blas: &CudaBlas, jobs: Vec<(String, u64, u64, Ve
         let mut y16: CudaSlice<u16> = s.alloc_zeros(m as usize)?;
         let f10_us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
         let expected = s.clone_dtoh(&y16)?;
+        let mut mats = mats;
+        for g in mats.iter_mut() {
+            g.set_dependent_launch(DependentLaunch::Serial);
+        }
+        s.memset_zeros(&mut y16)?;
+        let f10_serial_us = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
+        if s.clone_dtoh(&y16)? != expected {
+            println!("MISMATCH format 10 {m}x{k}: serial launches differ from programmatic ones");
+        }
         let f10_stored = mats[0].stored_bytes;
         let e = measure(gpu, &mats[0], &words, &x, &expected)?;
         drop(mats);
         let per: Vec<String> = MATVECS.iter().zip(&e.us).skip(1).map(|((v, _, _), t)| format!("{v} {t:8.2}")).collect();
         println!(
-            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} | exec {:8.2} ({:.3}x) {}",
+            "{label:<48} cuBLAS {cublas_us:8.2} us | format 10 {f10_us:8.2} (serial {f10_serial_us:8.2}) | exec {:8.2} ({:.3}x) {}",
             e.us[0],
             cublas_us / e.us[0],
             per.join(" ")

@@ -8,7 +8,7 @@ use super::timing::{gaussian_bf16, rotation, time_us, DenseGemm};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
 use nwc_cuda::{Gpu, GpuMatrix};
 use nwc_reference::bounded as level2;
 use nwc_reference::{encode, Mode, Shape, Weights};
@@ -37,15 +37,18 @@ pub struct TensorRun {
     pub kernel: ExecMatvecKernel,
     pub runs: fn(usize) -> bool,
     pub warps: Option<u64>,
+    pub launch: DependentLaunch,
 }
 
-/// The kernels of [`TENSOR`], unforced.
+/// The kernels of [`TENSOR`], unforced, and after the production choice the same with serial
+/// launches (`bounded-serial`: no programmatic dependent launch).
 /// With `--exec-wgmma`, the warpgroup-MMA kernel (session 20, sm_90a) too, from 2 columns.
 pub fn tensor_runs() -> Vec<TensorRun> {
-    let mut v: Vec<TensorRun> =
-        TENSOR.iter().map(|&(label, kernel, runs)| TensorRun { label: label.to_owned(), kernel, runs, warps: None }).collect();
+    let run = |label: &str, kernel, runs, launch| TensorRun { label: label.to_owned(), kernel, runs, warps: None, launch };
+    let mut v: Vec<TensorRun> = TENSOR.iter().map(|&(label, kernel, runs)| run(label, kernel, runs, DependentLaunch::default())).collect();
+    v.insert(1, run("bounded-serial", ExecMatvecKernel::Bounded, |_| true, DependentLaunch::Serial));
     if super::WGMMA.load(std::sync::atomic::Ordering::Relaxed) {
-        v.insert(1, TensorRun { label: "wgmma (bench)".to_owned(), kernel: ExecMatvecKernel::BoundedWgmma, runs: |n| n >= 2, warps: None });
+        v.insert(2, run("wgmma (bench)", ExecMatvecKernel::BoundedWgmma, |n| n >= 2, DependentLaunch::default()));
     }
     v
 }
@@ -53,12 +56,19 @@ pub fn tensor_runs() -> Vec<TensorRun> {
 /// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
 /// each of `list`'s warps per CTA forced, its splits as the plan's.
 pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
-    let mut v = vec![TensorRun { label: "bounded".to_owned(), kernel: ExecMatvecKernel::Bounded, runs: |_| true, warps: None }];
+    let mut v = vec![TensorRun {
+        label: "bounded".to_owned(),
+        kernel: ExecMatvecKernel::Bounded,
+        runs: |_| true,
+        warps: None,
+        launch: DependentLaunch::default(),
+    }];
     v.extend(list.iter().map(|&w| TensorRun {
         label: format!("strip-w{w}"),
         kernel: ExecMatvecKernel::Bounded,
         runs: |n| n <= 32,
         warps: Some(w),
+        launch: DependentLaunch::default(),
     }));
     v
 }
@@ -139,6 +149,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             for e in mats.iter_mut() {
                 e.set_matvec_kernel(kernel);
                 e.force_tc_strip_warps(run.warps)?;
+                e.set_dependent_launch(run.launch);
             }
             let xd = mats[0].activations_bf16(&xs, n)?;
             s.memset_zeros(&mut y)?;

@@ -1,23 +1,24 @@
-//! Programmatic dependent launch (PDL, sm_90+) for the one-column strip kernels.
+//! Programmatic dependent launch (PDL, sm_90+) of the exact matvec kernels (the execution
+//! layout's one-column strip kernels, format 10's layout 0 kernel) and the bounded strip kernel.
 //!
 //! A kernel launched with the driver's programmatic-serialization attribute may start while the
 //! kernel before it on the stream is still running, once every CTA of that kernel has called
-//! `griddepcontrol.launch_dependents` (or exited). The strip kernels ask L2 for the first rows of
-//! their weights, then wait (`exec_pdl_wait`, kernels/exec_common.cu) for the kernel before them
-//! to finish before they read the activations or store anything, so the result is the same; only
-//! the time between two kernels changes. Measured in docs/gpu.md ("Session 21").
+//! `griddepcontrol.launch_dependents` (or exited). These kernels touch only their matrix's own
+//! fields (which no kernel writes while the matrix lives) before they wait (`griddepcontrol.wait`)
+//! for the kernel before them to finish: activations, bias, outputs and scratch come after. So
+//! the results are the same; only the time between two kernels changes. Measured in docs/gpu.md
+//! ("Session 21").
 
 use cudarc::driver::{sys, CudaFunction, CudaStream, DriverError, LaunchConfig};
 use std::ffi::c_void;
 
-/// How an execution-layout matvec launch is ordered after the kernel before it on the stream.
+/// How a matvec launch is ordered after the kernel before it on the stream.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum DependentLaunch {
     /// The plain order: the kernel starts when the one before it has finished.
     Serial,
-    /// Programmatic dependent launch where the kernel waits for its predecessor itself (the
-    /// strip kernels) and the device has it (compute capability 9.0 and later); elsewhere
-    /// `Serial`. The default.
+    /// Programmatic dependent launch where the kernel waits for its predecessor itself and the
+    /// device has it (compute capability 9.0 and later); elsewhere `Serial`. The default.
     #[default]
     Programmatic,
 }
@@ -37,37 +38,26 @@ impl DependentLaunch {
     }
 }
 
-/// One kernel argument, by value, in the width the entry point declares.
-#[derive(Clone, Copy, Debug)]
-pub(super) enum Arg {
-    U64(u64),
-    U32(u32),
-    I32(i32),
+/// A pointer to one kernel argument, for [`launch_programmatic`]'s parameter array.
+pub(crate) fn param<T>(v: &T) -> *mut c_void {
+    v as *const T as *mut c_void
 }
 
 /// Launches `func` on `stream` with the programmatic-serialization attribute.
 ///
 /// # Safety
-/// As `LaunchArgs::launch`: `args` must match the entry point's parameters in number, order and
-/// width, every pointer among them must be valid for what the kernel does with it, and the kernel
-/// must wait (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or writes
-/// memory an earlier kernel may touch.
-pub(super) unsafe fn launch_programmatic(
+/// As `LaunchArgs::launch`: `params` must point at the entry point's arguments in number, order
+/// and type, alive for the call (the driver copies them before it returns); every device pointer
+/// among them must be valid for what the kernel does with it; and the kernel must wait
+/// (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or writes memory an
+/// earlier kernel may touch.
+pub(crate) unsafe fn launch_programmatic(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
-    args: &[Arg],
+    params: &mut [*mut c_void],
 ) -> Result<(), DriverError> {
     stream.context().bind_to_thread()?;
-    let mut values = args.to_vec();
-    let mut params: Vec<*mut c_void> = values
-        .iter_mut()
-        .map(|a| match a {
-            Arg::U64(v) => v as *mut u64 as *mut c_void,
-            Arg::U32(v) => v as *mut u32 as *mut c_void,
-            Arg::I32(v) => v as *mut i32 as *mut c_void,
-        })
-        .collect();
     // SAFETY: a plain C struct and union of integers and pointers, for which all-zero is valid.
     let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
     attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -84,7 +74,13 @@ pub(super) unsafe fn launch_programmatic(
         attrs: &mut attr,
         numAttrs: 1,
     };
-    // SAFETY: `config` and `attr` outlive the call; `params` points at `values`, which outlive it
-    // too (the driver copies the arguments before it returns); the rest is the caller's contract.
+    // SAFETY: `config` and `attr` outlive the call; the rest is the caller's contract.
     unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
+}
+
+impl DependentLaunch {
+    /// True where this order and the device make a launch programmatic.
+    pub(crate) fn programmatic_on(self, gpu: &crate::Gpu) -> bool {
+        self == DependentLaunch::Programmatic && gpu.compute_capability.0 >= 9
+    }
 }
