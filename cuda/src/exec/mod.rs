@@ -29,6 +29,7 @@ pub use crate::DependentLaunch;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 
 use crate::gpu::Gpu;
+use crate::launch::param;
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, SyncOnDrop};
 use nwc_reference::exec::{validate_exec, ExecGeometry, ExecMatrix};
@@ -97,6 +98,42 @@ pub(crate) struct ExecPtrs<'a> {
     pub esc_start: u64,
     pub esc: u64,
     _guards: [SyncOnDrop<'a>; 5],
+}
+
+/// The values of `EXEC_MATVEC_PARAMS` (kernels/exec_common.cu) after the five fields, in its order.
+pub(crate) struct MatvecArgs {
+    pub m: u32,
+    pub k: u32,
+    pub x: u64,
+    pub ldx: u64,
+    pub ncols: u32,
+    pub bias: u64,
+    pub y: u64,
+    pub ldy: u64,
+    pub out_bf16: i32,
+}
+
+impl ExecPtrs<'_> {
+    /// `EXEC_MATVEC_PARAMS` as argument pointers for `launch::launch_programmatic` (valid while
+    /// `self` and `a` live); a launch appends its entry point's trailing arguments.
+    pub(crate) fn matvec_params(&self, a: &MatvecArgs) -> Vec<*mut std::ffi::c_void> {
+        vec![
+            param(&self.sm),
+            param(&self.codes),
+            param(&self.base),
+            param(&self.esc_start),
+            param(&self.esc),
+            param(&a.m),
+            param(&a.k),
+            param(&a.x),
+            param(&a.ldx),
+            param(&a.ncols),
+            param(&a.bias),
+            param(&a.y),
+            param(&a.ldy),
+            param(&a.out_bf16),
+        ]
+    }
 }
 
 impl crate::gpu::Resident for GpuExecMatrix {

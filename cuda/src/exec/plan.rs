@@ -3,7 +3,7 @@
 //! the arguments its entry point declares. `run` dispatches to it; `variant` (bench) builds the
 //! plans of the lean kernel's ceiling probes on the same types.
 
-use super::{ExecMatvecKernel, GpuExecMatrix};
+use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
 use crate::launch::{launch_programmatic, param};
 use crate::GpuError;
@@ -287,24 +287,9 @@ impl GpuExecMatrix {
         if p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu) {
             let (flags, _g) = self.derived.flags.device_ptr(s);
             let rs = p.tail.groups().unwrap_or(0);
-            let mut params = [
-                param(&f.sm),
-                param(&f.codes),
-                param(&f.base),
-                param(&f.esc_start),
-                param(&f.esc),
-                param(&m32),
-                param(&k32),
-                param(&x),
-                param(&ldx),
-                param(&ncols),
-                param(&bias),
-                param(&y),
-                param(&ldy),
-                param(&out_bf16),
-                param(&rs),
-                param(&flags),
-            ];
+            let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
+            let mut params = f.matvec_params(&a);
+            params.extend([param(&rs), param(&flags)]);
             // SAFETY: EXEC_STRIP's and EXEC_STRIP_W1's argument list (Tail::RowsFlags, as below),
             // each value of the type the entry point declares and alive for the call; both wait
             // for the kernel before them before they read x or bias or store to y

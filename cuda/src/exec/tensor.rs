@@ -5,7 +5,7 @@
 
 use super::panel::{PanelRows, PANEL_SMEM};
 use super::tensor_strip::StripVariant;
-use super::{ExecMatvecKernel, GpuExecMatrix};
+use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
 use crate::launch::{launch_programmatic, param};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
@@ -157,26 +157,9 @@ impl GpuExecMatrix {
         let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
         let cfg = LaunchConfig { grid_dim: (l.grid, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
         if l.waits && l.splits == 1 && self.dependent_launch.programmatic_on(&self.gpu) {
-            let mut params = [
-                param(&f.sm),
-                param(&f.codes),
-                param(&f.base),
-                param(&f.esc_start),
-                param(&f.esc),
-                param(&m32),
-                param(&k32),
-                param(&x),
-                param(&ldx),
-                param(&ncols),
-                param(&bias),
-                param(&y),
-                param(&ldy),
-                param(&out_bf16),
-                param(&poff),
-                param(&pent),
-                param(&pp),
-                param(&l.splits),
-            ];
+            let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
+            let mut params = f.matvec_params(&a);
+            params.extend([param(&poff), param(&pent), param(&pp), param(&l.splits)]);
             // SAFETY: EXEC_TCS's argument list, each value of the type it declares and alive for
             // the call (one split: no partial sums, no summing kernel); the kernel reads only the
             // matrix's fields before it waits for the kernel before it (exec_tcs_body).
