@@ -8,6 +8,10 @@
 //! exact and each output is within the bound of spec 19 (`nwc_reference::bounded`) of the
 //! canonical one.
 //!
+//! On compute capability 9.0 and later the exact matvecs and the bounded strip kernel are launched
+//! programmatically ([`DependentLaunch`]): a launch may start while the kernel before it on the
+//! stream finishes, and waits for that kernel before it touches anything another kernel may write.
+//!
 //! Kernels live in `kernels/*.cu`, one file per role ([`kernels`]), and are compiled by NVRTC at
 //! run time for the device's architecture, once per process and device ([`Gpu::get`]). The
 //! `bench` feature adds the superseded versions, timing probes and the fp8 baseline that

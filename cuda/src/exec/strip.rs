@@ -172,7 +172,7 @@ pub(super) enum Release {
 /// [`Release::Start`] where the launch's CTAs fill at least 0.9 of the device's resident CTAs
 /// (`slots`), else [`Release::End`]. Where a launch leaves slots free, a release at the start lets
 /// the next kernel's CTAs take them and sit, waiting, beside this whole kernel. Measured on the
-/// H200 (docs/gpu.md, session 21; 66 shapes, the three orders in one process, ratios against
+/// H200 (docs/gpu.md, session 21; 74 rows, the three orders in one process, ratios against
 /// serial launches): at 0.9 rounds and more the start release gained 2-14% (the end release
 /// 0-12%); below, it lost up to 18% on long kernels (W1 at 0.57-0.83 rounds: 0.82-0.97), where the
 /// end release held 0.95-1.02 and gained up to 25% on short ones; geomean 1.075 under this rule
