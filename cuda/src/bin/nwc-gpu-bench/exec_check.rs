@@ -7,10 +7,10 @@ use super::timing::gaussian_bf16;
 use super::Res;
 use cudarc::driver::CudaSlice;
 use nwc_cuda::exec::{ExecActivations, ExecDequantKernel, ExecMatvecKernel, GpuExecMatrix};
-use nwc_cuda::Gpu;
+use nwc_cuda::{DeviceActivations, Gpu, GpuMatrix};
 use nwc_reference::bounded as level2;
 use nwc_reference::exec::{decode_exec, encode_exec};
-use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
+use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
@@ -191,36 +191,143 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
     Ok(())
 }
 
-/// Dependent launches: on square matrices (the rows, CTA strip and W1 kernels), 8 exact matvecs
-/// back to back with no host synchronisation, each one's f32 output the next one's activations
-/// (so a kernel that read its activations before the one before it finished, e.g. a programmatic
-/// launch that did not wait, would differ), against the reference's chain bit for bit. Returns
-/// the number of chains that differed.
+/// Dependent launches (programmatic on Hopper, `nwc_cuda::DependentLaunch`): chains of matvecs
+/// back to back with no host synchronisation, each one's output the next one's activations, so
+/// a kernel that read its activations before the one before it had finished them, or wrote its
+/// output while the one before still read it, would differ. Exact chains (the execution layout's
+/// one-column kernels on square matrices of the rows, CTA strip and W1 shapes, ping-pong between
+/// two buffers; format 10's layout 0 kernel likewise) against the reference's chain bit for bit;
+/// a bounded chain (tensor cores, 8 columns, a buffer per step) each step against spec 19.6 for
+/// the input it read. Returns the number of chains that failed.
 fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
-    let s = &gpu.stream;
     let mut failed = 0;
     for (i, k) in [1008u64, 4096, 8192].into_iter().enumerate() {
-        let shape = Shape::new(k, k);
-        let words = gaussian_bf16((k * k) as usize, 3000 + i as u64);
-        let reference = decode_exec(&encode_exec(shape, &words)?)?;
-        let e = GpuExecMatrix::upload(gpu, &encode_exec(shape, &words)?)?;
-        let (kernel, threads) = e.one_column_kernel()?;
-        let x0 = activations(k, 90 + i as u64);
-        let mut bufs = [e.activations_f32(&x0, 1)?, ExecActivations::F32 { buf: s.alloc_zeros(k as usize)?, batch: 1 }];
-        let mut want = x0;
-        for step in 0..8 {
-            let [a, b] = &mut bufs;
-            let (ExecActivations::F32 { buf: out, .. }, src) = (if step % 2 == 0 { (b, &*a) } else { (a, &*b) }) else {
-                return Err("chain: f32 activations expected".into());
-            };
-            e.matvec_into_f32(src, None, out)?;
-            want = reference.matvec(&want, 1, None)?;
-        }
-        let ExecActivations::F32 { buf, .. } = &bufs[0] else { return Err("chain: f32 activations expected".into()) };
-        let got = s.clone_dtoh(buf)?;
-        let bad = got.iter().zip(&want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
-        println!("exec-chain {k}x{k} ({kernel}, {} warps): 8 dependent matvecs, {bad} outputs differ", threads / 32);
-        failed += usize::from(bad > 0);
+        failed += usize::from(!exec_chain(gpu, k, i as u64)?);
     }
+    failed += usize::from(!format10_chain(gpu)?);
+    failed += usize::from(!bounded_chain(gpu)?);
     Ok(failed)
+}
+
+/// Ping-pong between two activation buffers `bufs` (each step reads one and writes the other's
+/// buffer, `out` of the buffer's f32 slice); returns the index of the last one written.
+fn ping_pong<A>(
+    bufs: &mut [A; 2],
+    steps: usize,
+    out: impl Fn(&mut A) -> Res<&mut CudaSlice<f32>>,
+    mut step: impl FnMut(&A, &mut CudaSlice<f32>) -> Res<()>,
+) -> Res<usize> {
+    for n in 0..steps {
+        let [a, b] = bufs;
+        if n % 2 == 0 {
+            step(a, out(b)?)?;
+        } else {
+            step(b, out(a)?)?;
+        }
+    }
+    Ok(steps % 2)
+}
+
+fn exec_f32(a: &mut ExecActivations) -> Res<&mut CudaSlice<f32>> {
+    match a {
+        ExecActivations::F32 { buf, .. } => Ok(buf),
+        ExecActivations::Bf16 { .. } => Err("chain: f32 activations expected".into()),
+    }
+}
+
+fn f10_f32(a: &mut DeviceActivations) -> Res<&mut CudaSlice<f32>> {
+    match a {
+        DeviceActivations::F32 { buf, .. } => Ok(buf),
+        DeviceActivations::Bf16 { .. } => Err("chain: f32 activations expected".into()),
+    }
+}
+
+fn report_exact(what: String, got: &[f32], want: &[f32]) -> bool {
+    let bad = got.iter().zip(want).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    println!("{what}: 8 dependent matvecs, {bad} outputs differ");
+    bad == 0
+}
+
+fn exec_chain(gpu: &Arc<Gpu>, k: u64, seed: u64) -> Res<bool> {
+    let s = &gpu.stream;
+    let shape = Shape::new(k, k);
+    let words = gaussian_bf16((k * k) as usize, 3000 + seed);
+    let reference = decode_exec(&encode_exec(shape, &words)?)?;
+    let e = GpuExecMatrix::upload(gpu, &encode_exec(shape, &words)?)?;
+    let (kernel, threads) = e.one_column_kernel()?;
+    let x0 = activations(k, 90 + seed);
+    let mut bufs = [e.activations_f32(&x0, 1)?, ExecActivations::F32 { buf: s.alloc_zeros(k as usize)?, batch: 1 }];
+    let last = ping_pong(&mut bufs, 8, exec_f32, |src, dst| Ok(e.matvec_into_f32(src, None, dst)?))?;
+    let last = exec_f32(&mut bufs[last])?;
+    let mut want = x0;
+    for _ in 0..8 {
+        want = reference.matvec(&want, 1, None)?;
+    }
+    Ok(report_exact(format!("exec-chain {k}x{k} ({kernel}, {} warps)", threads / 32), &s.clone_dtoh(last)?, &want))
+}
+
+/// Format 10's layout 0 exact kernel: 4096x4096 (Kp = K = M, so an output is the next input).
+fn format10_chain(gpu: &Arc<Gpu>) -> Res<bool> {
+    let s = &gpu.stream;
+    let k = 4096u64;
+    let words = gaussian_bf16((k * k) as usize, 3100);
+    let enc = encode(Mode::BF16_L0, Shape::new(k, k), Weights::Bf16(&words))?.matrix;
+    let (g, dec) = GpuMatrix::upload_and_decode(gpu, &enc)?;
+    let x0 = activations(k, 95);
+    let first = g.activations_f32(&x0, 1)?;
+    let kp = match &first {
+        DeviceActivations::F32 { kp, .. } | DeviceActivations::Bf16 { kp, .. } => *kp,
+    };
+    if kp as u64 != k {
+        return Err(format!("chain: Kp {kp} for K {k}").into());
+    }
+    let mut bufs = [first, DeviceActivations::F32 { buf: s.alloc_zeros(k as usize)?, batch: 1, kp }];
+    let last = ping_pong(&mut bufs, 8, f10_f32, |src, dst| Ok(g.matvec_into_f32(src, None, dst)?))?;
+    let last = f10_f32(&mut bufs[last])?;
+    let mut want = x0;
+    for _ in 0..8 {
+        want = dec.matvec(&want, 1, None)?;
+    }
+    Ok(report_exact(format!("format-10 chain {k}x{k}"), &s.clone_dtoh(last)?, &want))
+}
+
+/// The bounded (tensor-core) matvec on 8 BF16 columns, 2048x2048 (K16 = K = M), 4 steps, a buffer
+/// per step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
+fn bounded_chain(gpu: &Arc<Gpu>) -> Res<bool> {
+    let s = &gpu.stream;
+    let (k, nb, steps) = (2048u64, 8usize, 4usize);
+    let shape = Shape::new(k, k);
+    let words = gaussian_bf16((k * k) as usize, 3200);
+    let m = encode_exec(shape, &words)?;
+    let reference = decode_exec(&m)?;
+    let mut e = GpuExecMatrix::upload(gpu, &m)?;
+    e.set_matvec_kernel(ExecMatvecKernel::Bounded);
+    let x0 = gaussian_bf16(k as usize * nb, 96);
+    let mut acts = vec![e.activations_bf16(&x0, nb)?];
+    for _ in 0..steps {
+        acts.push(ExecActivations::Bf16 { buf: s.alloc_zeros(k as usize * nb)?, batch: nb });
+    }
+    for n in 0..steps {
+        let (done, rest) = acts.split_at_mut(n + 1);
+        let ExecActivations::Bf16 { buf: out, .. } = &mut rest[0] else { return Err("chain: BF16 activations expected".into()) };
+        e.matvec_into_bf16(&done[n], None, out)?;
+    }
+    let words_of = |a: &ExecActivations| -> Res<Vec<u16>> {
+        match a {
+            ExecActivations::Bf16 { buf, .. } => Ok(s.clone_dtoh(buf)?),
+            ExecActivations::F32 { .. } => Err("chain: BF16 activations expected".into()),
+        }
+    };
+    let dec =
+        DecodedMatrix { mode: Mode::BF16_L0, shape, exp_of_rank: [0; 15], elements: Elements::Bf16(reference.words.clone()), scale: None };
+    let mut bad = Vec::new();
+    for n in 0..steps {
+        let xw: Vec<f32> = words_of(&acts[n])?.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+        let got: Vec<u32> = words_of(&acts[n + 1])?.into_iter().map(u32::from).collect();
+        if let Err(why) = level2::check_outputs(&level2::expected(&dec, &xw, nb, None)?, &got, true) {
+            bad.push(format!("step {n}: {why}"));
+        }
+    }
+    println!("bounded chain {k}x{k}, {nb} columns: {steps} dependent matvecs, {} steps outside spec 19.6 {}", bad.len(), bad.join("; "));
+    Ok(bad.is_empty())
 }
