@@ -24,7 +24,11 @@
 
 Kernels run on ``torch.cuda.current_stream()`` in torch's primary context, on torch's tensors (no
 copies of weights or outputs, no synchronisation), so a forward pass can be captured in a CUDA
-graph. Activations must be ``torch.bfloat16`` on the layer's device.
+graph. Activations must be ``torch.bfloat16`` on the layer's device. On Hopper the matvec kernels
+are launched programmatically (``nwc_cuda::DependentLaunch``): one may start streaming its weights
+while the kernel before it on the stream finishes, and waits for that kernel before it reads its
+activations; after a torch kernel, which does not let its successor in early, it starts when that
+kernel completes, as any launch does.
 """
 
 from __future__ import annotations
