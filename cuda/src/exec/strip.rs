@@ -185,6 +185,22 @@ pub(super) fn release_point(grid: u64, slots: u64) -> Release {
     }
 }
 
+/// The entry point of the strip kernel `name` (either release point, CTA or W1) that releases the
+/// next kernel at `release`; None for any other kernel.
+fn release_entry(name: &str, release: Release) -> Option<&'static str> {
+    let w1 = match name {
+        "exec_matvec_strip" | "exec_matvec_strip_release_end" => false,
+        "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => true,
+        _ => return None,
+    };
+    Some(match (w1, release) {
+        (false, Release::Start) => "exec_matvec_strip",
+        (false, Release::End) => "exec_matvec_strip_release_end",
+        (true, Release::Start) => "exec_matvec_strip_w1",
+        (true, Release::End) => "exec_matvec_strip_w1_release_end",
+    })
+}
+
 /// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
@@ -211,11 +227,9 @@ impl GpuExecMatrix {
     /// (programmatic dependent launch, exec/launch.rs) where `release` says, or where
     /// [`release_point`] puts it for the launch's rounds when None. Other kernels unchanged.
     pub(super) fn with_release(&self, mut p: Plan, release: Option<Release>) -> Result<Plan, GpuError> {
-        let w1 = match p.name {
-            "exec_matvec_strip" | "exec_matvec_strip_release_end" => false,
-            "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => true,
-            _ => return Ok(p),
-        };
+        if release_entry(p.name, Release::Start).is_none() {
+            return Ok(p);
+        }
         let release = match release {
             Some(r) => r,
             None => {
@@ -223,12 +237,7 @@ impl GpuExecMatrix {
                 release_point(u64::from(p.grid), slots)
             }
         };
-        p.name = match (w1, release) {
-            (false, Release::Start) => "exec_matvec_strip",
-            (false, Release::End) => "exec_matvec_strip_release_end",
-            (true, Release::Start) => "exec_matvec_strip_w1",
-            (true, Release::End) => "exec_matvec_strip_w1_release_end",
-        };
+        p.name = release_entry(p.name, release).unwrap_or(p.name);
         Ok(p)
     }
 
@@ -444,5 +453,21 @@ mod tests {
         assert_eq!(release_point(2851, slots), Release::End);
         assert_eq!(release_point(2019, slots), Release::End); // 8073 rows: 0.64 rounds, lost 15% at the start
         assert_eq!(release_point(1, slots), Release::End);
+    }
+
+    #[test]
+    fn each_strip_kernel_has_both_release_points_among_the_production_entry_points() {
+        let loaded = |n: &str| crate::kernels::PRODUCTION.iter().any(|&(k, _)| k == n);
+        for name in ["exec_matvec_strip", "exec_matvec_strip_w1", "exec_matvec_strip_release_end", "exec_matvec_strip_w1_release_end"] {
+            for release in [Release::Start, Release::End] {
+                let e = release_entry(name, release).unwrap();
+                assert!(loaded(e), "{e}");
+                // the same kernel (CTA or W1), only the release point differs
+                assert_eq!(e.contains("_w1"), name.contains("_w1"));
+                assert_eq!(release_entry(e, release), Some(e));
+            }
+        }
+        assert_eq!(release_entry("exec_matvec_rows", Release::End), None);
+        assert_eq!(release_entry("bench_exec_probe_strip_nodecode", Release::End), None);
     }
 }
