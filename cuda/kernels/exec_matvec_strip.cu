@@ -1,5 +1,5 @@
 // Execution layout: the exact one-column matvec (spec 20.15, bit-identical to the reference and to
-// exec_matvec_lean.cu), the "strip" kernel (docs/gpu.md, session 12). The lean kernel spends about
+// exec_matvec_lean.cu), the "strip" kernel (docs/gpu-history.md, session 12). The lean kernel spends about
 // half of its instructions per row on structure (cp.async copies, stage and activation reads from
 // shared memory): its no-decode probe stops at 1.11-1.15x of cuBLAS, this kernel's at 1.24-1.30x.
 // Here a warp owns one tile column cb of a strip of RS rows (a unit), so:
@@ -20,7 +20,7 @@
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
 // and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
-// Instructions (session 14, docs/gpu.md): the decode (exec_strip_decode.cu) pairs weights a and a + 4,
+// Instructions (session 14, docs/gpu-history.md): the decode (exec_strip_decode.cu) pairs weights a and a + 4,
 // tiles without pad columns load without predicates or masks, and W1 loads its rows' bases once
 // and advances its pointers; the path every group of 4 rows runs is 370 SASS instructions in W1
 // (466 before) and 404 in the CTA kernel (443), as `bash cuda/sass.sh exec_matvec_strip` counts them;

@@ -105,7 +105,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
         // past K16 get sm 0 and code 1 (a finite weight that meets x = 0). A variant that loaded
         // the warp's next item before decoding this one (121-128 registers) was slower on 3 of
-        // the 6 shapes (docs/gpu.md, session 13).
+        // the 6 shapes (docs/gpu-history.md, session 13).
         uint4 sv[2][2];
         uint2 cv[2][2];
         constexpr int XN = XCHUNK ? 1 : NT;

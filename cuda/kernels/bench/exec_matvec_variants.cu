@@ -1,4 +1,4 @@
-// Bench-only ceiling probes of the one-column exact matvec (docs/gpu.md, session 12; session 7 in
+// Bench-only ceiling probes of the one-column exact matvec (docs/gpu-history.md, session 12; session 7 in
 // docs/gpu-history.md): not exact, never compared, timed by `nwc-gpu-bench --exec-variants`.
 // - bench_exec_probe_nodecode_d4 / _loads_d4: the lean kernel (exec_matvec_lean.cu) with the
 //   stage words used as weights (no decode) / with neither decode nor fma, so the rest (copies, x,

@@ -117,7 +117,7 @@ pub(super) fn strip_launch(
 /// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
 /// round of resident warps (`w1_slots`; 24 per SM on the H200): W1 has no CTA barrier, but a warp
 /// runs all CB tiles of its rows one after the other, so with too few groups the SMs hold too few
-/// warps. Measured on the H200 (docs/gpu.md, session 16: a grid of M = 3072..10240 x K =
+/// warps. Measured on the H200 (docs/gpu-history.md, session 16: a grid of M = 3072..10240 x K =
 /// 2048..14336): W1 was faster by 7-25% at every K from 0.65 of a round (M = 8192, 10240); at 0.48
 /// (M = 6144) faster by 6-8% with 4 and 8 tiles per row but slower by 11-13% with 16 and 28; at
 /// 0.40 and below slower but for 4 tiles per row (3-4% faster). Until session 16 the threshold was

@@ -1,6 +1,6 @@
 //! nwc-exec-flags: how often the batch-1 strip kernels of the execution layout (spec 20) take their
 //! flagged path, counted on the CPU with the reference encoder (`encode_exec`), for the numbers in
-//! docs/gpu.md ("Session 15").
+//! docs/gpu-history.md ("Session 15").
 //!
 //! A row-tile (one row's 512 columns of a tile) is flagged when one of its codes below K is 0 or
 //! 15 (the tile flags the GPU derives at load). A flagged row-tile costs the kernels an escape
