@@ -3,7 +3,7 @@
 # prebuilt in .device-bin/ (`bash cuda/build-device-bin.sh` here; there is no Rust on the device);
 # logs go to $OUT. Every step has a timeout.
 #
-# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-compare|exec-batch-compare|exec-variants]
+# Usage (from the repo root, on the device): bash cuda/device-run.sh [SWEEP_COUNT] [check|verify|bench|ncu|peer-ncu|ceiling|exec|exec-ncu|exec-quick|exec-record|exec-compare|exec-batch-compare|exec-variants|exec-pdl]
 # B=DIR takes the binaries and data from DIR instead of .device-bin (a helper's carry folder).
 #   check  GPU conformance (`nwc-conform gpu`: the corpus through the shared reader with the exact
 #          and the bounded matvec, then a random sweep: exact dequant, gather and matvec, bounded
@@ -55,6 +55,11 @@
 #          included, and both dequants against the reference; 16 recommended) then
 #          `--exec-variants --real`: cuBLAS, the production default, lean, rows and the variants at
 #          batch 1 on the 8 bench shapes, synthetic and real (weights encoded on the GPU).
+#   exec-pdl  the launch order (session 21, ~150 s): `--exec-sweep SWEEP_COUNT:2000000` (its
+#          dependent chains included), then `--exec-variants --exec-pdl`: the production default
+#          (programmatic launches, the release point by the launch's rounds), the same with serial
+#          launches and with the release forced to every launch's start or end, on the 8 bench
+#          shapes (synthetic and real) and on PDL_GRID (default: session 21's 30 fresh shapes).
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}
@@ -215,7 +220,12 @@ exec-batch-compare)
 exec-variants)
   step "exec sweep (variants included), then the one-column kernels beside cuBLAS, batch 1"
   timeout 240 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" --exec-variants --real $B/minilm.bf16 ;;
-*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record, exec-compare, exec-batch-compare or exec-variants)"; exit 2 ;;
+exec-pdl)
+  step "exec sweep (variants and dependent chains)"; timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" 2>&1 | tail -8
+  step "launch orders, bench shapes"; timeout 150 $B/nwc-gpu-bench --exec-variants --exec-pdl --real $B/minilm.bf16 2>&1 | grep -v "prepared"
+  step "launch orders, PDL_GRID"
+  timeout 150 $B/nwc-gpu-bench --exec-variants --exec-pdl --exec-shapes "${PDL_GRID:-2513x6855,2207x2271,1504x1082,21474x8469,5289x2879,4682x1924,1111x13561,2032x14547,12297x2524,17292x2269,2818x14812,1142x3579,10390x9967,3855x5272,742x3229,1453x2855,1600x1782,1403x4790,856x1890,2422x4461,12074x10627,1470x3111,13808x3547,4858x1773,2165x4148,11150x2752,3563x3416,1291x1774,4898x2130,11298x3158}" 2>&1 | grep -v "prepared" ;;
+*) echo "unknown part $part (check, verify, bench, ncu, peer-ncu, ceiling, exec, exec-ncu, exec-quick, exec-record, exec-compare, exec-batch-compare, exec-variants or exec-pdl)"; exit 2 ;;
 esac
 step done
 } 2>&1 | tee "$OUT/$part.log"
