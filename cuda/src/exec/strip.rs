@@ -162,7 +162,7 @@ pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLau
 /// start early).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Release {
-    /// Once every CTA has started: the next kernel's CTAs take the slots this one's free, in its
+    /// Once every CTA has started: the next kernel's CTAs take the slots this one frees, in its
     /// tail.
     Start,
     /// Once every CTA is done with its units (W1: at its last tile).
@@ -224,7 +224,7 @@ impl GpuExecMatrix {
     }
 
     /// `p` with the strip kernel's entry point that releases the next kernel on the stream
-    /// (programmatic dependent launch, exec/launch.rs) where `release` says, or where
+    /// (programmatic dependent launch, `crate::launch`) where `release` says, or where
     /// [`release_point`] puts it for the launch's rounds when None. Other kernels unchanged.
     pub(super) fn with_release(&self, mut p: Plan, release: Option<Release>) -> Result<Plan, GpuError> {
         if release_entry(p.name, Release::Start).is_none() {
