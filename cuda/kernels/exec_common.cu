@@ -219,6 +219,19 @@ __device__ __forceinline__ exec_u16 exec_bf16_rne(float f) {
     return (exec_u16)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// Spec 15.4.6 for BF16 weights (no scale) of output row m of column n, stored at y[n ldy + m]: the
+// bias as one separate add, then f32, or BF16 by RNE where out_bf16. The index types are the
+// caller's (one column: n = ldy = 0 as 32-bit values, so a 32-bit row index keeps its 32-bit
+// address arithmetic), and the address is formed after the bias add, as the kernels had it inline.
+template <class M, class N, class L>
+__device__ __forceinline__ void exec_output(float s, M m, N n, L ldy, const float* __restrict__ bias, void* __restrict__ y, int out_bf16) {
+    if (bias) s = __fadd_rn(s, bias[m]);
+    if (out_bf16)
+        reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(s);
+    else
+        reinterpret_cast<float*>(y)[n * ldy + m] = s;
+}
+
 // Transposed halving tree over R values per lane (R = 1, 2, 4, 8, 16, 32): each step halves the
 // number of values, pairing value 2i with 2i + 1 across the lanes that differ in bit o, then the
 // plain butterfly. Each value's sum is bit-identical to the canonical tree (spec 15.4.4): a lane

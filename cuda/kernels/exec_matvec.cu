@@ -160,11 +160,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                 const exec_u32 n = idx % NB;
                 if (exec_tree_writer<RN>(lane) && m < M && n < ncols) {
                     float t = S;
-                    if (bias) t = __fadd_rn(t, bias[m]);
-                    if (out_bf16)
-                        reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(t);
-                    else
-                        reinterpret_cast<float*>(y)[n * ldy + m] = t;
+                    exec_output(t, m, n, ldy, bias, y, out_bf16);
                 }
                 S = 0.0f;
             } else {
@@ -176,11 +172,7 @@ __device__ __forceinline__ void exec_mv3_body(const exec_u8* __restrict__ sm, co
                         float t = 0.0f;
                         const float* pp = pbuf + ((exec_u64)par * RN + lane) * CB;
                         for (exec_u32 c2 = 0; c2 < CB; ++c2) t = __fadd_rn(t, pp[c2]);
-                        if (bias) t = __fadd_rn(t, bias[m]);
-                        if (out_bf16)
-                            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(t);
-                        else
-                            reinterpret_cast<float*>(y)[n * ldy + m] = t;
+                        exec_output(t, m, n, ldy, bias, y, out_bf16);
                     }
                 }
                 par ^= 1u;

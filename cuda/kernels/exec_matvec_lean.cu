@@ -202,11 +202,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
                 const exec_u32 m = rg * R + idx;
                 if (exec_tree_writer<R>(lane) && m < M && ncols > 0) {
                     float t = S;
-                    if (bias) t = __fadd_rn(t, bias[m]);
-                    if (out_bf16)
-                        reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(t);
-                    else
-                        reinterpret_cast<float*>(y)[m] = t;
+                    exec_output(t, m, 0u, 0u, bias, y, out_bf16);
                 }
                 S = 0.0f;
             } else {
@@ -217,11 +213,7 @@ __device__ __forceinline__ void exec_lean_body(const exec_u8* __restrict__ sm, c
                         float t = 0.0f;
                         const float* pp = pbuf + (par * R + lane) * CB;
                         for (exec_u32 c2 = 0; c2 < CB; ++c2) t = __fadd_rn(t, pp[c2]);
-                        if (bias) t = __fadd_rn(t, bias[m]);
-                        if (out_bf16)
-                            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(t);
-                        else
-                            reinterpret_cast<float*>(y)[m] = t;
+                        exec_output(t, m, 0u, 0u, bias, y, out_bf16);
                     }
                 }
                 par ^= 1u;

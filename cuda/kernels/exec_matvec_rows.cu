@@ -104,11 +104,7 @@ __device__ __forceinline__ void exec_matvec_body(const exec_u8* __restrict__ sm,
         if (m >= M || n >= ncols) continue;
         float acc = 0.0f;
         for (exec_u32 cb = 0; cb < CB; ++cb) acc = __fadd_rn(acc, exec_ps[i * CB + cb]);
-        if (bias) acc = __fadd_rn(acc, bias[m]);
-        if (out_bf16)
-            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(acc);
-        else
-            reinterpret_cast<float*>(y)[n * ldy + m] = acc;
+        exec_output(acc, m, n, ldy, bias, y, out_bf16);
     }
 }
 

@@ -211,11 +211,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
         if (m < M) {
             float S = 0.0f;
             for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
-            if (bias) S = __fadd_rn(S, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
-            else
-                reinterpret_cast<float*>(y)[m] = S;
+            exec_output(S, m, 0u, 0u, bias, y, out_bf16);
         }
     }
 }
@@ -237,11 +233,7 @@ __device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u
                                                     void* __restrict__ y, int out_bf16) {
     const exec_u32 m = r0 + exec_tree_index<4>(lane);
     if (exec_tree_writer<4>(lane) && m < M) {
-        if (bias) S = __fadd_rn(S, bias[m]);
-        if (out_bf16)
-            reinterpret_cast<exec_u16*>(y)[m] = exec_bf16_rne(S);
-        else
-            reinterpret_cast<float*>(y)[m] = S;
+        exec_output(S, m, 0u, 0u, bias, y, out_bf16);
     }
 }
 

@@ -151,11 +151,7 @@ __device__ __forceinline__ void exec_pn_body(EXEC_MATVEC_PARAMS(exec_u16), const
                     if (splits > 1) {
                         part[((exec_u64)s * ncols + n) * M + m] = acc[r][nt][q];
                     } else {
-                        const float v = bias ? __fadd_rn(acc[r][nt][q], bias[m]) : acc[r][nt][q];
-                        if (out_bf16)
-                            reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(v);
-                        else
-                            reinterpret_cast<float*>(y)[n * ldy + m] = v;
+                        exec_output(acc[r][nt][q], m, n, ldy, bias, y, out_bf16);
                     }
                 }
         }
@@ -189,9 +185,5 @@ extern "C" __global__ void exec_tensor_panel_sum(const float* __restrict__ part,
     if (m >= M || n >= ncols) return;
     float sum = 0.0f;
     for (exec_u32 s = 0; s < splits; ++s) sum = __fadd_rn(sum, part[((exec_u64)s * ncols + n) * M + m]);
-    if (bias) sum = __fadd_rn(sum, bias[m]);
-    if (out_bf16)
-        reinterpret_cast<exec_u16*>(y)[(exec_u64)n * ldy + m] = exec_bf16_rne(sum);
-    else
-        reinterpret_cast<float*>(y)[(exec_u64)n * ldy + m] = sum;
+    exec_output(sum, m, (exec_u64)n, ldy, bias, y, out_bf16);
 }

@@ -169,11 +169,7 @@ __device__ __forceinline__ void exec_wg_body(EXEC_MATVEC_PARAMS(exec_u16), const
                 part[((exec_u64)split * ncols + n) * M + m] = sum;
                 continue;
             }
-            if (bias) sum = __fadd_rn(sum, bias[m]);
-            if (out_bf16)
-                reinterpret_cast<exec_u16*>(y)[n * ldy + m] = exec_bf16_rne(sum);
-            else
-                reinterpret_cast<float*>(y)[n * ldy + m] = sum;
+            exec_output(sum, m, n, ldy, bias, y, out_bf16);
         }
 }
 
