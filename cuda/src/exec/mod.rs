@@ -69,7 +69,8 @@ pub struct GpuExecMatrix {
     escapes: u64,
     matvec_kernel: ExecMatvecKernel,
     dequant_kernel: ExecDequantKernel,
-    /// How the one-column strip launches follow the kernel before them (`launch`).
+    /// How the strip kernels' launches (one column, and the bounded one on one split) follow the
+    /// kernel before them (`crate::launch`).
     dependent_launch: DependentLaunch,
     /// Derived at load, not part of the layout (spec 20.3): the tile flags and the patch list.
     derived: derived::Derived,
@@ -309,8 +310,9 @@ impl GpuExecMatrix {
         self.dependent_launch
     }
 
-    /// How the one-column strip launches follow the kernel before them on the stream
-    /// ([`DependentLaunch`]; the results are the same either way).
+    /// How the strip kernels' launches (the exact one-column kernels, and the bounded strip kernel
+    /// where it runs one split) follow the kernel before them on the stream ([`DependentLaunch`];
+    /// the results are the same either way).
     pub fn set_dependent_launch(&mut self, order: DependentLaunch) {
         self.dependent_launch = order;
     }

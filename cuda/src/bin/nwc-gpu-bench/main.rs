@@ -16,7 +16,8 @@
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
-//! the production default with programmatic dependent launch and without; `--exec-batch
+//! the production default with programmatic dependent launch, with serial launches, and with the
+//! next kernel released at every launch's start or end (each launch's rounds printed); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
