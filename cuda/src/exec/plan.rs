@@ -34,12 +34,18 @@ pub(super) enum Tail {
     GroupsFlags(u32),
     /// `EXEC_STRIP` (exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
     RowsFlags(u32),
+    /// Bench, `EXEC_STRIP_EVEN` (bench/exec_matvec_even.cu): the tile flags, then the matrix's
+    /// partials scratch and counters (`GpuExecMatrix::even_scratch`).
+    #[cfg(feature = "bench")]
+    FlagsScratch,
 }
 
 impl Tail {
     fn groups(self) -> Option<u32> {
         match self {
             Tail::Bare => None,
+            #[cfg(feature = "bench")]
+            Tail::FlagsScratch => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::RowsFlags(g) => Some(g),
         }
     }
@@ -48,6 +54,8 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) | Tail::RowsFlags(_) => true,
+            #[cfg(feature = "bench")]
+            Tail::FlagsScratch => true,
         }
     }
 
@@ -55,6 +63,10 @@ impl Tail {
     /// the activations or store anything, and so may be launched programmatically (`launch`):
     /// the strip kernels and their probes.
     fn waits(self) -> bool {
+        #[cfg(feature = "bench")]
+        if self == Tail::FlagsScratch {
+            return true;
+        }
         matches!(self, Tail::RowsFlags(_))
     }
 }
@@ -284,16 +296,28 @@ impl GpuExecMatrix {
         let f = self.ptrs();
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
         let cfg = LaunchConfig { grid_dim: (p.grid, 1, 1), block_dim: (p.threads, 1, 1), shared_mem_bytes: p.smem };
+        #[cfg(feature = "bench")]
+        let scratch_ptrs =
+            (p.tail == Tail::FlagsScratch).then(|| (self.even_scratch.part.device_ptr(s), self.even_scratch.count.device_ptr(s)));
         if p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu) {
             let (flags, _g) = self.derived.flags.device_ptr(s);
             let rs = p.tail.groups().unwrap_or(0);
             let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
             let mut params = f.matvec_params(&a);
+            #[cfg(feature = "bench")]
+            if let Some(((part, _gp), (count, _gc))) = &scratch_ptrs {
+                params.extend([param(&flags), param(part), param(count)]);
+            } else {
+                params.extend([param(&rs), param(&flags)]);
+            }
+            #[cfg(not(feature = "bench"))]
             params.extend([param(&rs), param(&flags)]);
             // SAFETY: EXEC_STRIP's and EXEC_STRIP_W1's argument list (Tail::RowsFlags, as below),
-            // each value of the type the entry point declares and alive for the call; both wait
-            // for the kernel before them before they read x or bias or store to y
-            // (exec_strip_body, exec_strip_w1_body) and read only the matrix's fields before.
+            // or the bench's EXEC_STRIP_EVEN (Tail::FlagsScratch: the flags, then the matrix's
+            // scratch of M4 x CB f32 and M4 / 4 zeroed counters), each value of the type the
+            // entry point declares and alive for the call; all wait for the kernel before them
+            // before they read x or bias or touch y, the scratch or the counters (exec_strip_body,
+            // exec_strip_w1_body, exec_strip_even_body) and read only the matrix's fields before.
             unsafe { launch_programmatic(s, self.gpu.function(p.name)?, cfg, &mut params) }?;
             return Ok(());
         }
@@ -308,12 +332,17 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             b.arg(fp);
         }
+        #[cfg(feature = "bench")]
+        if let Some(((part, _gp), (count, _gc))) = &scratch_ptrs {
+            b.arg(part).arg(count);
+        }
         // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
         // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN
         // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
         // rounded up to 4 bytes) or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags:
         // RS a multiple of 4, then the tile flags; the CTA kernel's shared memory RS x slices x CB
-        // f32 with slices as the kernel derives it, the one-warp kernel's none); the fields passed
+        // f32 with slices as the kernel derives it, the one-warp kernel's none) or the bench's
+        // EXEC_STRIP_EVEN (Tail::FlagsScratch: the flags, the scratch, the counters); the fields passed
         // the spec 20.9 rules or came from the GPU encode; x holds ncols vectors of K16 activations
         // (matvec_raw checked the buffer), y holds ncols x M outputs of the kind out_bf16 says
         // (caller's contract), bias M values or null; the plan's shared memory fits the device

@@ -43,6 +43,11 @@ pub enum ExecMatvecKernel {
     VarStripReleaseStart,
     #[cfg(feature = "bench")]
     VarStripReleaseEnd,
+    /// Bench: every warp an equal share of the (group of 4 rows, tile) pairs, groups cut by a
+    /// share's ends summed through a scratch by their last warp
+    /// (kernels/bench/exec_matvec_even.cu; docs/gpu.md, session 22). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripEven,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -166,6 +171,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripReleaseEnd,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripEven,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -220,6 +227,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseStart => "var-strip-release-start",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripEven => "var-strip-even",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -277,7 +286,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripCta
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
-            | ExecMatvecKernel::VarStripReleaseEnd => true,
+            | ExecMatvecKernel::VarStripReleaseEnd
+            | ExecMatvecKernel::VarStripEven => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -8,6 +8,26 @@ use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
 impl GpuExecMatrix {
+    /// Bench: the plan of [`ExecMatvecKernel::VarStripEven`]: CTAs of one warp, as many as the
+    /// device holds at once or one per (group of 4 rows, tile) pair where there are fewer; the next
+    /// kernel released at the start where that fills 0.9 of the slots, else at the warps' last
+    /// pair (`strip::release_point`). None where the pairs reach 2^32 (the kernel counts them in 32
+    /// bits).
+    fn strip_even_plan(&self) -> Result<Option<Plan>, GpuError> {
+        let start = "bench_exec_matvec_strip_even";
+        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(start, 32, 0)?);
+        let pairs = self.shape.rows.div_ceil(4) * self.col_tiles;
+        if pairs >= 1 << 32 {
+            return Ok(None);
+        }
+        let grid = slots.min(pairs).max(1);
+        let name = match super::strip::release_point(grid, slots) {
+            Release::Start => start,
+            Release::End => "bench_exec_matvec_strip_even_release_end",
+        };
+        Ok(Some(Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::FlagsScratch }))
+    }
+
     /// Bench: the plan of a one-column variant or probe, or None where it does not apply (the lean
     /// probes: K16 % 32 != 0 or x does not fit; the strip kernel's: its tile partials do not fit;
     /// not a variant or probe).
@@ -23,6 +43,7 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
+            ExecMatvecKernel::VarStripEven => return self.strip_even_plan(),
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {

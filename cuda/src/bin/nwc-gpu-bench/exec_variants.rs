@@ -52,6 +52,9 @@ pub enum Entries<'a> {
     /// The production default with programmatic dependent launch and without, and with the next
     /// kernel released at every launch's start or end (`--exec-pdl`).
     Launches,
+    /// The production default (and serial), the equal-share kernel and the two strip kernels
+    /// forced (`--exec-even`; session 22).
+    Even,
 }
 
 /// The kernels timed, production first, then production with serial launches.
@@ -72,6 +75,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
         }
         Entries::Launches => v.extend([ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd].map(plain)),
+        Entries::Even => v.extend([ExecMatvecKernel::VarStripEven, ExecMatvecKernel::VarStripW1, ExecMatvecKernel::VarStripCta].map(plain)),
     }
     v
 }

@@ -17,7 +17,9 @@
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
 //! the production default with programmatic dependent launch, with serial launches, and with the
-//! next kernel released at every launch's start or end (each launch's rounds printed); `--exec-batch
+//! next kernel released at every launch's start or end (each launch's rounds printed), with
+//! `--exec-even` only the production default (and serial), the equal-share kernel and the two
+//! strip kernels forced (session 22); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
@@ -123,6 +125,7 @@ fn main() -> Res<()> {
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
     let mut exec_pdl = false;
+    let mut exec_even = false;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
@@ -146,6 +149,7 @@ fn main() -> Res<()> {
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
             "--exec-pdl" => exec_pdl = true,
+            "--exec-even" => exec_even = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
@@ -164,11 +168,11 @@ fn main() -> Res<()> {
     if tc_warps.is_some() && !exec_batch {
         return Err("--exec-tc-warps needs --exec-batch".into());
     }
-    if (strip_plans.is_some() || exec_pdl) && !exec_variants {
-        return Err("--exec-strip-plans and --exec-pdl need --exec-variants".into());
+    if (strip_plans.is_some() || exec_pdl || exec_even) && !exec_variants {
+        return Err("--exec-strip-plans, --exec-pdl and --exec-even need --exec-variants".into());
     }
-    if strip_plans.is_some() && exec_pdl {
-        return Err("--exec-strip-plans and --exec-pdl choose different kernel lists: give one".into());
+    if usize::from(strip_plans.is_some()) + usize::from(exec_pdl) + usize::from(exec_even) > 1 {
+        return Err("--exec-strip-plans, --exec-pdl and --exec-even choose different kernel lists: give one".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -209,10 +213,11 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        let which = match (&strip_plans, exec_pdl) {
-            (Some(list), _) => exec_variants::Entries::Plans(list),
-            (None, true) => exec_variants::Entries::Launches,
-            (None, false) => exec_variants::Entries::All,
+        let which = match (&strip_plans, exec_pdl, exec_even) {
+            (Some(list), _, _) => exec_variants::Entries::Plans(list),
+            (None, true, _) => exec_variants::Entries::Launches,
+            (None, false, true) => exec_variants::Entries::Even,
+            (None, false, false) => exec_variants::Entries::All,
         };
         return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
     }
