@@ -145,7 +145,8 @@ pub(super) enum TailLaunch {
 /// one round: the least-work shape over every RS (session 19: fixed on 38 shapes with every
 /// launch forced, then on 16 fresh shapes at 1.01-1.31 rounds 0.995x -> 1.028x of cuBLAS with CB
 /// from 5; held to CB >= 8, as the fixed band, 8 of its 11 shapes there gained 2.9-19% and 3 lost
-/// 1.3-3.0%; with CB = 5..7 it lost on 4 of 6 shapes of two calls).
+/// 1.3-3.0%; with CB = 5..7 it lost on 4 of 6 shapes of two calls). Its shape is taken only where
+/// it keeps the SM's warp slots working ([`fills_warp_slots`], session 22), W1 otherwise.
 pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLaunch> {
     let groups = rows.div_ceil(4);
     if cb < 8 || groups <= w1_slots {
@@ -155,6 +156,18 @@ pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLau
         return (10 * groups <= 14 * w1_slots).then_some(TailLaunch::Fixed);
     }
     (3 * groups <= 4 * w1_slots).then_some(TailLaunch::LeastWork)
+}
+
+/// Whether CTAs of `w` warps, `per_sm` of them resident per SM, keep as many warps working on
+/// `cb` tiles per row as W1 keeps resident (`w1_per_sm`): a warp past the CTA's CB x S units has
+/// none, and W x CTAs per SM may fall short of the SM's warp slots (W = 10: 2 CTAs, 20 of 24). In
+/// W1's tail band ([`TailLaunch::LeastWork`]) a shape that does not is not taken, W1 runs
+/// instead. Measured on the H200 (docs/gpu.md, session 22): where CB = 10 or 11 the least-work
+/// shape was CTAs of 10 or 11 warps at RS = 8 in 6-7 rounds, 16-26% slower than W1 on all four
+/// shapes (13824x5120: 0.790x of cuBLAS against W1's 0.999x); the shape work per warp does not
+/// count the idle slots.
+pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> bool {
+    w.min(cb * strip_slices(w, cb)) * per_sm >= w1_per_sm
 }
 
 /// Where a strip kernel lets the next kernel on the stream launch (`grid_dependency_release`,
@@ -258,7 +271,14 @@ impl GpuExecMatrix {
         if strip_w1(self.shape.rows, slots) {
             let tail = match strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
                 Some(TailLaunch::Fixed) => self.strip_plan_with(cta, W1_TAIL_PLAN.0, W1_TAIL_PLAN.1),
-                Some(TailLaunch::LeastWork) => self.strip_plan(cta, UnitRows::Any)?,
+                Some(TailLaunch::LeastWork) => match self.strip_plan(cta, UnitRows::Any)? {
+                    Some(p) => {
+                        let (w, per_sm) = (u64::from(p.threads / 32), u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?));
+                        let w1_per_sm = slots / u64::from(self.gpu.sm_count);
+                        fills_warp_slots(w, self.col_tiles, per_sm, w1_per_sm).then_some(p)
+                    }
+                    None => None,
+                },
                 None => None,
             };
             return Ok(Some(tail.unwrap_or_else(|| self.strip_w1_plan(w1))));
@@ -442,6 +462,25 @@ mod tests {
         assert_eq!(strip_rows(1_000_000, 1, ctas).unwrap(), 32);
         // an RS whose tile partials do not fit shared memory counts no resident CTA
         assert_eq!(strip_rows(100, 1, |rs| Ok(if rs < 16 { 0 } else { 396 })).unwrap(), 16);
+    }
+
+    #[test]
+    fn the_tail_band_takes_no_shape_that_leaves_warp_slots_idle() {
+        // 13824x5120 (CB = 10, 1.09 rounds of W1): the least-work shape is 10 warps at RS = 8,
+        // 2 CTAs per SM, 20 of 24 warps: W1 instead
+        let cb = 10;
+        assert_eq!(strip_w1_tail(13824, cb, 3168), Some(TailLaunch::LeastWork));
+        let (w, rs) = strip_launch(13824, cb, 132, UnitRows::Any, h200).unwrap().unwrap();
+        assert_eq!((w, rs), (10, 8));
+        assert!(!fills_warp_slots(w, cb, h200(w, rs).unwrap(), 24));
+        // 12 warps on 10 tiles: 2 of them without a unit
+        assert!(!fills_warp_slots(12, cb, 2, 24));
+        // 14500x8704 (CB = 17): 6 warps at RS = 32, 4 CTAs per SM, all 24 working: taken
+        let (w, rs) = strip_launch(14500, 17, 132, UnitRows::Any, h200).unwrap().unwrap();
+        assert_eq!((w, rs), (6, 32));
+        assert!(fills_warp_slots(w, 17, h200(w, rs).unwrap(), 24));
+        // the fixed band's 4 warps of units of 8 rows: 6 CTAs, 24 warps
+        assert!(fills_warp_slots(W1_TAIL_PLAN.0, 8, 6, 24));
     }
 
     #[test]
