@@ -38,24 +38,28 @@ impl DependentLaunch {
     }
 }
 
-/// A pointer to one kernel argument, for [`launch_programmatic`]'s parameter array.
+/// A pointer to one kernel argument, for [`launch_params`]'s parameter array.
 pub(crate) fn param<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
 
-/// Launches `func` on `stream` with the programmatic-serialization attribute.
+/// Launches `func` on `stream` with the arguments `params` points at: with the
+/// programmatic-serialization attribute where `programmatic`, else a plain launch (no attribute:
+/// the kernel starts when the one before it on the stream has finished). The matvec launches that
+/// may be programmatic take this one path either way, so each lists its arguments once.
 ///
 /// # Safety
 /// As `LaunchArgs::launch`: `params` must point at the entry point's arguments in number, order
 /// and type, alive for the call (the driver copies them before it returns); every device pointer
-/// among them must be valid for what the kernel does with it; and the kernel must wait
-/// (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or writes memory an
-/// earlier kernel may touch.
-pub(crate) unsafe fn launch_programmatic(
+/// among them must be valid for what the kernel does with it; and where `programmatic`, the kernel
+/// must wait (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or writes
+/// memory an earlier kernel may touch.
+pub(crate) unsafe fn launch_params(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
     params: &mut [*mut c_void],
+    programmatic: bool,
 ) -> Result<(), DriverError> {
     stream.context().bind_to_thread()?;
     // SAFETY: a plain C struct and union of integers and pointers, for which all-zero is valid.
@@ -71,8 +75,8 @@ pub(crate) unsafe fn launch_programmatic(
         blockDimZ: cfg.block_dim.2,
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: &mut attr,
-        numAttrs: 1,
+        attrs: if programmatic { &mut attr } else { std::ptr::null_mut() },
+        numAttrs: u32::from(programmatic),
     };
     // SAFETY: `config` and `attr` outlive the call; the rest is the caller's contract.
     unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()

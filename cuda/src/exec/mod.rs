@@ -137,7 +137,7 @@ pub(crate) struct MatvecArgs {
 }
 
 impl ExecPtrs<'_> {
-    /// `EXEC_MATVEC_PARAMS` as argument pointers for `launch::launch_programmatic` (valid while
+    /// `EXEC_MATVEC_PARAMS` as argument pointers for `launch::launch_params` (valid while
     /// `self` and `a` live); a launch appends its entry point's trailing arguments.
     pub(crate) fn matvec_params(&self, a: &MatvecArgs) -> Vec<*mut std::ffi::c_void> {
         vec![

@@ -5,9 +5,9 @@
 
 use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
-use crate::launch::{launch_programmatic, param};
+use crate::launch::{launch_params, param};
 use crate::GpuError;
-use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{DevicePtr, LaunchConfig};
 
 /// Rows per item of the streaming kernels (EXEC3_R in the sources).
 pub(super) const ITEM_ROWS: u64 = 4;
@@ -299,55 +299,38 @@ impl GpuExecMatrix {
         #[cfg(feature = "bench")]
         let scratch_ptrs =
             (p.tail == Tail::FlagsScratch).then(|| (self.even_scratch.part.device_ptr(s), self.even_scratch.count.device_ptr(s)));
-        if p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu) {
-            let (flags, _g) = self.derived.flags.device_ptr(s);
-            let rs = p.tail.groups().unwrap_or(0);
-            let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
-            let mut params = f.matvec_params(&a);
-            #[cfg(feature = "bench")]
-            if let Some(((part, _gp), (count, _gc))) = &scratch_ptrs {
-                params.extend([param(&flags), param(part), param(count)]);
-            } else {
-                params.extend([param(&rs), param(&flags)]);
-            }
-            #[cfg(not(feature = "bench"))]
-            params.extend([param(&rs), param(&flags)]);
-            // SAFETY: EXEC_STRIP's and EXEC_STRIP_W1's argument list (Tail::RowsFlags, as below),
-            // or the bench's EXEC_STRIP_EVEN (Tail::FlagsScratch: the flags, then the matrix's
-            // scratch of M4 x CB f32 and M4 / 4 zeroed counters), each value of the type the
-            // entry point declares and alive for the call; all wait for the kernel before them
-            // before they read x or bias or touch y, the scratch or the counters (exec_strip_body,
-            // exec_strip_w1_body, exec_strip_even_body) and read only the matrix's fields before.
-            unsafe { launch_programmatic(s, self.gpu.function(p.name)?, cfg, &mut params) }?;
-            return Ok(());
-        }
-        let mut b = s.launch_builder(self.gpu.function(p.name)?);
-        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
-        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);
+        let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
+        let mut params = f.matvec_params(&a);
         let groups = p.tail.groups();
         if let Some(g) = &groups {
-            b.arg(g);
+            params.push(param(g));
         }
         let flags_guard = p.tail.flags().then(|| self.derived.flags.device_ptr(s));
         if let Some((fp, _)) = &flags_guard {
-            b.arg(fp);
+            params.push(param(fp));
         }
         #[cfg(feature = "bench")]
         if let Some(((part, _gp), (count, _gc))) = &scratch_ptrs {
-            b.arg(part).arg(count);
+            params.extend([param(part), param(count)]);
         }
-        // SAFETY: the argument list matches the entry point's, as its plan's tail says: EXEC_MATVEC
-        // (exec_matvec_rows.cu, Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN
-        // and the bench probes on its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M
-        // rounded up to 4 bytes) or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags:
-        // RS a multiple of 4, then the tile flags; the CTA kernel's shared memory RS x slices x CB
-        // f32 with slices as the kernel derives it, the one-warp kernel's none) or the bench's
-        // EXEC_STRIP_EVEN (Tail::FlagsScratch: the flags, the scratch, the counters); the fields passed
-        // the spec 20.9 rules or came from the GPU encode; x holds ncols vectors of K16 activations
-        // (matvec_raw checked the buffer), y holds ncols x M outputs of the kind out_bf16 says
-        // (caller's contract), bias M values or null; the plan's shared memory fits the device
-        // (exact_plan, strip_plan) and G divides the CTA's warps.
-        unsafe { b.launch(cfg) }?;
+        let programmatic = p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu);
+        // SAFETY: the argument list matches the entry point's, as its plan's tail says, each value
+        // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
+        // Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN and the bench probes on
+        // its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M rounded up to 4 bytes)
+        // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags: RS a multiple of 4, then
+        // the tile flags; the CTA kernel's shared memory RS x slices x CB f32 with slices as the
+        // kernel derives it, the one-warp kernel's none) or the bench's EXEC_STRIP_EVEN
+        // (Tail::FlagsScratch: the flags, then the matrix's scratch of M4 x CB f32 and M4 / 4
+        // zeroed counters); the fields passed the spec 20.9 rules or came from the GPU encode; x
+        // holds ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
+        // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
+        // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps.
+        // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body,
+        // exec_strip_w1_body, exec_strip_even_body wait for the kernel before them before they
+        // read x or bias or touch y, the scratch or the counters, and read only the matrix's
+        // fields before).
+        unsafe { launch_params(s, self.gpu.function(p.name)?, cfg, &mut params, programmatic) }?;
         Ok(())
     }
 }

@@ -6,7 +6,7 @@
 use super::panel::{PanelRows, PANEL_SMEM};
 use super::tensor_strip::StripVariant;
 use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
-use crate::launch::{launch_programmatic, param};
+use crate::launch::{launch_params, param};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -156,25 +156,19 @@ impl GpuExecMatrix {
         };
         let (m32, k32, ldx, ldy) = (m as u32, self.shape.cols as u32, self.k16, m);
         let cfg = LaunchConfig { grid_dim: (l.grid, 1, 1), block_dim: (l.threads, 1, 1), shared_mem_bytes: l.smem };
-        if l.waits && l.splits == 1 && self.dependent_launch.programmatic_on(&self.gpu) {
-            let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
-            let mut params = f.matvec_params(&a);
-            params.extend([param(&poff), param(&pent), param(&pp), param(&l.splits)]);
-            // SAFETY: EXEC_TCS's argument list, each value of the type it declares and alive for
-            // the call (one split: no partial sums, no summing kernel); the kernel reads only the
-            // matrix's fields before it waits for the kernel before it (exec_tcs_body).
-            unsafe { launch_programmatic(s, self.gpu.function(l.name)?, cfg, &mut params) }?;
-            return Ok(());
-        }
-        let mut b = s.launch_builder(self.gpu.function(l.name)?);
-        b.arg(&f.sm).arg(&f.codes).arg(&f.base).arg(&f.esc_start).arg(&f.esc).arg(&m32).arg(&k32).arg(&x).arg(&ldx).arg(&ncols);
-        b.arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16).arg(&poff).arg(&pent).arg(&pp).arg(&l.splits);
+        let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
+        let mut params = f.matvec_params(&a);
+        params.extend([param(&poff), param(&pent), param(&pp), param(&l.splits)]);
+        let programmatic = l.waits && l.splits == 1 && self.dependent_launch.programmatic_on(&self.gpu);
         // SAFETY: the argument list matches EXEC_PN / EXEC_TCS (the callers pass only those
-        // kernels); x holds ncols vectors of K16 BF16 activations, y ncols x M outputs, bias M
-        // values or null; the patch list is the matrix's own; part holds splits x ncols x M floats
-        // where splits > 1 (the kernels do not touch it otherwise); the callers' plans keep every
-        // split non-empty and the shared memory within what the kernel may have.
-        unsafe { b.launch(cfg) }?;
+        // kernels), each value of the type it declares and alive for the call; x holds ncols
+        // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
+        // list is the matrix's own; part holds splits x ncols x M floats where splits > 1 (the
+        // kernels do not touch it otherwise); the callers' plans keep every split non-empty and the
+        // shared memory within what the kernel may have. Programmatic only on one split (no
+        // partial sums, no summing kernel) of a kernel that waits (EXEC_TCS, exec_tcs_body: it
+        // reads only the matrix's fields before it waits for the kernel before it).
+        unsafe { launch_params(s, self.gpu.function(l.name)?, cfg, &mut params, programmatic) }?;
         if l.splits > 1 {
             let cfg = LaunchConfig { grid_dim: (m32.div_ceil(256), ncols, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             let mut b = s.launch_builder(self.gpu.function("exec_tensor_panel_sum")?);

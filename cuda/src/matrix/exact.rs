@@ -4,7 +4,7 @@
 use super::fields::Table;
 use super::{DeviceActivations, GpuMatrix, MatvecKernel, OutputKind};
 use crate::kernels::{EXACT_MAX_COLUMNS, EXACT_SMEM, EXACT_THREADS, THREADS};
-use crate::launch::{launch_programmatic, param};
+use crate::launch::{launch_params, param};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::Layout;
@@ -91,39 +91,32 @@ impl GpuMatrix {
         let grid = self.warp_per_block_grid(&name, EXACT_THREADS, EXACT_SMEM)?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXACT_THREADS, 1, 1), shared_mem_bytes: EXACT_SMEM };
         let p = self.dev.ptrs(s);
-        if self.dependent_launch.programmatic_on(&self.gpu) {
-            let mut params = [
-                param(&p.data),
-                param(&p.bases),
-                param(&p.hdr),
-                param(&p.pairs),
-                param(&p.low),
-                param(&p.scale),
-                param(&c.x),
-                param(&c.bias),
-                param(&c.y),
-                param(&c.out_bf16),
-                param(&self.geo),
-                param(&p.partial),
-                param(&p.count),
-            ];
-            // SAFETY: as the plain launch below (NWC_EXACT_MATVEC_L0's argument list, each value
-            // of the type it declares, alive for the call); the kernel (block_loop,
-            // kernels/pair_decode.cu) touches only the matrix's fields before it waits for the
-            // kernel before it: activations, bias, outputs, partials and counters come after.
-            unsafe { launch_programmatic(s, self.gpu.function(&name)?, cfg, &mut params) }?;
-            return Ok(());
-        }
-        let mut b = s.launch_builder(self.gpu.function(&name)?);
-        p.push_stream(&mut b, Table::Pairs);
-        b.arg(&p.scale).arg(&c.x).arg(&c.bias).arg(&c.y).arg(&c.out_bf16).arg(&self.geo).arg(&p.partial).arg(&p.count);
-        // SAFETY: the argument list matches NWC_EXACT_MATVEC_L0 (kernels/exact_matvec_l0.cu);
-        // matrix pointers are live allocations padded by the spec 9.5/9.6 slacks, the scratch
-        // holds 8 floats per block and column for up to EXACT_MAX_COLUMNS columns and one zeroed
-        // counter per row block; c.x points at c.n vectors of Kp activations (length checked by
-        // matvec_raw); bias has M values or is null; c.y has c.n x M outputs of the kind out_bf16
-        // says (matvec_raw's contract); the matrix passed the validity rules.
-        unsafe { b.launch(cfg) }?;
+        let mut params = [
+            param(&p.data),
+            param(&p.bases),
+            param(&p.hdr),
+            param(&p.pairs),
+            param(&p.low),
+            param(&p.scale),
+            param(&c.x),
+            param(&c.bias),
+            param(&c.y),
+            param(&c.out_bf16),
+            param(&self.geo),
+            param(&p.partial),
+            param(&p.count),
+        ];
+        // SAFETY: NWC_EXACT_MATVEC_L0's argument list (kernels/exact_matvec_l0.cu), each value of
+        // the type it declares, alive for the call; matrix pointers are live allocations padded by
+        // the spec 9.5/9.6 slacks, the scratch holds 8 floats per block and column for up to
+        // EXACT_MAX_COLUMNS columns and one zeroed counter per row block; c.x points at c.n
+        // vectors of Kp activations (length checked by matvec_raw); bias has M values or is null;
+        // c.y has c.n x M outputs of the kind out_bf16 says (matvec_raw's contract); the matrix
+        // passed the validity rules. Programmatic: the kernel (block_loop, kernels/pair_decode.cu)
+        // touches only the matrix's fields before it waits for the kernel before it: activations,
+        // bias, outputs, partials and counters come after.
+        let programmatic = self.dependent_launch.programmatic_on(&self.gpu);
+        unsafe { launch_params(s, self.gpu.function(&name)?, cfg, &mut params, programmatic) }?;
         Ok(())
     }
 
