@@ -1,5 +1,6 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
-//! kernels/bench/exec_matvec_variants.cu) and of the strip kernel forced to one launch shape.
+//! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape and of
+//! the equal-share kernel (kernels/bench/exec_matvec_even.cu).
 
 use super::plan::{Plan, Tail};
 use super::strip::Release;
