@@ -61,13 +61,14 @@ impl Tail {
 
     /// The entry points that wait for the kernel before them (`grid_dependency_wait`) before they read
     /// the activations or store anything, and so may be launched programmatically (`launch`):
-    /// the strip kernels and their probes.
+    /// the strip kernels, their probes and the bench's equal-share kernel.
     fn waits(self) -> bool {
-        #[cfg(feature = "bench")]
-        if self == Tail::FlagsScratch {
-            return true;
+        match self {
+            Tail::RowsFlags(_) => true,
+            #[cfg(feature = "bench")]
+            Tail::FlagsScratch => true,
+            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => false,
         }
-        matches!(self, Tail::RowsFlags(_))
     }
 }
 

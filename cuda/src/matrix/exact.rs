@@ -91,12 +91,7 @@ impl GpuMatrix {
         let grid = self.warp_per_block_grid(&name, EXACT_THREADS, EXACT_SMEM)?;
         let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (EXACT_THREADS, 1, 1), shared_mem_bytes: EXACT_SMEM };
         let p = self.dev.ptrs(s);
-        let mut params = [
-            param(&p.data),
-            param(&p.bases),
-            param(&p.hdr),
-            param(&p.pairs),
-            param(&p.low),
+        let tail = [
             param(&p.scale),
             param(&c.x),
             param(&c.bias),
@@ -106,6 +101,7 @@ impl GpuMatrix {
             param(&p.partial),
             param(&p.count),
         ];
+        let mut params: Vec<_> = p.stream_fields(Table::Pairs).map(param).into_iter().chain(tail).collect();
         // SAFETY: NWC_EXACT_MATVEC_L0's argument list (kernels/exact_matvec_l0.cu), each value of
         // the type it declares, alive for the call; matrix pointers are live allocations padded by
         // the spec 9.5/9.6 slacks, the scratch holds 8 floats per block and column for up to

@@ -87,12 +87,19 @@ impl DeviceFields {
 }
 
 impl Ptrs<'_> {
-    /// The arguments every decoding kernel starts with: data, bases, hdr, its table, low.
-    pub fn push_stream<'b>(&'b self, b: &mut LaunchArgs<'b>, table: Table) {
+    /// The arguments every decoding kernel starts with, in order: data, bases, hdr, its table, low.
+    pub fn stream_fields(&self, table: Table) -> [&u64; 5] {
         let table = match table {
             Table::Stored => &self.lut,
             Table::Pairs => &self.pairs,
         };
-        b.arg(&self.data).arg(&self.bases).arg(&self.hdr).arg(table).arg(&self.low);
+        [&self.data, &self.bases, &self.hdr, table, &self.low]
+    }
+
+    /// [`Ptrs::stream_fields`] pushed onto a cudarc launch.
+    pub fn push_stream<'b>(&'b self, b: &mut LaunchArgs<'b>, table: Table) {
+        for v in self.stream_fields(table) {
+            b.arg(v);
+        }
     }
 }
