@@ -2,8 +2,11 @@
 // 20.3). Every GpuExecMatrix constructor (upload, GPU encode, transcode, clone) makes both on the
 // device from the validated or GPU-encoded fields (exec/derived.rs), and `stored_bytes` counts them.
 //
-// Tile flags (the lean exact kernel, exec_matvec_lean.cu): one byte per tile, [cb][M4] with M4 =
-// M rounded up to 4, 1 when a column k < K of the tile has code 0 or 15.
+// Tile flags (the lean and strip exact kernels, exec_matvec_lean.cu, exec_matvec_strip.cu): one byte
+// per tile, [cb][M4] with M4 = M rounded up to 4: 0 when no column k < K of the tile has code 0 or
+// 15; else, with `lone`, the escape byte of the tile's code-15 weight where it has exactly one and
+// that byte is at least 2 (the strip kernels then patch without the escape offset or a load of
+// esc; session 23); else 1. The lean kernel tests only flag != 0.
 //
 // Patch list (the bounded stream kernel, exec_tensor.cu): the items of that kernel are 16 rows x
 // 128 columns, item i = (gr * CB + cb) * 4 + sub for row group gr (rows 16 gr ..), tile cb and
@@ -25,7 +28,8 @@
 #define EXEC_PLIST_CAP 16u
 #define EXEC_PLIST_DENSE 0x80000000u
 
-extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, exec_u32 M, exec_u32 K,
+extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, const exec_u32* __restrict__ esc_start,
+                                           const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K, int lone,
                                            exec_u8* __restrict__ flags) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u;
@@ -34,12 +38,22 @@ extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, ex
         const exec_u32 m = (exec_u32)(t / CB), cb = (exec_u32)(t % CB);
         const exec_u32 k0 = cb * 512u + lane * 16u;
         bool special = false;
+        exec_u32 n15 = 0;
         if (k0 < K16) {
             const uint2 c = exec_mask_pad(*reinterpret_cast<const uint2*>(codes + (exec_u64)m * (K16 >> 1) + (k0 >> 1)), k0, K);
             special = !exec_plain16(c);
+            n15 = exec_count15(c.x) + exec_count15(c.y);
         }
         const bool any = __any_sync(EXEC_FULL, special);
-        if (lane == 0u) flags[(exec_u64)cb * M4 + m] = any ? 1u : 0u;
+        n15 = __reduce_add_sync(EXEC_FULL, n15);
+        if (lane == 0u) {
+            exec_u32 f = any ? 1u : 0u;
+            if (lone && n15 == 1u) {
+                const exec_u32 e = esc[esc_start[t]];  // tile t = m CB + cb (spec 20.7)
+                if (e >= 2u) f = e;
+            }
+            flags[(exec_u64)cb * M4 + m] = (exec_u8)f;
+        }
     }
 }
 

@@ -18,8 +18,10 @@
 // memory, summed after the CTA barrier (exec_strip_body), or, where the groups of 4 rows fill half
 // a round of resident warps, CTAs of one warp that take 4 rows through every tile in order, with no barrier to wait
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
-// Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the escape prefix
-// and the per-pair patch; the 4 rows' escape offsets come with the group's loads.
+// Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the per-pair
+// patch, and which of those take the escape prefix too (a tile whose one code-15 weight's escape
+// byte is its flag needs neither the prefix nor a load of esc: session 23); the 4 rows' escape
+// offsets come with the group's loads.
 // Instructions (session 14, docs/gpu-history.md): the decode (exec_strip_decode.cu) pairs weights a and a + 4,
 // tiles without pad columns load without predicates or masks, and W1 loads its rows' bases once
 // and advances its pointers; the path every group of 4 rows runs is 370 SASS instructions in W1
@@ -113,12 +115,16 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             for (int p = 0; p < 8; ++p) w[p] = raw[p];
         } else {
             exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
-            if ((g.fl >> (8u * r)) & 0xffu) {  // warp-uniform: the tile holds a code 0 or 15
+            const exec_u32 f = (g.fl >> (8u * r)) & 0xffu;
+            if (f) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                const exec_u32 before = exec_warp_excl(n15, lane);
-                const exec_u32 t0 = __shfl_sync(EXEC_FULL, g.eo, r);
-                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, (exec_u64)t0 + before, w);
+                exec_u64 off = 0;
+                if (f == 1u) {  // warp-uniform: else f is the tile's one escape byte
+                    const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                    const exec_u32 before = exec_warp_excl(n15, lane);
+                    off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
+                }
+                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, off, f, w);
             }
         }
         float a = 0.0f;

@@ -47,11 +47,13 @@ __device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i
 // exactly as exec_patch_pairs does for adjacent pairs: a loop over those pairs only (not unrolled: the kernels
 // inline it once per row), each pair rebuilt from its codes and sm bytes. A code-15 weight i takes
 // esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
-// pairs do not come in column order). The fast decode's carry out of a code-15 half (base 242) stays
+// pairs do not come in column order), or, where lone >= 2, the exponent lone: the row's tile flag
+// (exec_derived.cu) when the tile holds exactly one code-15 weight, whose escape byte that is, so
+// that neither the escape offset nor a load of esc is on the row's path (session 23). The fast decode's carry out of a code-15 half (base 242) stays
 // inside its pair, which is rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
 // with the lane's 64-bit masks).
 __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
-                                                 exec_u64 off, exec_u32 (&w)[8]) {
+                                                 exec_u64 off, exec_u32 lone, exec_u32 (&w)[8]) {
     // A pair's two codes lie in one code word (c.x for a in 0..3, c.y for a in 8..11), so the loop
     // works on that 32-bit word alone; its code-15 mask is derived in the loop (pairs are rare, and
     // masks kept across it cost registers the unrolled rows need: 24 bytes of spills in W1).
@@ -78,7 +80,7 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
             const exec_u32 sb = ((j ? s1 : s0) >> (2u * sh)) & 0xffu;
             exec_u32 e = base - 1u + code;
             if (code == 0u) e = 0u;
-            if (code == 15u) e = esc[off + (below + (exec_u32)__popc(m15 & ((1u << p) - 1u)))];
+            if (code == 15u) e = lone >= 2u ? lone : esc[off + (below + (exec_u32)__popc(m15 & ((1u << p) - 1u)))];
             word |= (((sb & 0x80u) << 8) | ((e & 0xffu) << 7) | (sb & 0x7fu)) << (16u * j);
         }
         const exec_u32 q = (sh >> 2) | (hi ? 4u : 0u);

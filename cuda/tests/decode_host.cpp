@@ -7,7 +7,9 @@
 // endian words) and its n escape bytes in column order. Output, one line per case: the 16 BF16
 // words of the adjacent-pair decode (exec_pairs16_fast, then exec_patch_pairs where a code is 0 or
 // 15), then the 16 of the strip kernels' decode (exec_strip_pairs16 and exec_strip_patch, read back
-// by exec_strip_weight). Pad columns (K..15) take code 1 first, as in the kernels' flagged rows.
+// by exec_strip_weight), then those 16 again through the patch's lone-escape path where the row has
+// exactly one escape byte of at least 2 (else the general path again). Pad columns (K..15) take
+// code 1 first, as in the kernels' flagged rows.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -58,7 +60,15 @@ int main() {
         for (int p = 0; p < 8; ++p) std::printf("%u %u ", w[p] & 0xffffu, w[p] >> 16);
         exec_u32 v[8];
         exec_strip_pairs16(c, s, exec_b2(base), v);
-        if (!exec_plain16(c)) exec_strip_patch(c, s, base, esc.data(), 0ull, v);
+        if (!exec_plain16(c)) exec_strip_patch(c, s, base, esc.data(), 0ull, 1u, v);
+        for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
+        // the strip kernels' lone-escape path (the tile flag holds the one escape byte, esc unread):
+        // where the row has one escape of at least 2, with an esc that holds other bytes; else the
+        // general path again
+        const bool lone = n == 1u && esc[0] >= 2u;
+        std::vector<exec_u8> other(n + 1u, (exec_u8)(lone ? esc[0] ^ 0x55u : 0u));
+        exec_strip_pairs16(c, s, exec_b2(base), v);
+        if (!exec_plain16(c)) exec_strip_patch(c, s, base, lone ? other.data() : esc.data(), 0ull, lone ? esc[0] : 1u, v);
         for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
         std::printf("\n");
     }

@@ -118,13 +118,14 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
         rows.push(row);
     }
     let mut input = String::new();
-    let (mut escapes, mut top, mut zeros, mut pads) = (0, 0, 0, 0);
+    let (mut escapes, mut top, mut zeros, mut pads, mut lone) = (0, 0, 0, 0, 0);
     for row in &rows {
         let k = row.len() as u64;
         let m = encode_exec(Shape::new(1, k), row).unwrap();
         let le = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         let esc = &m.esc[m.esc_start[0] as usize..m.esc_start[1] as usize];
         escapes += usize::from(!esc.is_empty());
+        lone += usize::from(esc.len() == 1 && esc[0] >= 2);
         top += usize::from(m.base[0] == 242 && !esc.is_empty());
         zeros += usize::from((0..k).any(|c| m.code(16, 0, c) == 0));
         pads += usize::from(k < 16);
@@ -146,7 +147,8 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
         input.push('\n');
     }
     // every case the decode distinguishes occurs many times
-    for (what, n) in [("escapes", escapes), ("base 242 with escapes", top), ("code 0", zeros), ("pad columns", pads)] {
+    for (what, n) in [("escapes", escapes), ("base 242 with escapes", top), ("code 0", zeros), ("pad columns", pads), ("one escape", lone)]
+    {
         assert!(n >= 100, "only {n} rows with {what}");
     }
     // the cases through a file: writing them to a pipe while the harness fills its stdout would block
@@ -160,9 +162,11 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
     assert_eq!(lines.len(), rows.len(), "one output line per case");
     for (row, line) in rows.iter().zip(lines) {
         let v: Vec<u16> = line.split_whitespace().map(|t| t.parse().unwrap()).collect();
-        assert_eq!(v.len(), 32);
-        let (adjacent, strip) = v.split_at(16);
+        assert_eq!(v.len(), 48);
+        let (adjacent, rest) = v.split_at(16);
+        let (strip, strip_lone) = rest.split_at(16);
         assert_eq!(&adjacent[..row.len()], &row[..], "adjacent pairs (exec_pairs16_fast + exec_patch_pairs)");
         assert_eq!(&strip[..row.len()], &row[..], "a / a + 4 pairs (exec_strip_pairs16 + exec_strip_patch)");
+        assert_eq!(&strip_lone[..row.len()], &row[..], "a / a + 4 pairs, one escape from the tile flag");
     }
 }

@@ -16,9 +16,11 @@ const ITEMS_PER_TILE: u64 = 4;
 const GROUP_ROWS: u64 = 16;
 
 pub(super) struct Derived {
-    /// One byte per tile, laid out [cb][M rounded up to 4], 1 when the tile's columns k < K hold
-    /// a code 0 or 15 (`exec_tile_flags`), so the lean and strip kernels find the tiles that need
-    /// more than the fast decode without testing every code.
+    /// One byte per tile, laid out [cb][M rounded up to 4]: 0 where the tile's columns k < K hold
+    /// no code 0 or 15, else the escape byte of its one code-15 weight where it has exactly one
+    /// and that byte is at least 2, else 1 (`exec_tile_flags`). The lean and strip kernels find
+    /// the tiles that need more than the fast decode without testing every code; the strip
+    /// kernels patch a tile with one escape without its escape offset or a load of esc.
     pub flags: CudaSlice<u8>,
     /// Patch list offsets: item i's entries are `ent[off[i] .. off[i + 1])` (I + 1 words).
     pub plist_off: CudaSlice<u32>,
@@ -54,16 +56,20 @@ impl Derived {
         let dense = s.alloc_zeros::<u8>(items as usize)?;
         {
             let (pc, _gc) = codes.device_ptr(s);
+            let (pes, _ges) = esc_start.device_ptr(s);
+            let (pesc, _gesc) = esc.device_ptr(s);
             let (pf, _gf) = flags.device_ptr_mut(s);
             let (pn, _gn) = cnt.device_ptr(s);
             let (pd, _gd) = dense.device_ptr(s);
             // SAFETY (three launches): argument lists of exec_tile_flags, exec_plist_count and
             // exec_plist_dense (exec_derived.cu); codes holds M x K16 / 2 bytes (validated or
-            // GPU-encoded), flags CB x roundup(M, 4) bytes, cnt 16 I + 1 words and dense I bytes
-            // for the I items; the kernels stride over tiles (one warp each) or items.
+            // GPU-encoded), esc_start M x CB + 1 words into the E bytes of esc (read where a tile
+            // holds exactly one code 15: then E > esc_start[t]), flags CB x roundup(M, 4) bytes,
+            // cnt 16 I + 1 words and dense I bytes for the I items; the kernels stride over tiles
+            // (one warp each) or items.
             unsafe {
                 let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
-                b.arg(&pc).arg(&m32).arg(&k32).arg(&pf);
+                b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&1i32).arg(&pf);
                 b.launch(grid_cfg(tiles * 32))?;
                 let mut b = s.launch_builder(gpu.function("exec_plist_count")?);
                 b.arg(&pc).arg(&m32).arg(&k32).arg(&pn);
@@ -100,6 +106,35 @@ impl Derived {
             unsafe { b.launch(grid_cfg(tiles * 32)) }?;
         }
         Ok(Derived { flags, plist_off, plist_ent, plist_entries: entries })
+    }
+
+    /// Bench: the tile flags made again, with the strip kernels' lone-escape bytes (`lone`, the
+    /// production flags) or without (every flagged tile 1, the flags before session 23), so that
+    /// `nwc-gpu-bench --exec-variants --exec-lone` times both on one matrix.
+    #[cfg(feature = "bench")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn remake_flags(
+        &mut self,
+        gpu: &Arc<Gpu>,
+        shape: nwc_reference::Shape,
+        col_tiles: u64,
+        codes: &CudaSlice<u8>,
+        esc_start: &CudaSlice<u32>,
+        esc: &CudaSlice<u8>,
+        lone: bool,
+    ) -> Result<(), GpuError> {
+        let s = &gpu.stream;
+        let (m32, k32) = (shape.rows as u32, shape.cols as u32);
+        let (pc, _gc) = codes.device_ptr(s);
+        let (pes, _ges) = esc_start.device_ptr(s);
+        let (pesc, _gesc) = esc.device_ptr(s);
+        let (pf, _gf) = self.flags.device_ptr_mut(s);
+        let lone = i32::from(lone);
+        let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
+        b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&lone).arg(&pf);
+        // SAFETY: as in `new`: the same fields and the flags buffer `new` allocated for them.
+        unsafe { b.launch(grid_cfg(shape.rows * col_tiles * 32)) }?;
+        Ok(())
     }
 
     pub fn try_clone(&self, s: &Arc<CudaStream>) -> Result<Derived, GpuError> {

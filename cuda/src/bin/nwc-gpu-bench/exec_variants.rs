@@ -33,12 +33,14 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 ];
 
 /// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
-/// CTA, rows per unit; `--exec-strip-plans`), how its launches follow the one before, and its
-/// label.
+/// CTA, rows per unit; `--exec-strip-plans`), how its launches follow the one before, whether the
+/// tile flags carry the lone escape bytes (the production flags; `false`: as before session 23,
+/// `--exec-lone`), and its label.
 pub struct Entry {
     kernel: ExecMatvecKernel,
     plan: Option<(u64, u64)>,
     launch: DependentLaunch,
+    lone: bool,
     label: String,
 }
 
@@ -55,12 +57,17 @@ pub enum Entries<'a> {
     /// The production default (and serial), the equal-share kernel and the two strip kernels
     /// forced (`--exec-even`; session 22).
     Even,
+    /// The production default (and serial), then the same with the tile flags of before session
+    /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
+    Lone,
 }
 
 /// The kernels timed, production first, then production with serial launches.
 pub fn entries(which: Entries) -> Vec<Entry> {
-    let plain = |k: ExecMatvecKernel| Entry { kernel: k, plan: None, launch: DependentLaunch::default(), label: k.name().to_string() };
-    let serial = Entry { kernel: ExecMatvecKernel::Exact, plan: None, launch: DependentLaunch::Serial, label: "exact-serial".into() };
+    let plain =
+        |k: ExecMatvecKernel| Entry { kernel: k, plan: None, launch: DependentLaunch::default(), lone: true, label: k.name().to_string() };
+    let serial =
+        Entry { kernel: ExecMatvecKernel::Exact, plan: None, launch: DependentLaunch::Serial, lone: true, label: "exact-serial".into() };
     let mut v = vec![plain(ExecMatvecKernel::Exact), serial];
     match which {
         Entries::All => v.extend(STRIP_VARIANTS.into_iter().chain(OTHERS).map(plain)),
@@ -70,12 +77,20 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 kernel: ExecMatvecKernel::VarStripCta,
                 plan: Some((w, rs)),
                 launch: DependentLaunch::default(),
+                lone: true,
                 label: format!("cta-w{w}-rs{rs}"),
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
         }
         Entries::Launches => v.extend([ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd].map(plain)),
         Entries::Even => v.extend([ExecMatvecKernel::VarStripEven, ExecMatvecKernel::VarStripW1, ExecMatvecKernel::VarStripCta].map(plain)),
+        Entries::Lone => v.push(Entry {
+            kernel: ExecMatvecKernel::Exact,
+            plan: None,
+            launch: DependentLaunch::default(),
+            lone: false,
+            label: "exact-flags-1".into(),
+        }),
     }
     v
 }
@@ -131,6 +146,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], label: String, m:
             e.set_matvec_kernel(kernel);
             e.force_strip_plan(entry.plan)?;
             e.set_dependent_launch(entry.launch);
+            e.set_lone_escape_flags(entry.lone)?;
         }
         let (name, threads) = mats[0].one_column_kernel()?;
         names.push(format!("{name}/{}w/{:.2}r", threads / 32, mats[0].one_column_rounds()?));

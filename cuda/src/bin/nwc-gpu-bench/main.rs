@@ -19,7 +19,8 @@
 //! the production default with programmatic dependent launch, with serial launches, and with the
 //! next kernel released at every launch's start or end (each launch's rounds printed), with
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
-//! strip kernels forced (session 22); `--exec-batch
+//! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
+//! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-regs]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; with `--exec-tc-regs`, the production choice and the strip
@@ -127,6 +128,7 @@ fn main() -> Res<()> {
     let mut exec_variants = false;
     let mut exec_pdl = false;
     let mut exec_even = false;
+    let mut exec_lone = false;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
@@ -152,6 +154,7 @@ fn main() -> Res<()> {
             "--exec-variants" => exec_variants = true,
             "--exec-pdl" => exec_pdl = true,
             "--exec-even" => exec_even = true,
+            "--exec-lone" => exec_lone = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-regs" => tc_regs = true,
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
@@ -174,11 +177,12 @@ fn main() -> Res<()> {
     if tc_warps.is_some() && tc_regs {
         return Err("--exec-tc-warps and --exec-tc-regs choose different kernel lists: give one".into());
     }
-    if (strip_plans.is_some() || exec_pdl || exec_even) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl and --exec-even need --exec-variants".into());
+    let lists = [strip_plans.is_some(), exec_pdl, exec_even, exec_lone];
+    if lists.contains(&true) && !exec_variants {
+        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone need --exec-variants".into());
     }
-    if usize::from(strip_plans.is_some()) + usize::from(exec_pdl) + usize::from(exec_even) > 1 {
-        return Err("--exec-strip-plans, --exec-pdl and --exec-even choose different kernel lists: give one".into());
+    if lists.iter().filter(|&&on| on).count() > 1 {
+        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone choose different kernel lists: give one".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -219,11 +223,12 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        let which = match (&strip_plans, exec_pdl, exec_even) {
-            (Some(list), _, _) => exec_variants::Entries::Plans(list),
-            (None, true, _) => exec_variants::Entries::Launches,
-            (None, false, true) => exec_variants::Entries::Even,
-            (None, false, false) => exec_variants::Entries::All,
+        let which = match (&strip_plans, exec_pdl, exec_even, exec_lone) {
+            (Some(list), ..) => exec_variants::Entries::Plans(list),
+            (None, true, ..) => exec_variants::Entries::Launches,
+            (None, false, true, _) => exec_variants::Entries::Even,
+            (None, false, false, true) => exec_variants::Entries::Lone,
+            (None, false, false, false) => exec_variants::Entries::All,
         };
         return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
     }
