@@ -231,7 +231,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 47] = [
+pub const BENCH: [(&str, u32); 43] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -289,11 +289,6 @@ pub const BENCH: [(&str, u32); 47] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // The strip kernel held to fewer registers (more resident warps; exec_tensor_variants.cu).
-    ("bench_exec_tensor_strip_n1_r80", 0),
-    ("bench_exec_tensor_strip_n1_r72", 0),
-    ("bench_exec_tensor_strip_n2_r96", 0),
-    ("bench_exec_tensor_strip_n2_r80", 0),
     // The one-column exact matvec with an equal share of (group, tile) pairs per warp, released at
     // the start or at the end (exec_matvec_even.cu).
     ("bench_exec_matvec_strip_even", 0),

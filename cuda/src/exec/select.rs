@@ -115,13 +115,6 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench (session 23): [`ExecMatvecKernel::Bounded`] with the strip kernel held to fewer
-    /// registers up to 16 columns per decode, for more resident warps: 80 at 8 columns and 96 at
-    /// 16 (`Regs`), 72 and 80 (`RegsLow`).
-    #[cfg(feature = "bench")]
-    VarTcStripRegs,
-    #[cfg(feature = "bench")]
-    VarTcStripRegsLow,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -169,10 +162,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripRegs,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripRegsLow,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -230,10 +219,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRegs => "var-tc-strip-regs",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRegsLow => "var-tc-strip-regs-low",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -310,8 +295,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripRegs
-            | ExecMatvecKernel::VarTcStripRegsLow
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

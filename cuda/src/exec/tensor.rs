@@ -88,10 +88,6 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRegs if nt <= 2 => TensorFamily::Strip(StripVariant::Regs),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRegsLow if nt <= 2 => TensorFamily::Strip(StripVariant::RegsLow),
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),

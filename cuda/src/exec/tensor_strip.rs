@@ -135,12 +135,6 @@ pub(super) enum StripVariant {
     /// 16 columns with each chunk's activations loaded as its mma need them.
     #[cfg(feature = "bench")]
     XChunk,
-    /// The production kernels held to 80 registers at 8 columns and 96 at 16 (session 23).
-    #[cfg(feature = "bench")]
-    Regs,
-    /// The same at 72 and 80 registers.
-    #[cfg(feature = "bench")]
-    RegsLow,
     /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
     /// 16 columns.
     #[cfg(feature = "bench")]
@@ -153,14 +147,6 @@ impl StripVariant {
         match (self, nt) {
             #[cfg(feature = "bench")]
             (StripVariant::XChunk, 2) => ("bench_exec_tensor_strip_n2_xchunk", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Regs, 1) => ("bench_exec_tensor_strip_n1_r80", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::Regs, 2) => ("bench_exec_tensor_strip_n2_r96", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::RegsLow, 1) => ("bench_exec_tensor_strip_n1_r72", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::RegsLow, 2) => ("bench_exec_tensor_strip_n2_r80", true),
             #[cfg(feature = "bench")]
             (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", true),
             #[cfg(feature = "bench")]

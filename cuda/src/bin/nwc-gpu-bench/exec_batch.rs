@@ -53,20 +53,6 @@ pub fn tensor_runs() -> Vec<TensorRun> {
     v
 }
 
-/// `--exec-tc-regs` (session 23): the production choice (programmatic and serial launches), then
-/// the bounded strip kernel held to fewer registers up to 16 columns (`VarTcStripRegs`: 80 / 96,
-/// `VarTcStripRegsLow`: 72 / 80 at 8 / 16 columns) and its no-decode probe.
-pub fn regs_runs() -> Vec<TensorRun> {
-    let run = |label: &str, kernel, runs, launch| TensorRun { label: label.to_owned(), kernel, runs, warps: None, launch };
-    vec![
-        run("bounded", ExecMatvecKernel::Bounded, |_| true, DependentLaunch::default()),
-        run("bounded-serial", ExecMatvecKernel::Bounded, |_| true, DependentLaunch::Serial),
-        run("regs 80/96 (bench)", ExecMatvecKernel::VarTcStripRegs, |n| n <= 16, DependentLaunch::default()),
-        run("regs 72/80 (bench)", ExecMatvecKernel::VarTcStripRegsLow, |n| n <= 16, DependentLaunch::default()),
-        run("probe: strip, no decode", ExecMatvecKernel::ProbeBoundedStripRaw, |n| n <= 16, DependentLaunch::default()),
-    ]
-}
-
 /// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
 /// each of `list`'s warps per CTA forced, its splits as the plan's.
 pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {

@@ -21,10 +21,9 @@
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
 //! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
 //! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
-//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-regs]`: the batched kernels, N = 1..64,
+//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
-//! with each W warps per CTA forced; with `--exec-tc-regs`, the production choice and the strip
-//! kernel held to fewer registers (session 23); `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
+//! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
 //! kernel; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
@@ -132,7 +131,6 @@ fn main() -> Res<()> {
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
-    let mut tc_regs = false;
     let mut exec_only = false;
     let mut exec_host = false;
     let mut wgmma_probe = false;
@@ -156,7 +154,6 @@ fn main() -> Res<()> {
             "--exec-even" => exec_even = true,
             "--exec-lone" => exec_lone = true,
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
-            "--exec-tc-regs" => tc_regs = true,
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
@@ -171,11 +168,8 @@ fn main() -> Res<()> {
         }
     }
     // options that only qualify another: an error rather than silently unused
-    if (tc_warps.is_some() || tc_regs) && !exec_batch {
-        return Err("--exec-tc-warps and --exec-tc-regs need --exec-batch".into());
-    }
-    if tc_warps.is_some() && tc_regs {
-        return Err("--exec-tc-warps and --exec-tc-regs choose different kernel lists: give one".into());
+    if tc_warps.is_some() && !exec_batch {
+        return Err("--exec-tc-warps needs --exec-batch".into());
     }
     let lists = [strip_plans.is_some(), exec_pdl, exec_even, exec_lone];
     if lists.contains(&true) && !exec_variants {
@@ -246,10 +240,9 @@ fn main() -> Res<()> {
             Some(list) => list.iter().map(|&(_, m, k)| (m, k)).collect(),
             None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
         };
-        let tensor = match (&tc_warps, tc_regs) {
-            (Some(list), _) => exec_batch::forced_warps(list),
-            (None, true) => exec_batch::regs_runs(),
-            (None, false) => exec_batch::tensor_runs(),
+        let tensor = match &tc_warps {
+            Some(list) => exec_batch::forced_warps(list),
+            None => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
         for (m, k) in shapes {
