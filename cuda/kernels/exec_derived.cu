@@ -4,9 +4,11 @@
 //
 // Tile flags (the lean and strip exact kernels, exec_matvec_lean.cu, exec_matvec_strip.cu): one byte
 // per tile, [cb][M4] with M4 = M rounded up to 4: 0 when no column k < K of the tile has code 0 or
-// 15; else, with `lone`, the escape byte of the tile's code-15 weight where it has exactly one and
-// that byte is at least 2 (the strip kernels then patch without the escape offset or a load of
-// esc; session 23); else 1. The lean kernel tests only flag != 0.
+// 15; else, with `lone`, a byte f >= 2 that every code-15 weight of the tile has as its escape
+// byte where one exists: the escape byte of the tile's one code-15 weight where it has exactly one
+// and that byte is at least 2, or 2 where the tile has code 0 but no code 15 (the strip kernels
+// then patch without the escape offset or a load of esc; session 23); else 1. The lean kernel
+// tests only flag != 0.
 //
 // Patch list (the bounded stream kernel, exec_tensor.cu): the items of that kernel are 16 rows x
 // 128 columns, item i = (gr * CB + cb) * 4 + sub for row group gr (rows 16 gr ..), tile cb and
@@ -48,6 +50,7 @@ extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, co
         n15 = __reduce_add_sync(EXEC_FULL, n15);
         if (lane == 0u) {
             exec_u32 f = any ? 1u : 0u;
+            if (lone && n15 == 0u && any) f = 2u;  // code 0 only: no escape byte to find
             if (lone && n15 == 1u) {
                 const exec_u32 e = esc[esc_start[t]];  // tile t = m CB + cb (spec 20.7)
                 if (e >= 2u) f = e;

@@ -119,7 +119,7 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             if (f) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
                 exec_u64 off = 0;
-                if (f == 1u) {  // warp-uniform: else f is the tile's one escape byte
+                if (f == 1u) {  // warp-uniform: else f is the escape byte of the tile's code 15 (one at most)
                     const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
                     const exec_u32 before = exec_warp_excl(n15, lane);
                     off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;

@@ -8,7 +8,7 @@
 // words of the adjacent-pair decode (exec_pairs16_fast, then exec_patch_pairs where a code is 0 or
 // 15), then the 16 of the strip kernels' decode (exec_strip_pairs16 and exec_strip_patch, read back
 // by exec_strip_weight), then those 16 again through the patch's lone-escape path where the row has
-// exactly one escape byte of at least 2 (else the general path again). Pad columns (K..15) take
+// exactly one escape byte of at least 2 or none (else the general path again). Pad columns (K..15) take
 // code 1 first, as in the kernels' flagged rows.
 #include <cstdint>
 #include <cstdio>
@@ -62,13 +62,14 @@ int main() {
         exec_strip_pairs16(c, s, exec_b2(base), v);
         if (!exec_plain16(c)) exec_strip_patch(c, s, base, esc.data(), 0ull, 1u, v);
         for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
-        // the strip kernels' lone-escape path (the tile flag holds the one escape byte, esc unread):
-        // where the row has one escape of at least 2, with an esc that holds other bytes; else the
-        // general path again
-        const bool lone = n == 1u && esc[0] >= 2u;
-        std::vector<exec_u8> other(n + 1u, (exec_u8)(lone ? esc[0] ^ 0x55u : 0u));
+        // the strip kernels' lone-escape path (the tile flag holds the escape byte, esc unread):
+        // where the row has one escape of at least 2 (the flag is that byte) or none (the flag is
+        // 2), with an esc that holds other bytes; else the general path again
+        const bool lone = (n == 1u && esc[0] >= 2u) || n == 0u;
+        const exec_u32 flag = n == 1u ? esc[0] : 2u;
+        std::vector<exec_u8> other(n + 1u, (exec_u8)(flag ^ 0x55u));
         exec_strip_pairs16(c, s, exec_b2(base), v);
-        if (!exec_plain16(c)) exec_strip_patch(c, s, base, lone ? other.data() : esc.data(), 0ull, lone ? esc[0] : 1u, v);
+        if (!exec_plain16(c)) exec_strip_patch(c, s, base, lone ? other.data() : esc.data(), 0ull, lone ? flag : 1u, v);
         for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
         std::printf("\n");
     }

@@ -18,7 +18,8 @@ const GROUP_ROWS: u64 = 16;
 pub(super) struct Derived {
     /// One byte per tile, laid out [cb][M rounded up to 4]: 0 where the tile's columns k < K hold
     /// no code 0 or 15, else the escape byte of its one code-15 weight where it has exactly one
-    /// and that byte is at least 2, else 1 (`exec_tile_flags`). The lean and strip kernels find
+    /// and that byte is at least 2, or 2 where it has code 0 and no code 15, else 1
+    /// (`exec_tile_flags`). The lean and strip kernels find
     /// the tiles that need more than the fast decode without testing every code; the strip
     /// kernels patch a tile with one escape without its escape offset or a load of esc.
     pub flags: CudaSlice<u8>,
