@@ -95,7 +95,8 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
 }
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
-// (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
+// (no decode, no escapes; a ceiling probe, not exact); 2 = rows whose flag is at least 2 fixed by
+// exec_strip_fix (exact; session 23's variant); production instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -124,7 +125,12 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
                     const exec_u32 before = exec_warp_excl(n15, lane);
                     off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
                 }
-                if (!exec_plain16(c)) exec_strip_patch(c, g.s[r], (b4 >> (8u * r)) & 0xffu, esc, off, f, w);
+                const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
+                if (PROBE == 2 && f >= 2u && br <= 241u) {  // bench: the XOR fix (exec_strip_fix)
+                    if (!exec_plain16(c)) exec_strip_fix(c, br, f, w);
+                } else if (!exec_plain16(c)) {
+                    exec_strip_patch(c, g.s[r], br, esc, off, f, w);
+                }
             }
         }
         float a = 0.0f;

@@ -90,4 +90,24 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
     }
 }
 
+// Bench (session 23, the strip kernels' PROBE = 2): the same result as exec_strip_patch where the
+// row's tile flag f is at least 2 and base <= 241, by one XOR per weight of code 0 or 15 instead
+// of a pair rebuilt: the fast decode wrote the exponent field base - 1 + code (no carry: base - 1
+// + 15 <= 255), which becomes 0 (code 0) or f (code 15, the tile's one escape byte).
+__device__ __forceinline__ void exec_strip_fix(uint2 c, exec_u32 base, exec_u32 f, exec_u32 (&w)[8]) {
+    const exec_u64 cc = (exec_u64)c.y << 32 | c.x;  // weight i's code at bits 4i .. 4i + 3
+    exec_u64 m = (exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32 | (~exec_plain_bits(c.x) & 0x88888888u);
+#pragma unroll 1
+    while (m != 0ull) {
+        const exec_u32 i = (exec_u32)(__ffsll((long long)m) - 1) >> 2;  // a weight of code 0 or 15
+        m &= m - 1ull;
+        const exec_u32 code = (exec_u32)(cc >> (4u * i)) & 15u;
+        const exec_u32 d = (base - 1u + code) ^ (code == 0u ? 0u : f);
+        const exec_u32 corr = d << (7u + 16u * ((i >> 2) & 1u));  // weight i's half of w[q]
+        const exec_u32 q = (i & 3u) | ((i >> 1) & 4u);
+#pragma unroll
+        for (exec_u32 k = 0; k < 8; ++k) w[k] ^= k == q ? corr : 0u;
+    }
+}
+
 // host-decode: end

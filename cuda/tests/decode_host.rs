@@ -169,11 +169,13 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
     assert_eq!(lines.len(), rows.len(), "one output line per case");
     for (row, line) in rows.iter().zip(lines) {
         let v: Vec<u16> = line.split_whitespace().map(|t| t.parse().unwrap()).collect();
-        assert_eq!(v.len(), 48);
+        assert_eq!(v.len(), 64);
         let (adjacent, rest) = v.split_at(16);
-        let (strip, strip_lone) = rest.split_at(16);
+        let (strip, rest) = rest.split_at(16);
+        let (strip_lone, strip_fix) = rest.split_at(16);
         assert_eq!(&adjacent[..row.len()], &row[..], "adjacent pairs (exec_pairs16_fast + exec_patch_pairs)");
         assert_eq!(&strip[..row.len()], &row[..], "a / a + 4 pairs (exec_strip_pairs16 + exec_strip_patch)");
         assert_eq!(&strip_lone[..row.len()], &row[..], "a / a + 4 pairs, the escape byte from the tile flag");
+        assert_eq!(&strip_fix[..row.len()], &row[..], "a / a + 4 pairs, the bench's XOR fix");
     }
 }

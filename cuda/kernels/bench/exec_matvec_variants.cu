@@ -11,6 +11,12 @@ EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
 // The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes.
 EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 0)
 EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1, 0)
+// The strip kernels with the XOR fix where a row's tile flag is at least 2 (exec_strip_fix; session
+// 23), both release points, on the production plan.
+EXEC_STRIP(bench_exec_matvec_strip_fix, 2, 0)
+EXEC_STRIP(bench_exec_matvec_strip_fix_release_end, 2, 1)
+EXEC_STRIP_W1(bench_exec_matvec_strip_w1_fix, 2, 0)
+EXEC_STRIP_W1(bench_exec_matvec_strip_w1_fix_release_end, 2, 1)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads
 // the sm and code planes when an item (4 pieces of one tile-row each: 512 sm bytes and 256 code

@@ -48,6 +48,11 @@ pub enum ExecMatvecKernel {
     /// (kernels/bench/exec_matvec_even.cu; docs/gpu.md, session 22). Exact class.
     #[cfg(feature = "bench")]
     VarStripEven,
+    /// Bench: the production choice of the strip kernels with rows whose tile flag is at least 2
+    /// fixed by one XOR per weight of code 0 or 15 instead of the pair patch
+    /// (`exec_strip_fix`; docs/gpu.md, session 23). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripFix,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -173,6 +178,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripEven,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripFix,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -229,6 +236,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripEven => "var-strip-even",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripFix => "var-strip-fix",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -287,7 +296,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripEven => true,
+            | ExecMatvecKernel::VarStripEven
+            | ExecMatvecKernel::VarStripFix => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -58,7 +58,8 @@ pub enum Entries<'a> {
     /// forced (`--exec-even`; session 22).
     Even,
     /// The production default (and serial), then the same with the tile flags of before session
-    /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
+    /// 23 (every flagged tile takes the escape prefix and a load of esc), then with the XOR fix
+    /// of rows whose flag is at least 2 (`VarStripFix`; `--exec-lone`).
     Lone,
 }
 
@@ -84,13 +85,16 @@ pub fn entries(which: Entries) -> Vec<Entry> {
         }
         Entries::Launches => v.extend([ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd].map(plain)),
         Entries::Even => v.extend([ExecMatvecKernel::VarStripEven, ExecMatvecKernel::VarStripW1, ExecMatvecKernel::VarStripCta].map(plain)),
-        Entries::Lone => v.push(Entry {
-            kernel: ExecMatvecKernel::Exact,
-            plan: None,
-            launch: DependentLaunch::default(),
-            lone: false,
-            label: "exact-flags-1".into(),
-        }),
+        Entries::Lone => {
+            v.push(Entry {
+                kernel: ExecMatvecKernel::Exact,
+                plan: None,
+                launch: DependentLaunch::default(),
+                lone: false,
+                label: "exact-flags-1".into(),
+            });
+            v.push(plain(ExecMatvecKernel::VarStripFix));
+        }
     }
     v
 }
