@@ -12,7 +12,7 @@
 // - a full item (4 valid rows, no column past K in the tile) loads its stage without predicates or
 //   masks; only the others take the masked loads;
 // - every row is decoded by the fast path; the derived tile flags (GpuExecMatrix::flags, computed
-//   at load by exec_tile_flags: 1 when a tile holds a code 0 or 15) arrive with the stage, the 4
+//   at load by exec_tile_flags: not 0 when a tile holds a code 0 or 15) arrive with the stage, the 4
 //   rows' bytes in one word, and only a flagged row takes the escape prefix and the per-pair patch
 //   (exec_patch_pairs). Testing the codes and voting per row instead cost ~8 ALU instructions a row
 //   on the pipe the decode fills; the flags made the kernel 4-5% faster on the large shapes
