@@ -21,6 +21,7 @@ pub mod exec;
 #[cfg(feature = "bench")]
 pub mod fp8_native;
 pub mod gpu;
+mod host_rows;
 pub mod kernels;
 mod launch;
 pub mod matrix;

@@ -3,6 +3,7 @@
 
 use super::plan::ITEM_ROWS;
 use super::{check_len, ExecActivations, ExecDequantKernel, GpuExecMatrix};
+use crate::host_rows::{dequant_to_host, gather_to_host};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
 use crate::{GpuError, OutputKind};
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -94,26 +95,14 @@ impl GpuExecMatrix {
 
     /// Spec 20.14: the whole matrix as BF16 words, M rows of stride K16 (pad columns 0).
     pub fn dequant(&self) -> Result<Vec<u16>, GpuError> {
-        let s = &self.gpu.stream;
-        let mut out = s.alloc_zeros::<u16>(self.shape.rows as usize * self.row_stride())?;
-        self.dequant_into(&mut out)?;
-        Ok(s.clone_dtoh(&out)?)
+        dequant_to_host(&self.gpu, self.shape.rows, self.row_stride(), |out| self.dequant_into(out))
     }
 
     /// Spec 20.14 gather: the given rows (any order, repeats allowed) as dequant rows.
     pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, GpuError> {
-        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
-            return Err(ParamError::RowIndex { index, rows: self.shape.rows }.into());
-        }
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        let s = &self.gpu.stream;
-        let sel = s.clone_htod(&rows.iter().map(|&r| r as u32).collect::<Vec<_>>())?;
-        let mut out = s.alloc_zeros::<u16>(rows.len() * self.row_stride())?;
-        // SAFETY: every index was checked against M above (M <= 2^31, spec 3.2, so it fits a u32).
-        unsafe { self.gather_into(&sel, &mut out) }?;
-        Ok(s.clone_dtoh(&out)?)
+        // SAFETY: gather_to_host checks every index against M before the kernel runs (M <= 2^31,
+        // spec 3.2, so each fits a u32).
+        gather_to_host(&self.gpu, rows, self.shape.rows, self.row_stride(), |r| r as u32, |sel, out| unsafe { self.gather_into(sel, out) })
     }
 
     /// Spec 20.14 gather on the device: the rows `rows` names (any order, repeats allowed) into

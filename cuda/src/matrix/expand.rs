@@ -4,6 +4,7 @@
 
 use super::fields::Table;
 use super::{DequantKernel, GpuMatrix};
+use crate::host_rows::{dequant_to_host, gather_to_host};
 use crate::kernels::{staged_warp_smem, BOUNDED_SMEM, BOUNDED_THREADS, THREADS, WARPS};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -33,25 +34,19 @@ impl GpuMatrix {
 
     /// Spec 15.2: the whole matrix as BF16 words, M rows of stride K16.
     pub fn dequant(&self) -> Result<Vec<u16>, GpuError> {
-        let s = &self.gpu.stream;
-        let mut out = s.alloc_zeros::<u16>((self.shape.rows as usize) * self.row_stride())?;
-        self.dequant_into(&mut out)?;
-        Ok(s.clone_dtoh(&out)?)
+        dequant_to_host(&self.gpu, self.shape.rows, self.row_stride(), |out| self.dequant_into(out))
     }
 
     /// Spec 15.3: the given rows (any order, repeats allowed) as dequant rows.
     pub fn gather(&self, rows: &[u64]) -> Result<Vec<u16>, GpuError> {
-        if let Some(&index) = rows.iter().find(|&&r| r >= self.shape.rows) {
-            return Err(ParamError::RowIndex { index, rows: self.shape.rows }.into());
-        }
-        if rows.is_empty() {
-            return Ok(Vec::new());
-        }
-        let s = &self.gpu.stream;
-        let sel = s.clone_htod(rows)?;
-        let mut out = s.alloc_zeros::<u16>(rows.len() * self.row_stride())?;
-        self.gather_kernel(Some(&sel), rows.len(), &mut out)?;
-        Ok(s.clone_dtoh(&out)?)
+        gather_to_host(
+            &self.gpu,
+            rows,
+            self.shape.rows,
+            self.row_stride(),
+            |r| r,
+            |sel, out| self.gather_kernel(Some(sel), rows.len(), out),
+        )
     }
 
     /// The gather kernel: the rows `sel` names (each < M, checked by the caller), or every block
