@@ -49,8 +49,9 @@ __device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i
 // esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
 // pairs do not come in column order), or, where lone >= 2, the exponent lone: the row's tile flag
 // (exec_derived.cu), which is the escape byte of every code-15 weight of the tile (it holds at most
-// one), so that neither the escape offset nor a load of esc is on the row's path (session 23). The fast decode's carry out of a code-15 half (base 242) stays
-// inside its pair, which is rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
+// one), so that neither the escape offset nor a load of esc is on the row's path (session 23).
+// The fast decode's carry out of a code-15 half (base 242) stays inside its pair, which is
+// rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
 // with the lane's 64-bit masks).
 __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base, const exec_u8* __restrict__ esc,
                                                  exec_u64 off, exec_u32 lone, exec_u32 (&w)[8]) {

@@ -8,6 +8,7 @@ use crate::gpu::Gpu;
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use nwc_reference::exec::ExecGeometry;
+use nwc_reference::Shape;
 use std::sync::Arc;
 
 /// Items of the bounded kernels per row group and tile (128 of a tile's 512 columns each).
@@ -34,6 +35,36 @@ fn grid_cfg(threads: u64) -> LaunchConfig {
     LaunchConfig { grid_dim: (threads.div_ceil(256).clamp(1, 4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
+/// `exec_tile_flags` into `flags` (CB x roundup(M, 4) bytes), with the strip kernels' lone escape
+/// bytes where `lone` (production), without them otherwise (the bench's flags before session 23,
+/// `GpuExecMatrix::set_lone_escape_flags`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn tile_flags(
+    gpu: &Arc<Gpu>,
+    shape: Shape,
+    col_tiles: u64,
+    codes: &CudaSlice<u8>,
+    esc_start: &CudaSlice<u32>,
+    esc: &CudaSlice<u8>,
+    lone: bool,
+    flags: &mut CudaSlice<u8>,
+) -> Result<(), GpuError> {
+    let s = &gpu.stream;
+    let (m32, k32, lone) = (shape.rows as u32, shape.cols as u32, i32::from(lone));
+    let (pc, _gc) = codes.device_ptr(s);
+    let (pes, _ges) = esc_start.device_ptr(s);
+    let (pesc, _gesc) = esc.device_ptr(s);
+    let (pf, _gf) = flags.device_ptr_mut(s);
+    let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
+    b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&lone).arg(&pf);
+    // SAFETY: argument list of exec_tile_flags (exec_derived.cu); codes holds M x K16 / 2 bytes
+    // and esc_start M x CB + 1 words into the E bytes of esc (validated or GPU-encoded; esc is
+    // read only where a tile holds exactly one code 15, so E > esc_start[t]); flags holds
+    // CB x roundup(M, 4) bytes; the kernel strides over tiles, one warp each.
+    unsafe { b.launch(grid_cfg(shape.rows * col_tiles * 32)) }?;
+    Ok(())
+}
+
 impl Derived {
     /// Both derived structures of a matrix whose fields (already on `gpu`) are valid (spec 20.9).
     #[allow(clippy::too_many_arguments)]
@@ -55,23 +86,16 @@ impl Derived {
         let n = items * GROUP_ROWS;
         let cnt = s.alloc_zeros::<u32>((n + 1) as usize)?;
         let dense = s.alloc_zeros::<u8>(items as usize)?;
+        tile_flags(gpu, g.shape, cb, codes, esc_start, esc, true, &mut flags)?;
         {
             let (pc, _gc) = codes.device_ptr(s);
-            let (pes, _ges) = esc_start.device_ptr(s);
-            let (pesc, _gesc) = esc.device_ptr(s);
-            let (pf, _gf) = flags.device_ptr_mut(s);
             let (pn, _gn) = cnt.device_ptr(s);
             let (pd, _gd) = dense.device_ptr(s);
-            // SAFETY (three launches): argument lists of exec_tile_flags, exec_plist_count and
-            // exec_plist_dense (exec_derived.cu); codes holds M x K16 / 2 bytes (validated or
-            // GPU-encoded), esc_start M x CB + 1 words into the E bytes of esc (read where a tile
-            // holds exactly one code 15: then E > esc_start[t]), flags CB x roundup(M, 4) bytes,
-            // cnt 16 I + 1 words and dense I bytes for the I items; the kernels stride over tiles
-            // (one warp each) or items.
+            // SAFETY (two launches): argument lists of exec_plist_count and exec_plist_dense
+            // (exec_derived.cu); codes holds M x K16 / 2 bytes (validated or GPU-encoded), cnt
+            // 16 I + 1 words and dense I bytes for the I items; the kernels stride over tiles (one
+            // warp each) or items.
             unsafe {
-                let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
-                b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&1i32).arg(&pf);
-                b.launch(grid_cfg(tiles * 32))?;
                 let mut b = s.launch_builder(gpu.function("exec_plist_count")?);
                 b.arg(&pc).arg(&m32).arg(&k32).arg(&pn);
                 b.launch(grid_cfg(tiles * 32))?;
@@ -107,35 +131,6 @@ impl Derived {
             unsafe { b.launch(grid_cfg(tiles * 32)) }?;
         }
         Ok(Derived { flags, plist_off, plist_ent, plist_entries: entries })
-    }
-
-    /// Bench: the tile flags made again, with the strip kernels' lone-escape bytes (`lone`, the
-    /// production flags) or without (every flagged tile 1, the flags before session 23), so that
-    /// `nwc-gpu-bench --exec-variants --exec-lone` times both on one matrix.
-    #[cfg(feature = "bench")]
-    #[allow(clippy::too_many_arguments)]
-    pub fn remake_flags(
-        &mut self,
-        gpu: &Arc<Gpu>,
-        shape: nwc_reference::Shape,
-        col_tiles: u64,
-        codes: &CudaSlice<u8>,
-        esc_start: &CudaSlice<u32>,
-        esc: &CudaSlice<u8>,
-        lone: bool,
-    ) -> Result<(), GpuError> {
-        let s = &gpu.stream;
-        let (m32, k32) = (shape.rows as u32, shape.cols as u32);
-        let (pc, _gc) = codes.device_ptr(s);
-        let (pes, _ges) = esc_start.device_ptr(s);
-        let (pesc, _gesc) = esc.device_ptr(s);
-        let (pf, _gf) = self.flags.device_ptr_mut(s);
-        let lone = i32::from(lone);
-        let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
-        b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&lone).arg(&pf);
-        // SAFETY: as in `new`: the same fields and the flags buffer `new` allocated for them.
-        unsafe { b.launch(grid_cfg(shape.rows * col_tiles * 32)) }?;
-        Ok(())
     }
 
     pub fn try_clone(&self, s: &Arc<CudaStream>) -> Result<Derived, GpuError> {

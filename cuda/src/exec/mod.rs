@@ -259,15 +259,15 @@ impl GpuExecMatrix {
         })
     }
 
-    /// A second device copy (benchmarks rotate copies past the L2 cache).
     /// Bench: the tile flags with the strip kernels' lone-escape bytes (`true`, the production
     /// flags every constructor makes) or without them (`false`: every flagged tile takes the escape
     /// prefix and loads esc, as before session 23); the results are the same either way.
     #[cfg(feature = "bench")]
     pub fn set_lone_escape_flags(&mut self, lone: bool) -> Result<(), GpuError> {
-        self.derived.remake_flags(&self.gpu, self.shape, self.col_tiles, &self.codes, &self.esc_start, &self.esc, lone)
+        derived::tile_flags(&self.gpu, self.shape, self.col_tiles, &self.codes, &self.esc_start, &self.esc, lone, &mut self.derived.flags)
     }
 
+    /// A second device copy (benchmarks rotate copies past the L2 cache).
     pub fn try_clone(&self) -> Result<GpuExecMatrix, GpuError> {
         let s = &self.gpu.stream;
         Ok(GpuExecMatrix {

@@ -46,16 +46,17 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripEven => return self.strip_even_plan(),
             ExecMatvecKernel::VarStripFix => {
-                // the production plan and release point, on the kernels with the XOR fix
-                return Ok(self.one_column_plan()?.map(|p| Plan {
-                    name: match p.name {
+                // the production plan and release point, on the kernels with the XOR fix (every
+                // one-column plan is one of the four strip entry points)
+                return Ok(self.one_column_plan()?.and_then(|p| {
+                    let name = match p.name {
                         "exec_matvec_strip" => "bench_exec_matvec_strip_fix",
                         "exec_matvec_strip_release_end" => "bench_exec_matvec_strip_fix_release_end",
                         "exec_matvec_strip_w1" => "bench_exec_matvec_strip_w1_fix",
                         "exec_matvec_strip_w1_release_end" => "bench_exec_matvec_strip_w1_fix_release_end",
-                        other => other,
-                    },
-                    ..p
+                        _ => return None,
+                    };
+                    Some(Plan { name, ..p })
                 }));
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
