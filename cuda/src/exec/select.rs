@@ -53,6 +53,20 @@ pub enum ExecMatvecKernel {
     /// (`exec_strip_fix`; docs/gpu.md, session 23). Exact class.
     #[cfg(feature = "bench")]
     VarStripFix,
+    /// Bench: the production choice of the strip kernels where each group of 4 rows first asks L2
+    /// for every 32-byte sector of the warp's group 2 groups ahead (`PF`, `PS`,
+    /// kernels/exec_matvec_strip.cu; docs/gpu.md, session 24). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripPrefetch2,
+    /// Bench: the same with one prefetch per 128-byte line (its first sector).
+    #[cfg(feature = "bench")]
+    VarStripPrefetch2Line,
+    /// Bench: the same, 4 groups ahead.
+    #[cfg(feature = "bench")]
+    VarStripPrefetch4,
+    /// Bench: the XOR fix (`VarStripFix`) with the prefetch 2 groups ahead.
+    #[cfg(feature = "bench")]
+    VarStripFixPrefetch2,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -180,6 +194,14 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripFix,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripPrefetch2,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripPrefetch2Line,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripPrefetch4,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripFixPrefetch2,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -239,6 +261,14 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripFix => "var-strip-fix",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripPrefetch2 => "var-strip-prefetch2",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripPrefetch2Line => "var-strip-prefetch2-line",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripPrefetch4 => "var-strip-prefetch4",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripFixPrefetch2 => "var-strip-fix-prefetch2",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -297,7 +327,11 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
             | ExecMatvecKernel::VarStripEven
-            | ExecMatvecKernel::VarStripFix => true,
+            | ExecMatvecKernel::VarStripFix
+            | ExecMatvecKernel::VarStripPrefetch2
+            | ExecMatvecKernel::VarStripPrefetch2Line
+            | ExecMatvecKernel::VarStripPrefetch4
+            | ExecMatvecKernel::VarStripFixPrefetch2 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

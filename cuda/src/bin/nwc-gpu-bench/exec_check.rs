@@ -14,13 +14,17 @@ use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 6] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
     ExecMatvecKernel::VarStripEven,
     ExecMatvecKernel::VarStripFix,
+    ExecMatvecKernel::VarStripPrefetch2,
+    ExecMatvecKernel::VarStripPrefetch2Line,
+    ExecMatvecKernel::VarStripPrefetch4,
+    ExecMatvecKernel::VarStripFixPrefetch2,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].

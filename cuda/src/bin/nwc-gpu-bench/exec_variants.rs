@@ -61,6 +61,10 @@ pub enum Entries<'a> {
     /// 23 (every flagged tile takes the escape prefix and a load of esc), then with the XOR fix
     /// of rows whose flag is at least 2 (`VarStripFix`; `--exec-lone`).
     Lone,
+    /// The production default (and serial), the XOR fix, the prefetch 2 groups ahead (every
+    /// sector, each line's first) and 4 ahead, and the fix with the prefetch 2 ahead
+    /// (`--exec-prefetch`; session 24).
+    Prefetch,
 }
 
 /// The kernels timed, production first, then production with serial launches.
@@ -95,6 +99,16 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             });
             v.push(plain(ExecMatvecKernel::VarStripFix));
         }
+        Entries::Prefetch => v.extend(
+            [
+                ExecMatvecKernel::VarStripFix,
+                ExecMatvecKernel::VarStripPrefetch2,
+                ExecMatvecKernel::VarStripPrefetch2Line,
+                ExecMatvecKernel::VarStripPrefetch4,
+                ExecMatvecKernel::VarStripFixPrefetch2,
+            ]
+            .map(plain),
+        ),
     }
     v
 }

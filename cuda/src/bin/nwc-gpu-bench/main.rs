@@ -20,7 +20,9 @@
 //! next kernel released at every launch's start or end (each launch's rounds printed), with
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
 //! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
-//! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
+//! the same with the tile flags of before session 23 (no lone escape bytes) and the XOR fix, with
+//! `--exec-prefetch` the production default (and serial), the XOR fix, the prefetch 2 and 4 groups
+//! ahead and the fix with the prefetch (session 24); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
@@ -115,6 +117,15 @@ fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
         .collect()
 }
 
+/// The kernel lists of `--exec-variants` chosen by a flag (`exec_variants::Entries`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum List {
+    Launches,
+    Even,
+    Lone,
+    Prefetch,
+}
+
 fn main() -> Res<()> {
     let mut real: Option<String> = None;
     let mut quick = false;
@@ -125,9 +136,8 @@ fn main() -> Res<()> {
     let mut exec_profile = false;
     let mut exec_sweep: Option<(usize, u64)> = None;
     let mut exec_variants = false;
-    let mut exec_pdl = false;
-    let mut exec_even = false;
-    let mut exec_lone = false;
+    // the kernel list of `--exec-variants` other than the default, with the flag that chose it
+    let mut list: Option<(String, List)> = None;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
@@ -150,9 +160,18 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
-            "--exec-pdl" => exec_pdl = true,
-            "--exec-even" => exec_even = true,
-            "--exec-lone" => exec_lone = true,
+            "--exec-pdl" | "--exec-even" | "--exec-lone" | "--exec-prefetch" => {
+                let chosen = match a.as_str() {
+                    "--exec-pdl" => List::Launches,
+                    "--exec-even" => List::Even,
+                    "--exec-lone" => List::Lone,
+                    _ => List::Prefetch,
+                };
+                if let Some((first, _)) = &list {
+                    return Err(format!("{first} and {a} choose different kernel lists: give one").into());
+                }
+                list = Some((a.clone(), chosen));
+            }
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
@@ -171,12 +190,11 @@ fn main() -> Res<()> {
     if tc_warps.is_some() && !exec_batch {
         return Err("--exec-tc-warps needs --exec-batch".into());
     }
-    let lists = [strip_plans.is_some(), exec_pdl, exec_even, exec_lone];
-    if lists.contains(&true) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone need --exec-variants".into());
+    if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
+        return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
-    if lists.iter().filter(|&&on| on).count() > 1 {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone choose different kernel lists: give one".into());
+    if (list.is_some() || strip_plans.is_some()) && !exec_variants {
+        return Err("--exec-strip-plans, --exec-pdl, --exec-even, --exec-lone and --exec-prefetch need --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -217,12 +235,13 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        let which = match (&strip_plans, exec_pdl, exec_even, exec_lone) {
-            (Some(list), ..) => exec_variants::Entries::Plans(list),
-            (None, true, ..) => exec_variants::Entries::Launches,
-            (None, false, true, _) => exec_variants::Entries::Even,
-            (None, false, false, true) => exec_variants::Entries::Lone,
-            (None, false, false, false) => exec_variants::Entries::All,
+        let which = match (&strip_plans, list.as_ref().map(|(_, l)| *l)) {
+            (Some(plans), _) => exec_variants::Entries::Plans(plans),
+            (None, Some(List::Launches)) => exec_variants::Entries::Launches,
+            (None, Some(List::Even)) => exec_variants::Entries::Even,
+            (None, Some(List::Lone)) => exec_variants::Entries::Lone,
+            (None, Some(List::Prefetch)) => exec_variants::Entries::Prefetch,
+            (None, None) => exec_variants::Entries::All,
         };
         return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
     }
