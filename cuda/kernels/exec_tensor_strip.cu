@@ -58,9 +58,26 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
         exec_tc_rowgroup_out<16, COLS, true>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part, split);
 }
 
+// PF (bench, session 24): item it asked of L2 by plain prefetches of 32 bytes from the lane's row
+// pointer pf (lane l < 16: row l of the row group's sm bytes, lane 16 + l: its code bytes; null
+// for a row past M), the 4 sectors of an sm row's 128 bytes, the 2 of a code row's 64, bytes past
+// K16 skipped.
+__device__ __forceinline__ void exec_tcs_prefetch_item(const exec_u8* pf, exec_u32 K16, exec_u32 it, exec_u32 lane) {
+    const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
+    const exec_u32 sh = lane >> 4;  // 1 for the code bytes
+    const exec_u8* p = pf + (c0 >> sh);
+    const exec_u32 n = min(128u, K16 - c0) >> sh;
+    if (pf != nullptr) {
+#pragma unroll
+        for (exec_u32 j = 0; j < 4u; ++j)
+            if (32u * j < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + 32u * j));
+    }
+}
+
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
-template <int NT, bool XCHUNK, int PROBE = 0>
+// PF (bench; production 0): each item first asks L2 for the warp's item PF items ahead.
+template <int NT, bool XCHUNK, int PROBE = 0, int PF = 0>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
@@ -98,8 +115,11 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
             else exec_prefetch_l2(codes + m * (K16 >> 1) + (c0 >> 1), n >> 1);
         }
     }
+    const exec_u64 pm = (exec_u64)gr * 16 + (lane & 15u);  // PF: the lane's row pointer
+    const exec_u8* pf = PF == 0 || pm >= M ? nullptr : lane < 16u ? sm + pm * K16 : codes + pm * (K16 >> 1);
     grid_dependency_wait();
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
+        if (PF > 0 && it + PF * nwarps < i1) exec_tcs_prefetch_item(pf, K16, it + PF * nwarps, lane);
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
         // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
@@ -151,13 +171,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
 // 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS)                                                               \
+#define EXEC_TCS_PF(NAME, NT, XCHUNK, PROBE, BOUNDS, PF)                                                                \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+        exec_tcs_body<NT, XCHUNK, PROBE, PF>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
                                  pent, part, splits);                                                       \
     }
+#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_PF(NAME, NT, XCHUNK, PROBE, BOUNDS, 0)
 
 #define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1))
 #define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)

@@ -231,7 +231,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 63] = [
+pub const BENCH: [(&str, u32); 66] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -279,6 +279,9 @@ pub const BENCH: [(&str, u32); 63] = [
     ("bench_exec_matvec_strip_pf2_release_end", 0),
     ("bench_exec_matvec_strip_w1_pf2", 0),
     ("bench_exec_matvec_strip_w1_pf2_release_end", 0),
+    ("bench_exec_tensor_strip_n1_pf2", 0),
+    ("bench_exec_tensor_strip_n2_pf2", 0),
+    ("bench_exec_tensor_strip_n4_pf2", 0),
     ("bench_exec_matvec_strip_pf2l", 0),
     ("bench_exec_matvec_strip_pf2l_release_end", 0),
     ("bench_exec_matvec_strip_w1_pf2l", 0),

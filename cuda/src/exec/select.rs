@@ -134,6 +134,10 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel's
+    /// items each asking L2 for the warp's item 2 ahead (docs/gpu.md, session 24).
+    #[cfg(feature = "bench")]
+    VarTcStripPrefetch2,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -181,6 +185,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripPrefetch2,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -248,6 +254,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripPrefetch2 => "var-tc-strip-prefetch2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -339,6 +347,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
+            | ExecMatvecKernel::VarTcStripPrefetch2
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

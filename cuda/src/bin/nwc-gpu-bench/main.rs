@@ -23,8 +23,9 @@
 //! the same with the tile flags of before session 23 (no lone escape bytes) and the XOR fix, with
 //! `--exec-prefetch` the production default (and serial), the XOR fix, the prefetch 2 and 4 groups
 //! ahead and the fix with the prefetch (session 24); `--exec-batch
-//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
-//! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
+//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-prefetch]`: the batched kernels, N = 1..64,
+//! beside cuBLAS GEMM; with `--exec-tc-prefetch`, the production choice (and serial) and the bounded
+//! strip kernel with the prefetch 2 items ahead (session 24); with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
@@ -141,6 +142,7 @@ fn main() -> Res<()> {
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
+    let mut tc_prefetch = false;
     let mut exec_only = false;
     let mut exec_host = false;
     let mut wgmma_probe = false;
@@ -173,6 +175,7 @@ fn main() -> Res<()> {
                 list = Some((a.clone(), chosen));
             }
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
+            "--exec-tc-prefetch" => tc_prefetch = true,
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
@@ -187,8 +190,11 @@ fn main() -> Res<()> {
         }
     }
     // options that only qualify another: an error rather than silently unused
-    if tc_warps.is_some() && !exec_batch {
-        return Err("--exec-tc-warps needs --exec-batch".into());
+    if (tc_warps.is_some() || tc_prefetch) && !exec_batch {
+        return Err("--exec-tc-warps and --exec-tc-prefetch need --exec-batch".into());
+    }
+    if tc_warps.is_some() && tc_prefetch {
+        return Err("--exec-tc-warps and --exec-tc-prefetch choose different kernel lists: give one".into());
     }
     if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
@@ -261,6 +267,7 @@ fn main() -> Res<()> {
         };
         let tensor = match &tc_warps {
             Some(list) => exec_batch::forced_warps(list),
+            None if tc_prefetch => exec_batch::prefetch_runs(),
             None => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
