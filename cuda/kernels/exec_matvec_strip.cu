@@ -20,8 +20,9 @@
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the per-pair
 // patch, and which of those take the escape prefix too (a tile whose one code-15 weight's escape
-// byte is its flag needs neither the prefix nor a load of esc: session 23); the 4 rows' escape
-// offsets come with the group's loads.
+// byte is its flag needs neither the prefix nor a load of esc: session 23; such a row, where its
+// base is at most 241, takes one XOR per special weight, exec_strip_fix, instead of the pair
+// patch: session 24); the 4 rows' escape offsets come with the group's loads.
 // Instructions (session 14, docs/gpu-history.md): the decode (exec_strip_decode.cu) pairs weights a and a + 4,
 // tiles without pad columns load without predicates or masks, and W1 loads its rows' bases once
 // and advances its pointers; the path every group of 4 rows runs is 370 SASS instructions in W1
@@ -95,8 +96,7 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
 }
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
-// (no decode, no escapes; a ceiling probe, not exact); 2 = rows whose flag is at least 2 fixed by
-// exec_strip_fix (exact; session 23's variant); production instantiates PROBE = 0 only.
+// (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
 // One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
 // each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
 // the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
@@ -126,10 +126,10 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
                     off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
                 }
                 const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
-                if (PROBE == 2 && f >= 2u && br <= 241u) {  // bench: the XOR fix (exec_strip_fix)
-                    if (!exec_plain16(c)) exec_strip_fix(c, br, f, w);
-                } else if (!exec_plain16(c)) {
-                    exec_strip_patch(c, g.s[r], br, esc, off, f, w);
+                if (!exec_plain16(c)) {
+                    // flag >= 2 and no carry out of the exponent field: one XOR per special weight
+                    if (f >= 2u && br <= 241u) exec_strip_fix(c, br, f, w);
+                    else exec_strip_patch(c, g.s[r], br, esc, off, f, w);
                 }
             }
         }
@@ -144,14 +144,13 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
 }
 
 // One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
-// pre() runs before each group's loads (the bench's prefetch ahead, PF below; production: nothing),
 // sink(m, P) receives each group's tree result.
-template <int PROBE, class Sink, class Pre>
+template <int PROBE, class Sink>
 __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
                                                 const float* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 cb,
-                                                exec_u32 r0, exec_u32 r1, Sink sink, Pre pre) {
+                                                exec_u32 r0, exec_u32 r1, Sink sink) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u;
     const exec_u32 kc = cb * 512u + lane * 16u;
@@ -164,7 +163,6 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
     const exec_u32* ecol = esc_start + cb;
     for (exec_u32 m = r0; m < r1; m += 4u) {
-        pre();
         ExecStripGroup g;
         exec_strip_load(g, ps + (exec_u64)m * K16, pc + (exec_u64)m * (K16 >> 1), K16, whole && m + 4u <= M, M - m, active);
         g.fl = __ldg(reinterpret_cast<const exec_u32*>(fcol + m));
@@ -189,27 +187,6 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
     else if (lane < 2u * n) exec_prefetch_l2(codes + (exec_u64)(m0 + lane - n) * (K16 >> 1) + (c0 >> 1), bytes >> 1);
 }
 
-// One group ahead (PF, bench): the group of rows m0 .. m0 + n (n <= 4) at the tile whose first
-// column is c0, as 24 lines of 128 bytes: lane l < 16 line l & 3 of row l >> 2's 512 sm bytes, lane
-// 16 + l line l & 1 of row l >> 1's 256 code bytes; PS prefetches of 32 bytes each from the line's
-// start (4: every sector, 1: the line's first; which of the two L2 fills whole lines is what the
-// bench measures). Per-lane addresses and plain prefetches, not cp.async.bulk.prefetch, whose
-// address must be warp-uniform (per-lane addresses compile to a loop over the lanes). Lines past
-// the row's K16 columns are skipped.
-template <int PS>
-__device__ __forceinline__ void exec_strip_prefetch_lines(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
-                                                          exec_u32 K16, exec_u32 m0, exec_u32 n, exec_u32 c0, exec_u32 lane) {
-    const bool code = lane >= 16u;
-    const exec_u32 row = code ? (lane - 16u) >> 1 : lane >> 2;
-    const exec_u32 rowbytes = code ? K16 >> 1 : K16;
-    const exec_u32 col = (code ? c0 >> 1 : c0) + ((code ? lane & 1u : lane & 3u) << 7);
-    if (lane < 24u && row < n && col < rowbytes) {
-        const exec_u8* p = (code ? codes : sm) + (exec_u64)(m0 + row) * rowbytes + col;
-#pragma unroll
-        for (int j = 0; j < PS; ++j) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + 32 * j));
-    }
-}
-
 // CTAs of W warps (the default): a CTA covers RB = RS x slices rows and all CB tiles, its warps take
 // the CB x slices units (cb, slice) round-robin, slices = max(1, W / CB); the tile partials meet in
 // shared memory and one thread per row adds them after the CTA barrier.
@@ -217,56 +194,27 @@ __device__ __forceinline__ void exec_strip_prefetch_lines(const exec_u8* __restr
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
-// PF (bench, session 24; production 0): each group of the warp first asks L2 for the group PF
-// groups ahead in the warp's order (its units in turn, each's groups ascending; the first PF before
-// the wait), so that a warp has PF + 1 groups' bytes in flight from DRAM where its registers hold
-// one; PS: exec_strip_prefetch_lines.
-template <int PROBE, int LATE, int PF, int PS>
+template <int PROBE, int LATE>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
     const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
-    exec_u32 pu = warp, pg = 0u;  // PF: the prefetch cursor, unit and group within it
-    auto prefetch_next = [&]() {
-        if (pu < CB * slices) {  // warp-uniform
-            exec_u32 cb = pu, sl = 0u;
-            while (cb >= CB) {  // pu = cb + sl CB, without a division (sl < slices)
-                cb -= CB;
-                ++sl;
-            }
-            const exec_u32 r = m0 + sl * RS + pg * 4u;
-            if (r < M) exec_strip_prefetch_lines<PS>(sm, codes, (K + 15u) & ~15u, r, min(4u, M - r), cb * 512u, lane);
-            if (++pg * 4u >= RS) {
-                pg = 0u;
-                pu += W;
-            }
-        }
-    };
-    if (PF == 0) {
-        if (warp < CB * slices) {  // the first rows of the warp's first unit, before the wait
-            const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
-            if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
-        }
-    } else {
-#pragma unroll 1
-        for (int i = 0; i < PF; ++i) prefetch_next();
+    if (warp < CB * slices) {  // the first rows of the warp's first unit, before the wait
+        const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
+        if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
     }
     if (!LATE) grid_dependency_release();
     grid_dependency_wait();
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE>(
-            sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
-            [&](exec_u32 m, float P) {
-                const exec_u32 idx = exec_tree_index<4>(lane);
-                if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
-            },
-            [&]() {
-                if (PF > 0) prefetch_next();
-            });
+        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
+                               [&](exec_u32 m, float P) {
+                                   const exec_u32 idx = exec_tree_index<4>(lane);
+                                   if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
+                               });
     }
     if (LATE) grid_dependency_release();
     __syncthreads();
@@ -306,14 +254,13 @@ __device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
 // samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs). The rows'
 // bases are loaded once and the rows' pointers advance by one tile per step.
-// PF, PS (bench, session 24; production 0): as in exec_strip_body, the tile PF tiles ahead.
-template <int PROBE, int LATE, int PF, int PS>
+template <int PROBE, int LATE>
 __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
     if (ncols == 0) return;  // no output
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
     const bool rows = r0 + 4u <= M;
-    exec_strip_prefetch(sm, codes, K, r0, min(4u, M - r0), 0u, PF > 0 ? PF * 512u : 1024u, lane);  // its first 2 (PF) tiles
+    exec_strip_prefetch(sm, codes, K, r0, min(4u, M - r0), 0u, 1024u, lane);  // its first 2 tiles
     if (!LATE) grid_dependency_release();
     grid_dependency_wait();
     exec_u32 b4, b2[4];
@@ -330,7 +277,6 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
         const bool active = kc < K16;
         const bool whole = c0 + 512u <= K;  // warp-uniform
         if (LATE && c0 + 512u >= K) grid_dependency_release();
-        if (PF > 0 && c0 + PF * 512u < K16) exec_strip_prefetch_lines<PS>(sm, codes, K16, r0, min(4u, M - r0), c0 + PF * 512u, lane);
         float xv[16];
         exec_strip_x(xv, x, kc, whole, active);
         ExecStripGroup g;
@@ -348,23 +294,21 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
 // registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
-#define EXEC_STRIP_PF(NAME, PROBE, LATE, PF, PS)                                                              \
+#define EXEC_STRIP(NAME, PROBE, LATE)                                                                     \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE, LATE, PF, PS>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
+        exec_strip_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
     }
-#define EXEC_STRIP(NAME, PROBE, LATE) EXEC_STRIP_PF(NAME, PROBE, LATE, 0, 0)
 
 EXEC_STRIP(exec_matvec_strip, 0, 0)
 EXEC_STRIP(exec_matvec_strip_release_end, 0, 1)
 
 // Same argument list as EXEC_STRIP (RS unused: always 4).
-#define EXEC_STRIP_W1_PF(NAME, PROBE, LATE, PF, PS)                                                           \
+#define EXEC_STRIP_W1(NAME, PROBE, LATE)                                                                  \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_w1_body<PROBE, LATE, PF, PS>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+        exec_strip_w1_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
-#define EXEC_STRIP_W1(NAME, PROBE, LATE) EXEC_STRIP_W1_PF(NAME, PROBE, LATE, 0, 0)
 
 EXEC_STRIP_W1(exec_matvec_strip_w1, 0, 0)
 EXEC_STRIP_W1(exec_matvec_strip_w1_release_end, 0, 1)

@@ -91,10 +91,12 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
     }
 }
 
-// Bench (session 23, the strip kernels' PROBE = 2): the same result as exec_strip_patch where the
-// row's tile flag f is at least 2 and base <= 241, by one XOR per weight of code 0 or 15 instead
-// of a pair rebuilt: the fast decode wrote the exponent field base - 1 + code (no carry: base - 1
-// + 15 <= 255), which becomes 0 (code 0) or f (code 15, the tile's one escape byte).
+// The same result as exec_strip_patch where the row's tile flag f is at least 2 and base <= 241,
+// by one XOR per weight of code 0 or 15 instead of a pair rebuilt (54 SASS instructions per weight
+// against ~84 per pair): the fast decode wrote the exponent field base - 1 + code (no carry: base
+// - 1 + 15 <= 255), which becomes 0 (code 0) or f (code 15, the tile's one escape byte; flag 2
+// where the tile has code 0 but no code 15, exec_derived.cu). Built in session 23 as a bench
+// variant, in production since session 24 (+2-3% on the bench shapes and a grid, two calls).
 __device__ __forceinline__ void exec_strip_fix(uint2 c, exec_u32 base, exec_u32 f, exec_u32 (&w)[8]) {
     const exec_u64 cc = (exec_u64)c.y << 32 | c.x;  // weight i's code at bits 4i .. 4i + 3
     exec_u64 m = (exec_u64)(~exec_plain_bits(c.y) & 0x88888888u) << 32 | (~exec_plain_bits(c.x) & 0x88888888u);

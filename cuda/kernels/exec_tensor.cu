@@ -240,14 +240,15 @@ __device__ __forceinline__ void exec_tc_load_frags(const exec_u16* __restrict__ 
 // the item instead; the item then takes exec_patch_pairs after a prefix over the row's lanes (in
 // column order: the chunks' counts in MAP's order). PROBE (bench only,
 // kernels/bench/exec_tensor_stream.cu): 1 = the loaded words as weights (no decode, no patch);
-// production instantiates PROBE = 0 only.
-template <int PROBE, int MAP, class Use>
+// production instantiates PROBE = 0 only. GIVEN (bench, session 24): the caller loaded the item's
+// first entry (given; anything where the range is empty) ahead of the item.
+template <int PROBE, int MAP, bool GIVEN = false, class Use>
 __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const bool (&rv)[2],
                                                const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,
                                                exec_u32 lane, const exec_u8* __restrict__ esc,
-                                               const uint2* __restrict__ pent, Use use) {
+                                               const uint2* __restrict__ pent, Use use, uint2 given = make_uint2(0u, 0u)) {
     // the item's entries (warp-uniform range); the first is loaded before the decode
-    const uint2 first = PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+    const uint2 first = GIVEN ? given : PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
     // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
     const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
     const bool listed = PROBE != 1 && range.x != range.y && !dense;

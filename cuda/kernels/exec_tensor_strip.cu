@@ -21,13 +21,13 @@
 // into acc. xv: the item's activation fragments, or with XCHUNK (XN = 1, unused) each chunk's
 // loaded as its mma need them (at 32 columns, 64 registers for the item's would not fit beside
 // the words and the accumulators).
-template <int NT, bool XCHUNK, int PROBE, int XN>
+template <int NT, bool XCHUNK, int PROBE, bool FA, int XN>
 __device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const uint4 (&xv)[XN][4],
-                                              const bool (&rv)[2], const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,
+                                              const bool (&rv)[2], const exec_u32 (&rbase)[2], uint2 range, uint2 first, exec_u32 g, exec_u32 t,
                                               exec_u32 lane, const exec_u8* __restrict__ esc, const uint2* __restrict__ pent,
                                               const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
                                               exec_u32 c0, float (&acc)[NT][4]) {
-    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE, FA>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
         uint4 xa[NT], xb[NT];
         if constexpr (!XCHUNK) {
 #pragma unroll
@@ -39,7 +39,7 @@ __device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uin
             exec_load_b<NT>(x, ldx, ncols, K16, c0 + 64u * j + 16u * t, g, xa, xb);
         }
         exec_tc_mma16<NT>(acc, w[0], w[1], xa, xb);
-    });
+    }, first);
 }
 
 // The end of a CTA: the warps' partial sums meet in red (W x 16 x 8 NT f32) and are added in warp
@@ -58,26 +58,12 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
         exec_tc_rowgroup_out<16, COLS, true>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part, split);
 }
 
-// PF (bench, session 24): item it asked of L2 by plain prefetches of 32 bytes from the lane's row
-// pointer pf (lane l < 16: row l of the row group's sm bytes, lane 16 + l: its code bytes; null
-// for a row past M), the 4 sectors of an sm row's 128 bytes, the 2 of a code row's 64, bytes past
-// K16 skipped.
-__device__ __forceinline__ void exec_tcs_prefetch_item(const exec_u8* pf, exec_u32 K16, exec_u32 it, exec_u32 lane) {
-    const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
-    const exec_u32 sh = lane >> 4;  // 1 for the code bytes
-    const exec_u8* p = pf + (c0 >> sh);
-    const exec_u32 n = min(128u, K16 - c0) >> sh;
-    if (pf != nullptr) {
-#pragma unroll
-        for (exec_u32 j = 0; j < 4u; ++j)
-            if (32u * j < n) asm volatile("prefetch.global.L2 [%0];" ::"l"(p + 32u * j));
-    }
-}
-
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
-// PF (bench; production 0): each item first asks L2 for the warp's item PF items ahead.
-template <int NT, bool XCHUNK, int PROBE = 0, int PF = 0>
+// FA (bench, session 24; production false): the range and the first entry of the item's patch
+// list come one item ahead (the next item's range with this item's loads, its first entry after
+// this item's decode), so that no item waits for a load that depends on another before its decode.
+template <int NT, bool XCHUNK, int PROBE = 0, bool FA = false>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
@@ -115,11 +101,13 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
             else exec_prefetch_l2(codes + m * (K16 >> 1) + (c0 >> 1), n >> 1);
         }
     }
-    const exec_u64 pm = (exec_u64)gr * 16 + (lane & 15u);  // PF: the lane's row pointer
-    const exec_u8* pf = PF == 0 || pm >= M ? nullptr : lane < 16u ? sm + pm * K16 : codes + pm * (K16 >> 1);
+    uint2 rng_n = make_uint2(0u, 0u), fst_n = make_uint2(0u, 0u);  // FA: the next item's range and first entry
+    if (FA && i0 + warp < i1) {  // the matrix's own fields: before the wait
+        rng_n = make_uint2(__ldg(prow + i0 + warp), __ldg(prow + i0 + warp + 1));
+        if (rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
+    }
     grid_dependency_wait();
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
-        if (PF > 0 && it + PF * nwarps < i1) exec_tcs_prefetch_item(pf, K16, it + PF * nwarps, lane);
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
         // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
@@ -158,8 +146,17 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
             if constexpr (!XCHUNK) exec_tc_load_frags<NT, EXEC_TC_INTERLEAVE>(x, ldx, ncols, K16, c0, g, t, xv);
         }
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
-        const uint2 range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
-        exec_tcs_item<NT, XCHUNK, PROBE>(sv, cv, xv, rv, rbase, range, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
+        uint2 range, first = make_uint2(0u, 0u);
+        const exec_u32 nx = it + nwarps;  // FA: the warp's next item
+        if (FA) {
+            range = rng_n;
+            first = fst_n;
+            if (nx < i1) rng_n = make_uint2(__ldg(prow + nx), __ldg(prow + nx + 1));
+        } else {
+            range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
+        }
+        exec_tcs_item<NT, XCHUNK, PROBE, FA>(sv, cv, xv, rv, rbase, range, first, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
+        if (FA && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     grid_dependency_release();
     exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
@@ -171,14 +168,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
 // 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_PF(NAME, NT, XCHUNK, PROBE, BOUNDS, PF)                                                                \
+#define EXEC_TCS_FA(NAME, NT, XCHUNK, PROBE, BOUNDS, FA)                                                                \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE, PF>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+        exec_tcs_body<NT, XCHUNK, PROBE, FA>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
                                  pent, part, splits);                                                       \
     }
-#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_PF(NAME, NT, XCHUNK, PROBE, BOUNDS, 0)
+#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_FA(NAME, NT, XCHUNK, PROBE, BOUNDS, false)
 
 #define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1))
 #define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)

@@ -231,7 +231,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 66] = [
+pub const BENCH: [(&str, u32); 46] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -268,32 +268,9 @@ pub const BENCH: [(&str, u32); 66] = [
     // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
     ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
     ("bench_exec_probe_strip_w1_nodecode", 0),
-    // The strip kernels with the XOR fix of rows whose tile flag is at least 2 (session 23).
-    ("bench_exec_matvec_strip_fix", 0),
-    ("bench_exec_matvec_strip_fix_release_end", 0),
-    ("bench_exec_matvec_strip_w1_fix", 0),
-    ("bench_exec_matvec_strip_w1_fix_release_end", 0),
-    // The strip kernels with the prefetch ahead, 2 or 4 groups (every sector; 2 groups also each
-    // line's first sector), and the XOR fix with it (session 24).
-    ("bench_exec_matvec_strip_pf2", 0),
-    ("bench_exec_matvec_strip_pf2_release_end", 0),
-    ("bench_exec_matvec_strip_w1_pf2", 0),
-    ("bench_exec_matvec_strip_w1_pf2_release_end", 0),
-    ("bench_exec_tensor_strip_n1_pf2", 0),
-    ("bench_exec_tensor_strip_n2_pf2", 0),
-    ("bench_exec_tensor_strip_n4_pf2", 0),
-    ("bench_exec_matvec_strip_pf2l", 0),
-    ("bench_exec_matvec_strip_pf2l_release_end", 0),
-    ("bench_exec_matvec_strip_w1_pf2l", 0),
-    ("bench_exec_matvec_strip_w1_pf2l_release_end", 0),
-    ("bench_exec_matvec_strip_pf4", 0),
-    ("bench_exec_matvec_strip_pf4_release_end", 0),
-    ("bench_exec_matvec_strip_w1_pf4", 0),
-    ("bench_exec_matvec_strip_w1_pf4_release_end", 0),
-    ("bench_exec_matvec_strip_fix_pf2", 0),
-    ("bench_exec_matvec_strip_fix_pf2_release_end", 0),
-    ("bench_exec_matvec_strip_w1_fix_pf2", 0),
-    ("bench_exec_matvec_strip_w1_fix_pf2_release_end", 0),
+    ("bench_exec_tensor_strip_n1_fa", 0),
+    ("bench_exec_tensor_strip_n2_fa", 0),
+    ("bench_exec_tensor_strip_n4_fa", 0),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),

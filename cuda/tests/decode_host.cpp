@@ -9,7 +9,7 @@
 // 15), then the 16 of the strip kernels' decode (exec_strip_pairs16 and exec_strip_patch, read back
 // by exec_strip_weight), then those 16 again through the patch's lone-escape path where the row has
 // exactly one escape byte of at least 2 or none (else the general path again), then through the
-// bench's XOR fix (exec_strip_fix) where that path applies with base <= 241. Pad columns (K..15) take
+// XOR fix (exec_strip_fix) where that path applies with base <= 241. Pad columns (K..15) take
 // code 1 first, as in the kernels' flagged rows.
 #include <cstdint>
 #include <cstdio>
@@ -72,7 +72,7 @@ int main() {
         exec_strip_pairs16(c, s, exec_b2(base), v);
         if (!exec_plain16(c)) exec_strip_patch(c, s, base, lone ? other.data() : esc.data(), 0ull, lone ? flag : 1u, v);
         for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
-        // the bench's XOR fix (exec_strip_fix) where it applies (lone, base <= 241), else the general path
+        // the XOR fix (exec_strip_fix) where it applies (lone, base <= 241), else the general path
         exec_strip_pairs16(c, s, exec_b2(base), v);
         if (!exec_plain16(c)) {
             if (lone && base <= 241u) exec_strip_fix(c, base, flag, v);

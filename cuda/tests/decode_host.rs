@@ -176,6 +176,6 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
         assert_eq!(&adjacent[..row.len()], &row[..], "adjacent pairs (exec_pairs16_fast + exec_patch_pairs)");
         assert_eq!(&strip[..row.len()], &row[..], "a / a + 4 pairs (exec_strip_pairs16 + exec_strip_patch)");
         assert_eq!(&strip_lone[..row.len()], &row[..], "a / a + 4 pairs, the escape byte from the tile flag");
-        assert_eq!(&strip_fix[..row.len()], &row[..], "a / a + 4 pairs, the bench's XOR fix");
+        assert_eq!(&strip_fix[..row.len()], &row[..], "a / a + 4 pairs, the XOR fix");
     }
 }

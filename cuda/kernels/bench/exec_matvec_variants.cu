@@ -11,31 +11,6 @@ EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
 // The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes.
 EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 0)
 EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1, 0)
-// The strip kernels with the XOR fix where a row's tile flag is at least 2 (exec_strip_fix; session
-// 23), both release points, on the production plan.
-EXEC_STRIP(bench_exec_matvec_strip_fix, 2, 0)
-EXEC_STRIP(bench_exec_matvec_strip_fix_release_end, 2, 1)
-EXEC_STRIP_W1(bench_exec_matvec_strip_w1_fix, 2, 0)
-EXEC_STRIP_W1(bench_exec_matvec_strip_w1_fix_release_end, 2, 1)
-// The strip kernels asking L2 for the group 2 or 4 groups ahead (PF; session 24), every sector of
-// its lines (PS = 4) or each line's first (pf2l: PS = 1), both release points, on the production
-// plan; the XOR fix with the prefetch 2 ahead.
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf2, 0, 0, 2, 4)
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf2_release_end, 0, 1, 2, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf2, 0, 0, 2, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf2_release_end, 0, 1, 2, 4)
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf2l, 0, 0, 2, 1)
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf2l_release_end, 0, 1, 2, 1)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf2l, 0, 0, 2, 1)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf2l_release_end, 0, 1, 2, 1)
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf4, 0, 0, 4, 4)
-EXEC_STRIP_PF(bench_exec_matvec_strip_pf4_release_end, 0, 1, 4, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf4, 0, 0, 4, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_pf4_release_end, 0, 1, 4, 4)
-EXEC_STRIP_PF(bench_exec_matvec_strip_fix_pf2, 2, 0, 2, 4)
-EXEC_STRIP_PF(bench_exec_matvec_strip_fix_pf2_release_end, 2, 1, 2, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_fix_pf2, 2, 0, 2, 4)
-EXEC_STRIP_W1_PF(bench_exec_matvec_strip_w1_fix_pf2_release_end, 2, 1, 2, 4)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads
 // the sm and code planes when an item (4 pieces of one tile-row each: 512 sm bytes and 256 code

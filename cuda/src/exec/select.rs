@@ -48,25 +48,6 @@ pub enum ExecMatvecKernel {
     /// (kernels/bench/exec_matvec_even.cu; docs/gpu.md, session 22). Exact class.
     #[cfg(feature = "bench")]
     VarStripEven,
-    /// Bench: the production choice of the strip kernels with rows whose tile flag is at least 2
-    /// fixed by one XOR per weight of code 0 or 15 instead of the pair patch
-    /// (`exec_strip_fix`; docs/gpu.md, session 23). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripFix,
-    /// Bench: the production choice of the strip kernels where each group of 4 rows first asks L2
-    /// for every 32-byte sector of the warp's group 2 groups ahead (`PF`, `PS`,
-    /// kernels/exec_matvec_strip.cu; docs/gpu.md, session 24). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripPrefetch2,
-    /// Bench: the same with one prefetch per 128-byte line (its first sector).
-    #[cfg(feature = "bench")]
-    VarStripPrefetch2Line,
-    /// Bench: the same, 4 groups ahead.
-    #[cfg(feature = "bench")]
-    VarStripPrefetch4,
-    /// Bench: the XOR fix (`VarStripFix`) with the prefetch 2 groups ahead.
-    #[cfg(feature = "bench")]
-    VarStripFixPrefetch2,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -135,9 +116,9 @@ pub enum ExecMatvecKernel {
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
     /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel's
-    /// items each asking L2 for the warp's item 2 ahead (docs/gpu.md, session 24).
+    /// items' patch-list range and first entry loaded one item ahead (docs/gpu.md, session 24).
     #[cfg(feature = "bench")]
-    VarTcStripPrefetch2,
+    VarTcStripFirstAhead,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -186,7 +167,7 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripPrefetch2,
+        ExecMatvecKernel::VarTcStripFirstAhead,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -197,16 +178,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarStripReleaseEnd,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripEven,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripFix,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripPrefetch2,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripPrefetch2Line,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripPrefetch4,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripFixPrefetch2,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -255,7 +226,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripPrefetch2 => "var-tc-strip-prefetch2",
+            ExecMatvecKernel::VarTcStripFirstAhead => "var-tc-strip-first-ahead",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -266,16 +237,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripEven => "var-strip-even",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripFix => "var-strip-fix",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripPrefetch2 => "var-strip-prefetch2",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripPrefetch2Line => "var-strip-prefetch2-line",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripPrefetch4 => "var-strip-prefetch4",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripFixPrefetch2 => "var-strip-fix-prefetch2",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -334,12 +295,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripEven
-            | ExecMatvecKernel::VarStripFix
-            | ExecMatvecKernel::VarStripPrefetch2
-            | ExecMatvecKernel::VarStripPrefetch2Line
-            | ExecMatvecKernel::VarStripPrefetch4
-            | ExecMatvecKernel::VarStripFixPrefetch2 => true,
+            | ExecMatvecKernel::VarStripEven => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
@@ -347,7 +303,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripPrefetch2
+            | ExecMatvecKernel::VarTcStripFirstAhead
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

@@ -86,7 +86,7 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip(StripVariant::NoSplit),
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripPrefetch2 if nt <= 4 => TensorFamily::Strip(StripVariant::Prefetch2),
+            ExecMatvecKernel::VarTcStripFirstAhead if nt <= 4 => TensorFamily::Strip(StripVariant::FirstAhead),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]

@@ -139,9 +139,10 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
-    /// The production kernels with each item asking L2 for the warp's item 2 ahead (session 24).
+    /// The production kernels with each item's patch-list range and first entry loaded one item
+    /// ahead (session 24).
     #[cfg(feature = "bench")]
-    Prefetch2,
+    FirstAhead,
 }
 
 impl StripVariant {
@@ -155,11 +156,11 @@ impl StripVariant {
             #[cfg(feature = "bench")]
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
             #[cfg(feature = "bench")]
-            (StripVariant::Prefetch2, 1) => ("bench_exec_tensor_strip_n1_pf2", true),
+            (StripVariant::FirstAhead, 1) => ("bench_exec_tensor_strip_n1_fa", true),
             #[cfg(feature = "bench")]
-            (StripVariant::Prefetch2, 2) => ("bench_exec_tensor_strip_n2_pf2", true),
+            (StripVariant::FirstAhead, 2) => ("bench_exec_tensor_strip_n2_fa", true),
             #[cfg(feature = "bench")]
-            (StripVariant::Prefetch2, _) => ("bench_exec_tensor_strip_n4_pf2", true),
+            (StripVariant::FirstAhead, _) => ("bench_exec_tensor_strip_n4_fa", true),
             #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
             (_, 1) => ("exec_tensor_strip_n1", true),

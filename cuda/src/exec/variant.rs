@@ -45,56 +45,6 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripEven => return self.strip_even_plan(),
-            ExecMatvecKernel::VarStripFix
-            | ExecMatvecKernel::VarStripPrefetch2
-            | ExecMatvecKernel::VarStripPrefetch2Line
-            | ExecMatvecKernel::VarStripPrefetch4
-            | ExecMatvecKernel::VarStripFixPrefetch2 => {
-                // the production plan and release point, on the variant's kernels (every
-                // one-column plan is one of the four strip entry points)
-                let names: [&'static str; 4] = match k {
-                    ExecMatvecKernel::VarStripFix => [
-                        "bench_exec_matvec_strip_fix",
-                        "bench_exec_matvec_strip_fix_release_end",
-                        "bench_exec_matvec_strip_w1_fix",
-                        "bench_exec_matvec_strip_w1_fix_release_end",
-                    ],
-                    ExecMatvecKernel::VarStripPrefetch2 => [
-                        "bench_exec_matvec_strip_pf2",
-                        "bench_exec_matvec_strip_pf2_release_end",
-                        "bench_exec_matvec_strip_w1_pf2",
-                        "bench_exec_matvec_strip_w1_pf2_release_end",
-                    ],
-                    ExecMatvecKernel::VarStripPrefetch2Line => [
-                        "bench_exec_matvec_strip_pf2l",
-                        "bench_exec_matvec_strip_pf2l_release_end",
-                        "bench_exec_matvec_strip_w1_pf2l",
-                        "bench_exec_matvec_strip_w1_pf2l_release_end",
-                    ],
-                    ExecMatvecKernel::VarStripPrefetch4 => [
-                        "bench_exec_matvec_strip_pf4",
-                        "bench_exec_matvec_strip_pf4_release_end",
-                        "bench_exec_matvec_strip_w1_pf4",
-                        "bench_exec_matvec_strip_w1_pf4_release_end",
-                    ],
-                    _ => [
-                        "bench_exec_matvec_strip_fix_pf2",
-                        "bench_exec_matvec_strip_fix_pf2_release_end",
-                        "bench_exec_matvec_strip_w1_fix_pf2",
-                        "bench_exec_matvec_strip_w1_fix_pf2_release_end",
-                    ],
-                };
-                return Ok(self.one_column_plan()?.and_then(|p| {
-                    let i = match p.name {
-                        "exec_matvec_strip" => 0,
-                        "exec_matvec_strip_release_end" => 1,
-                        "exec_matvec_strip_w1" => 2,
-                        "exec_matvec_strip_w1_release_end" => 3,
-                        _ => return None,
-                    };
-                    Some(Plan { name: names[i], ..p })
-                }));
-            }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {

@@ -14,17 +14,12 @@ use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
     ExecMatvecKernel::VarStripEven,
-    ExecMatvecKernel::VarStripFix,
-    ExecMatvecKernel::VarStripPrefetch2,
-    ExecMatvecKernel::VarStripPrefetch2Line,
-    ExecMatvecKernel::VarStripPrefetch4,
-    ExecMatvecKernel::VarStripFixPrefetch2,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
@@ -145,7 +140,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
-            (ExecMatvecKernel::VarTcStripPrefetch2, [8usize, 2, 16, 29][i % 4]),
+            (ExecMatvecKernel::VarTcStripFirstAhead, [8usize, 2, 16, 29][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),

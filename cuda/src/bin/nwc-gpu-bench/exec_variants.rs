@@ -58,13 +58,8 @@ pub enum Entries<'a> {
     /// forced (`--exec-even`; session 22).
     Even,
     /// The production default (and serial), then the same with the tile flags of before session
-    /// 23 (every flagged tile takes the escape prefix and a load of esc), then with the XOR fix
-    /// of rows whose flag is at least 2 (`VarStripFix`; `--exec-lone`).
+    /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
     Lone,
-    /// The production default (and serial), the XOR fix, the prefetch 2 groups ahead (every
-    /// sector, each line's first) and 4 ahead, and the fix with the prefetch 2 ahead
-    /// (`--exec-prefetch`; session 24).
-    Prefetch,
 }
 
 /// The kernels timed, production first, then production with serial launches.
@@ -97,18 +92,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 lone: false,
                 label: "exact-flags-1".into(),
             });
-            v.push(plain(ExecMatvecKernel::VarStripFix));
         }
-        Entries::Prefetch => v.extend(
-            [
-                ExecMatvecKernel::VarStripFix,
-                ExecMatvecKernel::VarStripPrefetch2,
-                ExecMatvecKernel::VarStripPrefetch2Line,
-                ExecMatvecKernel::VarStripPrefetch4,
-                ExecMatvecKernel::VarStripFixPrefetch2,
-            ]
-            .map(plain),
-        ),
     }
     v
 }

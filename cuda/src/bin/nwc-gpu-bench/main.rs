@@ -20,12 +20,10 @@
 //! next kernel released at every launch's start or end (each launch's rounds printed), with
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
 //! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
-//! the same with the tile flags of before session 23 (no lone escape bytes) and the XOR fix, with
-//! `--exec-prefetch` the production default (and serial), the XOR fix, the prefetch 2 and 4 groups
-//! ahead and the fix with the prefetch (session 24); `--exec-batch
-//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-prefetch]`: the batched kernels, N = 1..64,
-//! beside cuBLAS GEMM; with `--exec-tc-prefetch`, the production choice (and serial) and the bounded
-//! strip kernel with the prefetch 2 items ahead (session 24); with `--exec-tc-warps`, the production choice and the bounded strip kernel
+//! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
+//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-first-ahead]`: the batched kernels, N = 1..64,
+//! beside cuBLAS GEMM; with `--exec-tc-first-ahead`, the production choice (and serial) and the bounded
+//! strip kernel with the patch list's range and first entry one item ahead (session 24); with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
@@ -124,7 +122,6 @@ enum List {
     Launches,
     Even,
     Lone,
-    Prefetch,
 }
 
 fn main() -> Res<()> {
@@ -142,7 +139,7 @@ fn main() -> Res<()> {
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
-    let mut tc_prefetch = false;
+    let mut tc_first_ahead = false;
     let mut exec_only = false;
     let mut exec_host = false;
     let mut wgmma_probe = false;
@@ -162,12 +159,11 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
-            "--exec-pdl" | "--exec-even" | "--exec-lone" | "--exec-prefetch" => {
+            "--exec-pdl" | "--exec-even" | "--exec-lone" => {
                 let chosen = match a.as_str() {
                     "--exec-pdl" => List::Launches,
                     "--exec-even" => List::Even,
-                    "--exec-lone" => List::Lone,
-                    _ => List::Prefetch,
+                    _ => List::Lone,
                 };
                 if let Some((first, _)) = &list {
                     return Err(format!("{first} and {a} choose different kernel lists: give one").into());
@@ -175,7 +171,7 @@ fn main() -> Res<()> {
                 list = Some((a.clone(), chosen));
             }
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
-            "--exec-tc-prefetch" => tc_prefetch = true,
+            "--exec-tc-first-ahead" => tc_first_ahead = true,
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
@@ -190,17 +186,17 @@ fn main() -> Res<()> {
         }
     }
     // options that only qualify another: an error rather than silently unused
-    if (tc_warps.is_some() || tc_prefetch) && !exec_batch {
-        return Err("--exec-tc-warps and --exec-tc-prefetch need --exec-batch".into());
+    if (tc_warps.is_some() || tc_first_ahead) && !exec_batch {
+        return Err("--exec-tc-warps and --exec-tc-first-ahead need --exec-batch".into());
     }
-    if tc_warps.is_some() && tc_prefetch {
-        return Err("--exec-tc-warps and --exec-tc-prefetch choose different kernel lists: give one".into());
+    if tc_warps.is_some() && tc_first_ahead {
+        return Err("--exec-tc-warps and --exec-tc-first-ahead choose different kernel lists: give one".into());
     }
     if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
     if (list.is_some() || strip_plans.is_some()) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-even, --exec-lone and --exec-prefetch need --exec-variants".into());
+        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone need --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -246,7 +242,6 @@ fn main() -> Res<()> {
             (None, Some(List::Launches)) => exec_variants::Entries::Launches,
             (None, Some(List::Even)) => exec_variants::Entries::Even,
             (None, Some(List::Lone)) => exec_variants::Entries::Lone,
-            (None, Some(List::Prefetch)) => exec_variants::Entries::Prefetch,
             (None, None) => exec_variants::Entries::All,
         };
         return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
@@ -267,7 +262,7 @@ fn main() -> Res<()> {
         };
         let tensor = match &tc_warps {
             Some(list) => exec_batch::forced_warps(list),
-            None if tc_prefetch => exec_batch::prefetch_runs(),
+            None if tc_first_ahead => exec_batch::first_ahead_runs(),
             None => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
