@@ -240,8 +240,8 @@ __device__ __forceinline__ void exec_tc_load_frags(const exec_u16* __restrict__ 
 // the item instead; the item then takes exec_patch_pairs after a prefix over the row's lanes (in
 // column order: the chunks' counts in MAP's order). PROBE (bench only,
 // kernels/bench/exec_tensor_stream.cu): 1 = the loaded words as weights (no decode, no patch);
-// production instantiates PROBE = 0 only. GIVEN (bench, session 24): the caller loaded the item's
-// first entry (given; anything where the range is empty) ahead of the item.
+// production instantiates PROBE = 0 only. GIVEN (session 24, the strip kernel at 16 columns): the
+// caller loaded the item's first entry (given; anything where the range is empty) ahead of the item.
 template <int PROBE, int MAP, bool GIVEN = false, class Use>
 __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const bool (&rv)[2],
                                                const exec_u32 (&rbase)[2], uint2 range, exec_u32 g, exec_u32 t,

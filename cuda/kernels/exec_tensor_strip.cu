@@ -60,7 +60,7 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
-// FA (bench, session 24; production false): the range and the first entry of the item's patch
+// FA (session 24; production at 16 columns only): the range and the first entry of the item's patch
 // list come one item ahead (the next item's range with this item's loads, its first entry after
 // this item's decode), so that no item waits for a load that depends on another before its decode.
 template <int NT, bool XCHUNK, int PROBE = 0, bool FA = false>
@@ -181,5 +181,8 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 #define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)
 
 EXEC_TCS_BOUNDED(exec_tensor_strip_n1, 1, false, 0, __maxnreg__(80))
-EXEC_TCS(exec_tensor_strip_n2, 2, false)
+// 16 columns: the patch list's range and first entry one item ahead (FA; session 24: faster on all
+// 12 shapes of its call at 16 columns, +0.2-3.4%; at 8 columns, capped at 80 registers, it spilled
+// and lost 2%; at 32 even).
+EXEC_TCS_FA(exec_tensor_strip_n2, 2, false, 0, __launch_bounds__(512, 1), true)
 EXEC_TCS(exec_tensor_strip_n4, 4, true)

@@ -3,13 +3,7 @@
 // - bench_exec_tensor_strip_n2_xchunk: 16 columns with each chunk's activation fragments loaded
 //   as its mma need them, as at 32 columns (checked against spec 19 by `--exec-sweep`);
 // - bench_exec_tensor_strip_probe_raw_n*: the loaded words used as weights, no decode and no
-//   patch (a ceiling probe, never compared), up to 16 columns;
-// - bench_exec_tensor_strip_n*_fa: the patch list's range and first entry one item ahead (session 24).
+//   patch (a ceiling probe, never compared), up to 16 columns.
 EXEC_TCS(bench_exec_tensor_strip_n2_xchunk, 2, true)
 EXEC_TCS_PROBE(bench_exec_tensor_strip_probe_raw_n1, 1, false, 1)
 EXEC_TCS_PROBE(bench_exec_tensor_strip_probe_raw_n2, 2, false, 1)
-// The production kernels with each item's patch-list range and first entry loaded one item ahead
-// (FA; session 24), same bounds.
-EXEC_TCS_FA(bench_exec_tensor_strip_n1_fa, 1, false, 0, __maxnreg__(80), true)
-EXEC_TCS_FA(bench_exec_tensor_strip_n2_fa, 2, false, 0, __launch_bounds__(512, 1), true)
-EXEC_TCS_FA(bench_exec_tensor_strip_n4_fa, 4, true, 0, __launch_bounds__(512, 1), true)

@@ -115,10 +115,6 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel's
-    /// items' patch-list range and first entry loaded one item ahead (docs/gpu.md, session 24).
-    #[cfg(feature = "bench")]
-    VarTcStripFirstAhead,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -166,8 +162,6 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripFirstAhead,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -225,8 +219,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripFirstAhead => "var-tc-strip-first-ahead",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -303,7 +295,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripFirstAhead
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

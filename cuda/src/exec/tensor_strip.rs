@@ -139,10 +139,6 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
-    /// The production kernels with each item's patch-list range and first entry loaded one item
-    /// ahead (session 24).
-    #[cfg(feature = "bench")]
-    FirstAhead,
 }
 
 impl StripVariant {
@@ -155,12 +151,6 @@ impl StripVariant {
             (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", true),
             #[cfg(feature = "bench")]
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::FirstAhead, 1) => ("bench_exec_tensor_strip_n1_fa", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::FirstAhead, 2) => ("bench_exec_tensor_strip_n2_fa", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::FirstAhead, _) => ("bench_exec_tensor_strip_n4_fa", true),
             #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
             (_, 1) => ("exec_tensor_strip_n1", true),

@@ -53,19 +53,6 @@ pub fn tensor_runs() -> Vec<TensorRun> {
     v
 }
 
-/// `--exec-tc-first-ahead`: the production choice (and serial), then the bounded strip kernel with
-/// each item's patch-list range and first entry loaded one item ahead (session 24), up to 32
-/// columns.
-pub fn first_ahead_runs() -> Vec<TensorRun> {
-    let run =
-        |label: &str, kernel, runs: fn(usize) -> bool, launch| TensorRun { label: label.to_owned(), kernel, runs, warps: None, launch };
-    vec![
-        run("bounded", ExecMatvecKernel::Bounded, |_| true, DependentLaunch::default()),
-        run("bounded-serial", ExecMatvecKernel::Bounded, |_| true, DependentLaunch::Serial),
-        run("strip-first-ahead", ExecMatvecKernel::VarTcStripFirstAhead, |n| n <= 32, DependentLaunch::default()),
-    ]
-}
-
 /// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
 /// each of `list`'s warps per CTA forced, its splits as the plan's.
 pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
@@ -89,17 +76,15 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
 /// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
-/// columns, its variant that loads activations per chunk, the same with the patch list's range and first entry one item ahead
-/// (session 24), the step kernel (the choice at 32 before
+/// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 12] = [
+const TENSOR: [TensorKernel; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
     ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
-    ("strip-first-ahead (bench)", ExecMatvecKernel::VarTcStripFirstAhead, |n| n <= 32),
     ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
     ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
     ("panel-rg1 (bench)", ExecMatvecKernel::BoundedPanelRg1, |n| n > 32),

@@ -21,9 +21,8 @@
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
 //! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
 //! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
-//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,... | --exec-tc-first-ahead]`: the batched kernels, N = 1..64,
-//! beside cuBLAS GEMM; with `--exec-tc-first-ahead`, the production choice (and serial) and the bounded
-//! strip kernel with the patch list's range and first entry one item ahead (session 24); with `--exec-tc-warps`, the production choice and the bounded strip kernel
+//! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
+//! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
@@ -139,7 +138,6 @@ fn main() -> Res<()> {
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
     let mut strip_plans: Option<Vec<(u64, u64)>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
-    let mut tc_first_ahead = false;
     let mut exec_only = false;
     let mut exec_host = false;
     let mut wgmma_probe = false;
@@ -171,7 +169,6 @@ fn main() -> Res<()> {
                 list = Some((a.clone(), chosen));
             }
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
-            "--exec-tc-first-ahead" => tc_first_ahead = true,
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
             "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
             "--exec-sweep" => {
@@ -186,11 +183,8 @@ fn main() -> Res<()> {
         }
     }
     // options that only qualify another: an error rather than silently unused
-    if (tc_warps.is_some() || tc_first_ahead) && !exec_batch {
-        return Err("--exec-tc-warps and --exec-tc-first-ahead need --exec-batch".into());
-    }
-    if tc_warps.is_some() && tc_first_ahead {
-        return Err("--exec-tc-warps and --exec-tc-first-ahead choose different kernel lists: give one".into());
+    if tc_warps.is_some() && !exec_batch {
+        return Err("--exec-tc-warps needs --exec-batch".into());
     }
     if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
@@ -262,7 +256,6 @@ fn main() -> Res<()> {
         };
         let tensor = match &tc_warps {
             Some(list) => exec_batch::forced_warps(list),
-            None if tc_first_ahead => exec_batch::first_ahead_runs(),
             None => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
