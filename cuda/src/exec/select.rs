@@ -48,6 +48,12 @@ pub enum ExecMatvecKernel {
     /// (kernels/bench/exec_matvec_even.cu; docs/gpu.md, session 22). Exact class.
     #[cfg(feature = "bench")]
     VarStripEven,
+    /// Bench: the production one-column plan with dynamic shared memory that holds its CTAs per SM
+    /// to ceil(grid / SMs) where the launch is under one round, so that the CTAs of a launch that
+    /// starts while the one before finishes (programmatic launches) cannot pile onto the SMs that
+    /// free first (docs/gpu.md, session 24; not yet run on the device). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripCap,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -173,6 +179,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripEven,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripCap,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -229,6 +237,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripEven => "var-strip-even",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripCap => "var-strip-cap",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -287,7 +297,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripEven => true,
+            | ExecMatvecKernel::VarStripEven
+            | ExecMatvecKernel::VarStripCap => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

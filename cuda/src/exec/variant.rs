@@ -1,6 +1,7 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape and of
-//! the equal-share kernel (kernels/bench/exec_matvec_even.cu).
+//! the equal-share kernel (kernels/bench/exec_matvec_even.cu), and the production plan with its
+//! CTAs per SM capped (session 24).
 
 use super::plan::{Plan, Tail};
 use super::strip::Release;
@@ -9,6 +10,38 @@ use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
 impl GpuExecMatrix {
+    /// Bench: `p` with as much dynamic shared memory as keeps its CTAs per SM at
+    /// ceil(grid / SMs) where the launch is under one round (unchanged otherwise), so that the
+    /// device cannot place more of them on one SM than an even spread would: the least multiple of
+    /// 256 bytes at or above `p.smem` (and within the kernel's allowance: the opt-in maximum for
+    /// the CTA kernel, 48 KB for W1) at which the driver's occupancy says at most that many fit.
+    /// Where the allowance cannot reach the cap, `p` with the allowance's smallest occupancy.
+    fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
+        let sms = u64::from(self.gpu.sm_count);
+        let per_sm = u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
+        let cap = u64::from(p.grid).div_ceil(sms);
+        if cap >= per_sm {
+            return Ok(p);
+        }
+        let limit = match crate::kernels::all_kernels().find(|(n, _)| *n == p.name) {
+            Some((_, crate::kernels::SMEM_OPTIN)) => self.gpu.smem_optin,
+            _ => 48 * 1024,
+        };
+        let (mut lo, mut hi) = (p.smem.div_ceil(256), limit / 256); // in units of 256 bytes
+        if u64::from(self.gpu.ctas_per_sm(p.name, p.threads, hi * 256)?) > cap {
+            return Ok(Plan { smem: hi * 256, ..p });
+        }
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if u64::from(self.gpu.ctas_per_sm(p.name, p.threads, mid * 256)?) <= cap {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(Plan { smem: lo * 256, ..p })
+    }
+
     /// Bench: the plan of [`ExecMatvecKernel::VarStripEven`]: CTAs of one warp, as many as the
     /// device holds at once or one per (group of 4 rows, tile) pair where there are fewer; the next
     /// kernel released at the start where that fills 0.9 of the slots, else at the warps' last
@@ -45,6 +78,12 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripEven => return self.strip_even_plan(),
+            ExecMatvecKernel::VarStripCap => {
+                return match self.one_column_plan()? {
+                    Some(p) => Ok(Some(self.capped(p)?)),
+                    None => Ok(None),
+                }
+            }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {

@@ -51,8 +51,9 @@ pub enum Entries<'a> {
     /// The production default, W1 forced, the CTA kernel at each forced (W, RS) and the strip
     /// kernels' no-decode probe (`--exec-strip-plans`).
     Plans(&'a [(u64, u64)]),
-    /// The production default with programmatic dependent launch and without, and with the next
-    /// kernel released at every launch's start or end (`--exec-pdl`).
+    /// The production default with programmatic dependent launch and without, with the next
+    /// kernel released at every launch's start or end, and the production plan with its CTAs per
+    /// SM capped (`VarStripCap`, session 24), with either launch (`--exec-pdl`).
     Launches,
     /// The production default (and serial), the equal-share kernel and the two strip kernels
     /// forced (`--exec-even`; session 22).
@@ -82,7 +83,18 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
         }
-        Entries::Launches => v.extend([ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd].map(plain)),
+        Entries::Launches => {
+            v.extend(
+                [ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd, ExecMatvecKernel::VarStripCap].map(plain),
+            );
+            v.push(Entry {
+                kernel: ExecMatvecKernel::VarStripCap,
+                plan: None,
+                launch: DependentLaunch::Serial,
+                lone: true,
+                label: "var-strip-cap-serial".into(),
+            });
+        }
         Entries::Even => v.extend([ExecMatvecKernel::VarStripEven, ExecMatvecKernel::VarStripW1, ExecMatvecKernel::VarStripCta].map(plain)),
         Entries::Lone => {
             v.push(Entry {

@@ -17,7 +17,8 @@
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
 //! the production default with programmatic dependent launch, with serial launches, and with the
-//! next kernel released at every launch's start or end (each launch's rounds printed), with
+//! next kernel released at every launch's start or end (each launch's rounds printed) and the
+//! production plan with its CTAs per SM capped at an even spread, with either launch, with
 //! `--exec-even` only the production default (and serial), the equal-share kernel and the two
 //! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
 //! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
