@@ -121,6 +121,10 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel's
+    /// patch-list range loaded one item ahead at 8 and 32 columns (docs/gpu.md, session 24).
+    #[cfg(feature = "bench")]
+    VarTcStripRangeAhead,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -168,6 +172,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripRangeAhead,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -227,6 +233,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripRangeAhead => "var-tc-strip-range-ahead",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -306,6 +314,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
+            | ExecMatvecKernel::VarTcStripRangeAhead
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw
