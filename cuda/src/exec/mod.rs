@@ -89,28 +89,6 @@ pub struct GpuExecMatrix {
     /// (`force_tc_strip_warps`).
     #[cfg(feature = "bench")]
     tc_strip_force: Option<u64>,
-    /// Bench: [`ExecMatvecKernel::VarStripEven`]'s scratch, allocated with the matrix (a launch
-    /// may be captured into a CUDA graph, where no allocation may happen).
-    #[cfg(feature = "bench")]
-    pub(super) even_scratch: EvenScratch,
-}
-
-/// Bench: the scratch of [`ExecMatvecKernel::VarStripEven`] (bench/exec_matvec_even.cu): the tile
-/// partials of the groups a warp's share cuts (M rounded up to 4, x CB f32), and one counter per
-/// group of 4 rows that the kernel leaves at zero. Every launch of a matrix runs on the one stream
-/// of its `Gpu` (or of `on_stream`'s, one at a time), so launches never share it at once.
-#[cfg(feature = "bench")]
-pub(crate) struct EvenScratch {
-    pub part: CudaSlice<f32>,
-    pub count: CudaSlice<u32>,
-}
-
-#[cfg(feature = "bench")]
-impl EvenScratch {
-    fn new(s: &Arc<cudarc::driver::CudaStream>, rows: u64, col_tiles: u64) -> Result<EvenScratch, GpuError> {
-        let m4 = rows.div_ceil(4) * 4;
-        Ok(EvenScratch { part: s.alloc_zeros((m4 * col_tiles).max(1) as usize)?, count: s.alloc_zeros((m4 / 4).max(1) as usize)? })
-    }
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -237,8 +215,6 @@ impl GpuExecMatrix {
             strip_force: None,
             #[cfg(feature = "bench")]
             tc_strip_force: None,
-            #[cfg(feature = "bench")]
-            even_scratch: EvenScratch::new(&gpu.stream, g.shape.rows, g.col_tiles)?,
         })
     }
 
@@ -291,8 +267,6 @@ impl GpuExecMatrix {
             strip_force: self.strip_force,
             #[cfg(feature = "bench")]
             tc_strip_force: self.tc_strip_force,
-            #[cfg(feature = "bench")]
-            even_scratch: EvenScratch::new(s, self.shape.rows, self.col_tiles)?,
         })
     }
 

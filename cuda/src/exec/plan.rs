@@ -34,18 +34,12 @@ pub(super) enum Tail {
     GroupsFlags(u32),
     /// `EXEC_STRIP` (exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
     RowsFlags(u32),
-    /// Bench, `EXEC_STRIP_EVEN` (bench/exec_matvec_even.cu): the tile flags, then the matrix's
-    /// partials scratch and counters (`GpuExecMatrix::even_scratch`).
-    #[cfg(feature = "bench")]
-    FlagsScratch,
 }
 
 impl Tail {
     fn groups(self) -> Option<u32> {
         match self {
             Tail::Bare => None,
-            #[cfg(feature = "bench")]
-            Tail::FlagsScratch => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::RowsFlags(g) => Some(g),
         }
     }
@@ -54,19 +48,15 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) | Tail::RowsFlags(_) => true,
-            #[cfg(feature = "bench")]
-            Tail::FlagsScratch => true,
         }
     }
 
     /// The entry points that wait for the kernel before them (`grid_dependency_wait`) before they read
     /// the activations or store anything, and so may be launched programmatically (`launch`):
-    /// the strip kernels, their probes and the bench's equal-share kernel.
+    /// the strip kernels and their probes.
     fn waits(self) -> bool {
         match self {
             Tail::RowsFlags(_) => true,
-            #[cfg(feature = "bench")]
-            Tail::FlagsScratch => true,
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => false,
         }
     }
@@ -297,9 +287,6 @@ impl GpuExecMatrix {
         let f = self.ptrs();
         let (m32, k32, ldx, ldy) = (self.shape.rows as u32, self.shape.cols as u32, self.k16, self.shape.rows);
         let cfg = LaunchConfig { grid_dim: (p.grid, 1, 1), block_dim: (p.threads, 1, 1), shared_mem_bytes: p.smem };
-        #[cfg(feature = "bench")]
-        let scratch_ptrs =
-            (p.tail == Tail::FlagsScratch).then(|| (self.even_scratch.part.device_ptr(s), self.even_scratch.count.device_ptr(s)));
         let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
         let mut params = f.matvec_params(&a);
         let groups = p.tail.groups();
@@ -310,10 +297,6 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             params.push(param(fp));
         }
-        #[cfg(feature = "bench")]
-        if let Some(((part, _gp), (count, _gc))) = &scratch_ptrs {
-            params.extend([param(part), param(count)]);
-        }
         let programmatic = p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu);
         // SAFETY: the argument list matches the entry point's, as its plan's tail says, each value
         // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
@@ -321,16 +304,14 @@ impl GpuExecMatrix {
         // its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M rounded up to 4 bytes)
         // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags: RS a multiple of 4, then
         // the tile flags; the CTA kernel's shared memory RS x slices x CB f32 with slices as the
-        // kernel derives it, the one-warp kernel's none) or the bench's EXEC_STRIP_EVEN
-        // (Tail::FlagsScratch: the flags, then the matrix's scratch of M4 x CB f32 and M4 / 4
-        // zeroed counters); the fields passed the spec 20.9 rules or came from the GPU encode; x
+        // kernel derives it, the one-warp kernel's none, the bench's capped plan more, within the
+        // kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
         // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps.
-        // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body,
-        // exec_strip_w1_body, exec_strip_even_body wait for the kernel before them before they
-        // read x or bias or touch y, the scratch or the counters, and read only the matrix's
-        // fields before).
+        // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body and
+        // exec_strip_w1_body wait for the kernel before them before they read x or bias or touch
+        // y, and read only the matrix's fields before).
         unsafe { launch_params(s, self.gpu.function(p.name)?, cfg, &mut params, programmatic) }?;
         Ok(())
     }

@@ -43,11 +43,6 @@ pub enum ExecMatvecKernel {
     VarStripReleaseStart,
     #[cfg(feature = "bench")]
     VarStripReleaseEnd,
-    /// Bench: every warp an equal share of the (group of 4 rows, tile) pairs, groups cut by a
-    /// share's ends summed through a scratch by their last warp
-    /// (kernels/bench/exec_matvec_even.cu; docs/gpu.md, session 22). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripEven,
     /// Bench: the production one-column plan with dynamic shared memory that holds its CTAs per SM
     /// to ceil(grid / SMs) where the launch is under one round, so that the CTAs of a launch that
     /// starts while the one before finishes (programmatic launches) cannot pile onto the SMs that
@@ -183,8 +178,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripReleaseEnd,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripEven,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCap,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
@@ -243,8 +236,6 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseStart => "var-strip-release-start",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripEven => "var-strip-even",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCap => "var-strip-cap",
             #[cfg(feature = "bench")]
@@ -305,7 +296,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripEven
             | ExecMatvecKernel::VarStripCap => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile

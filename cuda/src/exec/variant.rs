@@ -1,7 +1,7 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
-//! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape and of
-//! the equal-share kernel (kernels/bench/exec_matvec_even.cu), and the production plan with its
-//! CTAs per SM capped (session 24).
+//! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
+//! production plan with its CTAs per SM capped (session 24). The equal-share kernel of session 22
+//! (`VarStripEven`, measured slower) is in git history (before session 24's removal).
 
 use super::plan::{Plan, Tail};
 use super::strip::Release;
@@ -42,26 +42,6 @@ impl GpuExecMatrix {
         Ok(Plan { smem: lo * 256, ..p })
     }
 
-    /// Bench: the plan of [`ExecMatvecKernel::VarStripEven`]: CTAs of one warp, as many as the
-    /// device holds at once or one per (group of 4 rows, tile) pair where there are fewer; the next
-    /// kernel released at the start where that fills 0.9 of the slots, else at the warps' last
-    /// pair (`strip::release_point`). None where the pairs reach 2^32 (the kernel counts them in 32
-    /// bits).
-    fn strip_even_plan(&self) -> Result<Option<Plan>, GpuError> {
-        let start = "bench_exec_matvec_strip_even";
-        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(start, 32, 0)?);
-        let pairs = self.shape.rows.div_ceil(4) * self.col_tiles;
-        if pairs >= 1 << 32 {
-            return Ok(None);
-        }
-        let grid = slots.min(pairs).max(1);
-        let name = match super::strip::release_point(grid, slots) {
-            Release::Start => start,
-            Release::End => "bench_exec_matvec_strip_even_release_end",
-        };
-        Ok(Some(Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::FlagsScratch }))
-    }
-
     /// Bench: the plan of a one-column variant or probe, or None where it does not apply (the lean
     /// probes: K16 % 32 != 0 or x does not fit; the strip kernel's: its tile partials do not fit;
     /// not a variant or probe).
@@ -77,7 +57,6 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
-            ExecMatvecKernel::VarStripEven => return self.strip_even_plan(),
             ExecMatvecKernel::VarStripCap => {
                 return match self.one_column_plan()? {
                     Some(p) => Ok(Some(self.capped(p)?)),

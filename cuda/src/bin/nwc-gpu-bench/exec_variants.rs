@@ -55,9 +55,6 @@ pub enum Entries<'a> {
     /// kernel released at every launch's start or end, and the production plan with its CTAs per
     /// SM capped (`VarStripCap`, session 24), with either launch (`--exec-pdl`).
     Launches,
-    /// The production default (and serial), the equal-share kernel and the two strip kernels
-    /// forced (`--exec-even`; session 22).
-    Even,
     /// The production default (and serial), then the same with the tile flags of before session
     /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
     Lone,
@@ -95,7 +92,6 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 label: "var-strip-cap-serial".into(),
             });
         }
-        Entries::Even => v.extend([ExecMatvecKernel::VarStripEven, ExecMatvecKernel::VarStripW1, ExecMatvecKernel::VarStripCta].map(plain)),
         Entries::Lone => {
             v.push(Entry {
                 kernel: ExecMatvecKernel::Exact,

@@ -19,8 +19,7 @@
 //! the production default with programmatic dependent launch, with serial launches, and with the
 //! next kernel released at every launch's start or end (each launch's rounds printed) and the
 //! production plan with its CTAs per SM capped at an even spread, with either launch, with
-//! `--exec-even` only the production default (and serial), the equal-share kernel and the two
-//! strip kernels forced (session 22), with `--exec-lone` the production default (and serial) and
+//! `--exec-lone` the production default (and serial) and
 //! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
@@ -120,7 +119,6 @@ fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
     Launches,
-    Even,
     Lone,
 }
 
@@ -158,12 +156,8 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
-            "--exec-pdl" | "--exec-even" | "--exec-lone" => {
-                let chosen = match a.as_str() {
-                    "--exec-pdl" => List::Launches,
-                    "--exec-even" => List::Even,
-                    _ => List::Lone,
-                };
+            "--exec-pdl" | "--exec-lone" => {
+                let chosen = if a == "--exec-pdl" { List::Launches } else { List::Lone };
                 if let Some((first, _)) = &list {
                     return Err(format!("{first} and {a} choose different kernel lists: give one").into());
                 }
@@ -191,7 +185,7 @@ fn main() -> Res<()> {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
     if (list.is_some() || strip_plans.is_some()) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-even and --exec-lone need --exec-variants".into());
+        return Err("--exec-strip-plans, --exec-pdl and --exec-lone need --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -235,7 +229,6 @@ fn main() -> Res<()> {
         let which = match (&strip_plans, list.as_ref().map(|(_, l)| *l)) {
             (Some(plans), _) => exec_variants::Entries::Plans(plans),
             (None, Some(List::Launches)) => exec_variants::Entries::Launches,
-            (None, Some(List::Even)) => exec_variants::Entries::Even,
             (None, Some(List::Lone)) => exec_variants::Entries::Lone,
             (None, None) => exec_variants::Entries::All,
         };
