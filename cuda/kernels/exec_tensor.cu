@@ -248,7 +248,7 @@ __device__ __forceinline__ void exec_tc_decode(const uint4 (&sv)[2][2], const ui
                                                exec_u32 lane, const exec_u8* __restrict__ esc,
                                                const uint2* __restrict__ pent, Use use, uint2 given = make_uint2(0u, 0u)) {
     // the item's entries (warp-uniform range); the first is loaded before the decode
-    const uint2 first = GIVEN ? given : PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u);
+    const uint2 first = GIVEN ? given : (PROBE != 1 && range.x != range.y ? __ldg(pent + range.x) : make_uint2(0u, 0u));
     // a dense item (exec_derived.cu): one entry per row, its escape offset at the item
     const bool dense = PROBE != 1 && range.x != range.y && (first.x & EXEC_PLIST_DENSE) != 0u;
     const bool listed = PROBE != 1 && range.x != range.y && !dense;

@@ -116,8 +116,10 @@ impl Gpu {
             let f = module.load_function(name)?;
             // Kernels with more than the default 48 KB of dynamic shared memory must say so.
             if smem > 0 {
-                let limit = if smem == kernels::SMEM_OPTIN { smem_optin } else { smem };
-                f.set_attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, limit as i32)?;
+                f.set_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    kernels::smem_allowance(smem, smem_optin) as i32,
+                )?;
             }
             functions.insert(name, f);
         }

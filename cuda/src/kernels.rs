@@ -142,6 +142,19 @@ pub const EXEC_TC_STAGE: u32 = 16 * 128 + 16 * 64 + 16 * 4;
 /// Dynamic shared memory limit "the device's opt-in maximum" (`Gpu::smem_optin`): the execution
 /// layout kernels size their pipelines and activation copies to it at launch.
 pub const SMEM_OPTIN: u32 = u32::MAX;
+/// The dynamic shared memory a kernel may take without raising its limit.
+pub const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
+
+/// The dynamic shared memory a launch of a kernel whose registry value is `limit` (the second
+/// field of [`PRODUCTION`] and [`BENCH`]) may take: the default for 0, the device's opt-in maximum
+/// `optin` for [`SMEM_OPTIN`], else `limit`.
+pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
+    match limit {
+        0 => DEFAULT_DYNAMIC_SMEM,
+        SMEM_OPTIN => optin,
+        n => n,
+    }
+}
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
 pub const PRODUCTION: [(&str, u32); 59] = [

@@ -13,8 +13,8 @@ impl GpuExecMatrix {
     /// Bench: `p` with as much dynamic shared memory as keeps its CTAs per SM at
     /// ceil(grid / SMs) where the launch is under one round (unchanged otherwise), so that the
     /// device cannot place more of them on one SM than an even spread would: the least multiple of
-    /// 256 bytes at or above `p.smem` (and within the kernel's allowance: the opt-in maximum for
-    /// the CTA kernel, 48 KB for W1) at which the driver's occupancy says at most that many fit.
+    /// 256 bytes at or above `p.smem` (and within the kernel's allowance, `smem_allowance`: the
+    /// opt-in maximum for the CTA kernel, the default 48 KB for W1) at which the driver's occupancy says at most that many fit.
     /// Where the allowance cannot reach the cap, `p` with the allowance's smallest occupancy.
     fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
         let sms = u64::from(self.gpu.sm_count);
@@ -23,10 +23,8 @@ impl GpuExecMatrix {
         if cap >= per_sm {
             return Ok(p);
         }
-        let limit = match crate::kernels::all_kernels().find(|(n, _)| *n == p.name) {
-            Some((_, crate::kernels::SMEM_OPTIN)) => self.gpu.smem_optin,
-            _ => 48 * 1024,
-        };
+        let registered = crate::kernels::all_kernels().find(|(n, _)| *n == p.name).map_or(0, |(_, l)| l);
+        let limit = crate::kernels::smem_allowance(registered, self.gpu.smem_optin);
         let (mut lo, mut hi) = (p.smem.div_ceil(256), limit / 256); // in units of 256 bytes
         if u64::from(self.gpu.ctas_per_sm(p.name, p.threads, hi * 256)?) > cap {
             return Ok(Plan { smem: hi * 256, ..p });
