@@ -146,8 +146,8 @@ pub const SMEM_OPTIN: u32 = u32::MAX;
 pub const DEFAULT_DYNAMIC_SMEM: u32 = 48 * 1024;
 
 /// The dynamic shared memory a launch of a kernel whose registry value is `limit` (the second
-/// field of [`PRODUCTION`] and [`BENCH`]) may take: the default for 0, the device's opt-in maximum
-/// `optin` for [`SMEM_OPTIN`], else `limit`.
+/// field of [`PRODUCTION`] and of the `bench` feature's `BENCH`) may take: the default for 0, the
+/// device's opt-in maximum `optin` for [`SMEM_OPTIN`], else `limit`.
 pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
     match limit {
         0 => DEFAULT_DYNAMIC_SMEM,
