@@ -58,9 +58,10 @@
 #   exec-pdl  the launch order (session 21, ~150 s): `--exec-sweep SWEEP_COUNT:2000000` (its
 #          dependent chains included), then `--exec-variants --exec-pdl`: the production default
 #          (programmatic launches, the release point by the launch's rounds), the same with serial
-#          launches, with the release forced to every launch's start or end and (session 24) with
-#          the CTAs per SM capped at an even spread (`VarStripCap`, programmatic and serial), on the
-#          8 bench shapes (synthetic and real) and on PDL_GRID (default: session 21's 30 fresh shapes).
+#          launches, with the release forced to every launch's start or end, without session 25's
+#          even spread of short launches (`VarStripUncapped`, programmatic and serial) and production
+#          again last, on the 8 bench shapes (synthetic and real) and on PDL_GRID (default: session
+#          21's 30 fresh shapes).
 set -uo pipefail
 B=${B:-.device-bin}
 OUT=${OUT:-/tmp/out}

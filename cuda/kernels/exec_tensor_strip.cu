@@ -21,13 +21,13 @@
 // into acc. xv: the item's activation fragments, or with XCHUNK (XN = 1, unused) each chunk's
 // loaded as its mma need them (at 32 columns, 64 registers for the item's would not fit beside
 // the words and the accumulators).
-template <int NT, bool XCHUNK, int PROBE, int FA, int XN>
+template <int NT, bool XCHUNK, int PROBE, bool AHEAD, int XN>
 __device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uint2 (&cv)[2][2], const uint4 (&xv)[XN][4],
                                               const bool (&rv)[2], const exec_u32 (&rbase)[2], uint2 range, uint2 first, exec_u32 g, exec_u32 t,
                                               exec_u32 lane, const exec_u8* __restrict__ esc, const uint2* __restrict__ pent,
                                               const exec_u16* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 K16,
                                               exec_u32 c0, float (&acc)[NT][4]) {
-    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE, FA == 1>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
+    exec_tc_decode<PROBE, EXEC_TC_INTERLEAVE, AHEAD>(sv, cv, rv, rbase, range, g, t, lane, esc, pent, [&](exec_u32 j, const exec_u32 (&w)[2][8]) {
         uint4 xa[NT], xb[NT];
         if constexpr (!XCHUNK) {
 #pragma unroll
@@ -60,12 +60,12 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
-// FA (session 24): 1 (production at 16 columns only) = the range and the first entry of the
-// item's patch list come one item ahead (the next item's range with this item's loads, its first
-// entry after this item's decode), so that no item waits for a load that depends on another
-// before its decode; 2 (bench) = the range alone one item ahead (two registers fewer: the first
-// entry's load issues with the item's words); 0 = neither.
-template <int NT, bool XCHUNK, int PROBE = 0, int FA = 0>
+// AHEAD (session 24; production at 16 columns only): the range and the first entry of the item's
+// patch list come one item ahead (the next item's range with this item's loads, its first entry
+// after this item's decode), so that no item waits for a load that depends on another before its
+// decode. (The range alone one item ahead, at 8 and 32 columns, measured in session 25: -1.2% at
+// 8, +0.5% at 32; removed.)
+template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
@@ -103,10 +103,10 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
             else exec_prefetch_l2(codes + m * (K16 >> 1) + (c0 >> 1), n >> 1);
         }
     }
-    uint2 rng_n = make_uint2(0u, 0u), fst_n = make_uint2(0u, 0u);  // FA: the next item's range and first entry
-    if (FA != 0 && i0 + warp < i1) {  // the matrix's own fields: before the wait
+    uint2 rng_n = make_uint2(0u, 0u), fst_n = make_uint2(0u, 0u);  // AHEAD: the next item's range and first entry
+    if (AHEAD && i0 + warp < i1) {  // the matrix's own fields: before the wait
         rng_n = make_uint2(__ldg(prow + i0 + warp), __ldg(prow + i0 + warp + 1));
-        if (FA == 1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
+        if (rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     grid_dependency_wait();
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
@@ -149,16 +149,16 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         }
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
         uint2 range, first = make_uint2(0u, 0u);
-        const exec_u32 nx = it + nwarps;  // FA: the warp's next item
-        if (FA != 0) {
+        const exec_u32 nx = it + nwarps;  // AHEAD: the warp's next item
+        if (AHEAD) {
             range = rng_n;
             first = fst_n;
             if (nx < i1) rng_n = make_uint2(__ldg(prow + nx), __ldg(prow + nx + 1));
         } else {
             range = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
         }
-        exec_tcs_item<NT, XCHUNK, PROBE, FA>(sv, cv, xv, rv, rbase, range, first, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
-        if (FA == 1 && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
+        exec_tcs_item<NT, XCHUNK, PROBE, AHEAD>(sv, cv, xv, rv, rbase, range, first, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
+        if (AHEAD && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     grid_dependency_release();
     exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
@@ -170,21 +170,21 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
 // 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_FA(NAME, NT, XCHUNK, PROBE, BOUNDS, FA)                                                                \
+#define EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD)                                                                \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE, FA>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
+        exec_tcs_body<NT, XCHUNK, PROBE, AHEAD>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
                                  pent, part, splits);                                                       \
     }
-#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_FA(NAME, NT, XCHUNK, PROBE, BOUNDS, 0)
+#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, false)
 
 #define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1))
 #define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)
 
 EXEC_TCS_BOUNDED(exec_tensor_strip_n1, 1, false, 0, __maxnreg__(80))
-// 16 columns: the patch list's range and first entry one item ahead (FA; session 24: faster on all
+// 16 columns: the patch list's range and first entry one item ahead (AHEAD; session 24: faster on all
 // 12 shapes of its call at 16 columns, +0.2-3.4%; at 8 columns, capped at 80 registers, it spilled
 // and lost 2%; at 32 even).
-EXEC_TCS_FA(exec_tensor_strip_n2, 2, false, 0, __launch_bounds__(512, 1), 1)
+EXEC_TCS_AHEAD(exec_tensor_strip_n2, 2, false, 0, __launch_bounds__(512, 1), true)
 EXEC_TCS(exec_tensor_strip_n4, 4, true)

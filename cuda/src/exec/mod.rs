@@ -17,6 +17,7 @@ mod panel;
 mod plan;
 mod run;
 mod select;
+mod spread;
 mod strip;
 mod tensor;
 #[cfg(feature = "bench")]

@@ -304,7 +304,7 @@ impl GpuExecMatrix {
         // its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M rounded up to 4 bytes)
         // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags: RS a multiple of 4, then
         // the tile flags; the CTA kernel's shared memory RS x slices x CB f32 with slices as the
-        // kernel derives it, the one-warp kernel's none, the bench's capped plan more, within the
+        // kernel derives it, the one-warp kernel's none, a capped plan (spread::capped) more, within the
         // kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's

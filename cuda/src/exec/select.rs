@@ -43,12 +43,10 @@ pub enum ExecMatvecKernel {
     VarStripReleaseStart,
     #[cfg(feature = "bench")]
     VarStripReleaseEnd,
-    /// Bench: the production one-column plan with dynamic shared memory that holds its CTAs per SM
-    /// to ceil(grid / SMs) where the launch is under one round, so that the CTAs of a launch that
-    /// starts while the one before finishes (programmatic launches) cannot pile onto the SMs that
-    /// free first (docs/gpu.md, session 24; not yet run on the device). Exact class.
+    /// Bench: the production one-column plan without its CTAs per SM capped (`spread::capped`,
+    /// session 25; every plan as it was before). Exact class.
     #[cfg(feature = "bench")]
-    VarStripCap,
+    VarStripUncapped,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -116,10 +114,6 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with the strip kernel's
-    /// patch-list range loaded one item ahead at 8 and 32 columns (docs/gpu.md, session 24).
-    #[cfg(feature = "bench")]
-    VarTcStripRangeAhead,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -168,8 +162,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripRangeAhead,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1,
@@ -178,7 +170,7 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripReleaseEnd,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripCap,
+        ExecMatvecKernel::VarStripUncapped,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -227,8 +219,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRangeAhead => "var-tc-strip-range-ahead",
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1 => "var-strip-w1",
@@ -237,7 +227,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripCap => "var-strip-cap",
+            ExecMatvecKernel::VarStripUncapped => "var-strip-uncapped",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -296,7 +286,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripCap => true,
+            | ExecMatvecKernel::VarStripUncapped => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep
@@ -304,7 +294,6 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
-            | ExecMatvecKernel::VarTcStripRangeAhead
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

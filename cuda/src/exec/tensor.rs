@@ -86,8 +86,6 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip(StripVariant::NoSplit),
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripRangeAhead if nt <= 4 => TensorFamily::Strip(StripVariant::RangeAhead),
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),

@@ -139,10 +139,6 @@ pub(super) enum StripVariant {
     /// 16 columns.
     #[cfg(feature = "bench")]
     ProbeRaw,
-    /// The patch list's range one item ahead at 8 and 32 columns (session 24); 16 columns run
-    /// the production kernel, which loads the range and the first entry ahead.
-    #[cfg(feature = "bench")]
-    RangeAhead,
 }
 
 impl StripVariant {
@@ -155,10 +151,6 @@ impl StripVariant {
             (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", true),
             #[cfg(feature = "bench")]
             (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::RangeAhead, 1) => ("bench_exec_tensor_strip_n1_ra", true),
-            #[cfg(feature = "bench")]
-            (StripVariant::RangeAhead, 4) => ("bench_exec_tensor_strip_n4_ra", true),
             #[cfg(feature = "bench")]
             (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
             (_, 1) => ("exec_tensor_strip_n1", true),

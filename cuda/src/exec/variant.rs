@@ -1,7 +1,8 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
-//! production plan with its CTAs per SM capped (session 24). The equal-share kernel of session 22
-//! (`VarStripEven`, measured slower) is in git history (before session 24's removal).
+//! production plan without its CTAs per SM capped (session 25). The equal-share kernel of session
+//! 22 (`VarStripEven`, measured slower) is in git history (before session 24's removal), as are
+//! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
 use super::strip::Release;
@@ -10,36 +11,6 @@ use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
 impl GpuExecMatrix {
-    /// Bench: `p` with as much dynamic shared memory as keeps its CTAs per SM at
-    /// ceil(grid / SMs) where the launch is under one round (unchanged otherwise), so that the
-    /// device cannot place more of them on one SM than an even spread would: the least multiple of
-    /// 256 bytes at or above `p.smem` (and within the kernel's allowance, `smem_allowance`: the
-    /// opt-in maximum for the CTA kernel, the default 48 KB for W1) at which the driver's occupancy says at most that many fit.
-    /// Where the allowance cannot reach the cap, `p` with the allowance's smallest occupancy.
-    fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
-        let sms = u64::from(self.gpu.sm_count);
-        let per_sm = u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
-        let cap = u64::from(p.grid).div_ceil(sms);
-        if cap >= per_sm {
-            return Ok(p);
-        }
-        let registered = crate::kernels::all_kernels().find(|(n, _)| *n == p.name).map_or(0, |(_, l)| l);
-        let limit = crate::kernels::smem_allowance(registered, self.gpu.smem_optin);
-        let (mut lo, mut hi) = (p.smem.div_ceil(256), limit / 256); // in units of 256 bytes
-        if u64::from(self.gpu.ctas_per_sm(p.name, p.threads, hi * 256)?) > cap {
-            return Ok(Plan { smem: hi * 256, ..p });
-        }
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if u64::from(self.gpu.ctas_per_sm(p.name, p.threads, mid * 256)?) <= cap {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        Ok(Plan { smem: lo * 256, ..p })
-    }
-
     /// Bench: the plan of a one-column variant or probe, or None where it does not apply (the lean
     /// probes: K16 % 32 != 0 or x does not fit; the strip kernel's: its tile partials do not fit;
     /// not a variant or probe).
@@ -55,16 +26,16 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
-            ExecMatvecKernel::VarStripCap => {
-                return match self.one_column_plan()? {
-                    Some(p) => Ok(Some(self.capped(p)?)),
+            ExecMatvecKernel::VarStripUncapped => {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                    Some(p) => Ok(Some(self.with_release(p, None)?)),
                     None => Ok(None),
                 }
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
-                    Some(p) => Ok(Some(self.with_release(p, Some(release))?)),
+                    Some(p) => Ok(Some(self.capped(self.with_release(p, Some(release))?)?)),
                     None => Ok(None),
                 };
             }

@@ -76,17 +76,15 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
 /// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
-/// columns, its variant that loads activations per chunk, at 1-8 and 17-32 columns its variant
-/// with the patch list's range one item ahead (session 24), the step kernel (the choice at 32 before
+/// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 12] = [
+const TENSOR: [TensorKernel; 11] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
     ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
-    ("strip-range-ahead (bench)", ExecMatvecKernel::VarTcStripRangeAhead, |n| n <= 8 || n > 16 && n <= 32),
     ("step (bench)", ExecMatvecKernel::BoundedStep, |_| true),
     ("tile (bench)", ExecMatvecKernel::BoundedTile, |_| true),
     ("panel-rg1 (bench)", ExecMatvecKernel::BoundedPanelRg1, |n| n > 32),

@@ -19,7 +19,7 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
-    ExecMatvecKernel::VarStripCap,
+    ExecMatvecKernel::VarStripUncapped,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
@@ -140,7 +140,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
-            (ExecMatvecKernel::VarTcStripRangeAhead, [8usize, 30, 3, 20][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),

@@ -52,8 +52,9 @@ pub enum Entries<'a> {
     /// kernels' no-decode probe (`--exec-strip-plans`).
     Plans(&'a [(u64, u64)]),
     /// The production default with programmatic dependent launch and without, with the next
-    /// kernel released at every launch's start or end, and the production plan with its CTAs per
-    /// SM capped (`VarStripCap`, session 24), with either launch (`--exec-pdl`).
+    /// kernel released at every launch's start or end, the production plan without its CTAs per
+    /// SM capped (`VarStripUncapped`, session 25) with either launch, and production again, last
+    /// (`--exec-pdl`).
     Launches,
     /// The production default (and serial), then the same with the tile flags of before session
     /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
@@ -82,15 +83,20 @@ pub fn entries(which: Entries) -> Vec<Entry> {
         }
         Entries::Launches => {
             v.extend(
-                [ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd, ExecMatvecKernel::VarStripCap].map(plain),
+                [ExecMatvecKernel::VarStripReleaseStart, ExecMatvecKernel::VarStripReleaseEnd, ExecMatvecKernel::VarStripUncapped]
+                    .map(plain),
             );
             v.push(Entry {
-                kernel: ExecMatvecKernel::VarStripCap,
+                kernel: ExecMatvecKernel::VarStripUncapped,
                 plan: None,
                 launch: DependentLaunch::Serial,
                 lone: true,
-                label: "var-strip-cap-serial".into(),
+                label: "var-strip-uncapped-serial".into(),
             });
+            // production again, last: the drift over a row (session 25: a variant whose plan on
+            // lm_head was production's read 30% slow in a row's 7th and 8th entries, alone too,
+            // while production in the 10th did not)
+            v.push(Entry { label: "exact-again".into(), ..plain(ExecMatvecKernel::Exact) });
         }
         Entries::Lone => {
             v.push(Entry {
