@@ -36,9 +36,10 @@ pub enum ExecMatvecKernel {
     VarStripCta,
     #[cfg(feature = "bench")]
     VarStripW1,
-    /// Bench: the production choice of the strip kernels with the next kernel released at every
-    /// launch's start, or at every launch's end, instead of by the launch's rounds
-    /// (`strip::release_point`; docs/gpu.md, session 21). Exact class.
+    /// Bench: the production choice of the strip kernels (spread as production's, `spread::capped`)
+    /// with the next kernel released at every launch's start, or at every launch's end, instead of
+    /// by production's rule (`spread_release`, `strip::release_point`; docs/gpu.md, sessions 21 and
+    /// 25). Exact class.
     #[cfg(feature = "bench")]
     VarStripReleaseStart,
     #[cfg(feature = "bench")]

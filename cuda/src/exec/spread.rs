@@ -6,15 +6,17 @@
 //! with programmatic ones until this cap (docs/gpu.md, sessions 24-25).
 
 use super::plan::Plan;
+use super::strip::Release;
 use super::GpuExecMatrix;
 use crate::GpuError;
 
 /// Fewest warps per CTA of a CTA-kernel launch that [`GpuExecMatrix::capped`] spreads. Measured
 /// on the H200 (docs/gpu.md, session 25; the production plan with and without the cap,
-/// programmatic launches, 46 shapes over four calls): every launch of 4 to 8 warps per CTA that
-/// the cap changed gained 0-11% (2560x9728, 1536x8960, 1024x4096, 1000x3000; then, fresh,
-/// 2304x9216, 768x3072, 640x2560, 4800x9600); with CTAs of 2 warps it lost 3-4% (5120x5120,
-/// 5120x3072), and on the one-warp kernel (0.65-0.87 rounds) 1-10%. The padding takes the SM's
+/// programmatic launches, 70 shapes over five calls): of the launches of 4 to 12 warps per CTA
+/// that the cap changed, 16 of 18 gained 0-11% (2560x9728, 1536x8960, 1024x4096, 1000x3000; then,
+/// fresh, 2304x9216, 768x3072, 640x2560, 4800x9600, 2400x8400, 700x2800, ...) and 2 lost 3-5%
+/// (1280x2560, 2200x10000); with CTAs of 2 warps it lost 3-4% (5120x5120, 5120x3072), and on the
+/// one-warp kernel (0.65-0.87 rounds) 1-10%. The padding takes the SM's
 /// shared memory, so its L1 shrinks to 28 KB, which costs the kernels that re-read their
 /// activations through L1 more than the spread gains (the whole carve-out alone, without the cap:
 /// 5-15% slower everywhere).
@@ -53,6 +55,23 @@ pub(super) fn spread_smem(
 }
 
 impl GpuExecMatrix {
+    /// The production one-column plan's launch from the strip choice `p`: spread by
+    /// [`Self::capped`], and then releasing the next kernel at its start (`Release::Start`); a
+    /// plan the cap leaves alone takes the release point of its rounds (`strip::release_point`).
+    /// Session 21's rule releases launches under 0.9 rounds at their end because the next
+    /// kernel's CTAs would otherwise take the free slots and sit, waiting, beside the whole
+    /// kernel; the spread leaves at most one CTA's room on an SM. Measured on the H200 (docs/gpu.md,
+    /// session 25; the spread with either release, 18 rows of two calls): the start release
+    /// faster on 13 (up to +4.2%: 2304x9216, 4800x9600), slower on 5 by at most 2.1% (640x2560).
+    pub(super) fn spread_release(&self, p: Plan) -> Result<Plan, GpuError> {
+        let spread = self.capped(p)?;
+        if spread == p {
+            self.with_release(p, None)
+        } else {
+            self.with_release(spread, Some(Release::Start))
+        }
+    }
+
     /// `p` with the dynamic shared memory of [`spread_smem`] where `p` is the CTA strip kernel
     /// with at least [`CAP_MIN_WARPS`] warps per CTA, within the kernel's allowance
     /// (`kernels::smem_allowance`); else `p` unchanged. The kernel uses only the shared memory its

@@ -230,7 +230,7 @@ impl GpuExecMatrix {
         }
         let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?;
         let p = match p {
-            Some(p) => Some(self.capped(self.with_release(p, None)?)?),
+            Some(p) => Some(self.spread_release(p)?),
             None => None,
         };
         Ok(*self.one_column.get_or_init(|| p))
@@ -259,7 +259,7 @@ impl GpuExecMatrix {
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
         match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
-            Some(p) => Ok(Some(self.capped(self.with_release(p, None)?).map(|p| (p.name, p.threads))?)),
+            Some(p) => Ok(Some(self.spread_release(p).map(|p| (p.name, p.threads))?)),
             None => Ok(None),
         }
     }
