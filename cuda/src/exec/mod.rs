@@ -15,6 +15,7 @@ mod derived;
 mod encode;
 mod panel;
 mod plan;
+mod release;
 mod run;
 mod select;
 mod spread;

@@ -38,7 +38,7 @@ pub enum ExecMatvecKernel {
     VarStripW1,
     /// Bench: the production choice of the strip kernels (spread as production's, `spread::capped`)
     /// with the next kernel released at every launch's start, or at every launch's end, instead of
-    /// by production's rule (`spread_release`, `strip::release_point`; docs/gpu.md, sessions 21 and
+    /// by production's rule (`spread_release`, `release::release_point`; docs/gpu.md, sessions 21 and
     /// 25). Exact class.
     #[cfg(feature = "bench")]
     VarStripReleaseStart,

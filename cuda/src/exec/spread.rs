@@ -6,7 +6,7 @@
 //! with programmatic ones until this cap (docs/gpu.md, sessions 24-25).
 
 use super::plan::Plan;
-use super::strip::Release;
+use super::release::Release;
 use super::GpuExecMatrix;
 use crate::GpuError;
 
@@ -57,7 +57,7 @@ pub(super) fn spread_smem(
 impl GpuExecMatrix {
     /// The production one-column plan's launch from the strip choice `p`: spread by
     /// [`Self::capped`], and then releasing the next kernel at its start (`Release::Start`); a
-    /// plan the cap leaves alone takes the release point of its rounds (`strip::release_point`).
+    /// plan the cap leaves alone takes the release point of its rounds (`release::release_point`).
     /// Session 21's rule releases launches under 0.9 rounds at their end because the next
     /// kernel's CTAs would otherwise take the free slots and sit, waiting, beside the whole
     /// kernel; the spread leaves at most one CTA's room on an SM. Measured on the H200 (docs/gpu.md,

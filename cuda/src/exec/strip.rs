@@ -170,50 +170,6 @@ pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> 
     w.min(cb * strip_slices(w, cb)) * per_sm >= w1_per_sm
 }
 
-/// Where a strip kernel lets the next kernel on the stream launch (`grid_dependency_release`,
-/// kernels/exec_matvec_strip.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
-/// start early).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Release {
-    /// Once every CTA has started: the next kernel's CTAs take the slots this one frees, in its
-    /// tail.
-    Start,
-    /// Once every CTA is done with its units (W1: at its last tile).
-    End,
-}
-
-/// [`Release::Start`] where the launch's CTAs fill at least 0.9 of the device's resident CTAs
-/// (`slots`), else [`Release::End`]. Where a launch leaves slots free, a release at the start lets
-/// the next kernel's CTAs take them and sit, waiting, beside this whole kernel. Measured on the
-/// H200 (docs/gpu.md, session 21; 74 rows, the three orders in one process, ratios against
-/// serial launches): at 0.9 rounds and more the start release gained 2-14% (the end release
-/// 0-12%); below, it lost up to 18% on long kernels (W1 at 0.57-0.83 rounds: 0.82-0.97), where the
-/// end release held 0.95-1.02 and gained up to 25% on short ones; geomean 1.075 under this rule
-/// against 1.061 (start everywhere) and 1.068 (end everywhere).
-pub(super) fn release_point(grid: u64, slots: u64) -> Release {
-    if 10 * grid >= 9 * slots {
-        Release::Start
-    } else {
-        Release::End
-    }
-}
-
-/// The entry point of the strip kernel `name` (either release point, CTA or W1) that releases the
-/// next kernel at `release`; None for any other kernel.
-fn release_entry(name: &str, release: Release) -> Option<&'static str> {
-    let w1 = match name {
-        "exec_matvec_strip" | "exec_matvec_strip_release_end" => false,
-        "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => true,
-        _ => return None,
-    };
-    Some(match (w1, release) {
-        (false, Release::Start) => "exec_matvec_strip",
-        (false, Release::End) => "exec_matvec_strip_release_end",
-        (true, Release::Start) => "exec_matvec_strip_w1",
-        (true, Release::End) => "exec_matvec_strip_w1_release_end",
-    })
-}
-
 /// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
@@ -234,24 +190,6 @@ impl GpuExecMatrix {
             None => None,
         };
         Ok(*self.one_column.get_or_init(|| p))
-    }
-
-    /// `p` with the strip kernel's entry point that releases the next kernel on the stream
-    /// (programmatic dependent launch, `crate::launch`) where `release` says, or where
-    /// [`release_point`] puts it for the launch's rounds when None. Other kernels unchanged.
-    pub(super) fn with_release(&self, mut p: Plan, release: Option<Release>) -> Result<Plan, GpuError> {
-        if release_entry(p.name, Release::Start).is_none() {
-            return Ok(p);
-        }
-        let release = match release {
-            Some(r) => r,
-            None => {
-                let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
-                release_point(u64::from(p.grid), slots)
-            }
-        };
-        p.name = release_entry(p.name, release).unwrap_or(p.name);
-        Ok(p)
     }
 
     /// Bench: the production one-column plan chosen again, without the kept one (its host cost,
@@ -481,32 +419,5 @@ mod tests {
         assert!(fills_warp_slots(w, 17, h200(w, rs).unwrap(), 24));
         // the fixed band's 4 warps of units of 8 rows: 6 CTAs, 24 warps
         assert!(fills_warp_slots(W1_TAIL_PLAN.0, 8, 6, 24));
-    }
-
-    #[test]
-    fn the_next_kernel_is_released_at_the_start_only_where_the_launch_fills_the_device() {
-        // 132 SMs x 24 one-warp CTAs
-        let slots = 132 * 24;
-        assert_eq!(release_point(6144, slots), Release::Start); // 24576 rows: 1.94 rounds
-        assert_eq!(release_point(2852, slots), Release::Start); // 0.90: the threshold
-        assert_eq!(release_point(2851, slots), Release::End);
-        assert_eq!(release_point(2019, slots), Release::End); // 8073 rows: 0.64 rounds, lost 15% at the start
-        assert_eq!(release_point(1, slots), Release::End);
-    }
-
-    #[test]
-    fn each_strip_kernel_has_both_release_points_among_the_production_entry_points() {
-        let loaded = |n: &str| crate::kernels::PRODUCTION.iter().any(|&(k, _)| k == n);
-        for name in ["exec_matvec_strip", "exec_matvec_strip_w1", "exec_matvec_strip_release_end", "exec_matvec_strip_w1_release_end"] {
-            for release in [Release::Start, Release::End] {
-                let e = release_entry(name, release).unwrap();
-                assert!(loaded(e), "{e}");
-                // the same kernel (CTA or W1), only the release point differs
-                assert_eq!(e.contains("_w1"), name.contains("_w1"));
-                assert_eq!(release_entry(e, release), Some(e));
-            }
-        }
-        assert_eq!(release_entry("exec_matvec_rows", Release::End), None);
-        assert_eq!(release_entry("bench_exec_probe_strip_nodecode", Release::End), None);
     }
 }

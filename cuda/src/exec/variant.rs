@@ -5,7 +5,7 @@
 //! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
-use super::strip::Release;
+use super::release::Release;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
