@@ -48,6 +48,12 @@ pub enum ExecMatvecKernel {
     /// session 25; every plan as it was before). Exact class.
     #[cfg(feature = "bench")]
     VarStripUncapped,
+    /// Bench: production, but the CTA kernel with at least 4 warps per CTA that the spread leaves
+    /// alone released at its start from 0.7 of the slots instead of 0.9 (`release::release_point`;
+    /// docs/gpu.md, session 25, Next: 13 of 15 such launches at 0.73-0.89 rounds measured faster
+    /// with the start release; built after the device time was spent, not yet run). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripReleaseWide,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -173,6 +179,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripUncapped,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripReleaseWide,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -229,6 +237,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarStripReleaseEnd => "var-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripUncapped => "var-strip-uncapped",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripReleaseWide => "var-strip-release-wide",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -287,7 +297,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripUncapped => true,
+            | ExecMatvecKernel::VarStripUncapped
+            | ExecMatvecKernel::VarStripReleaseWide => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

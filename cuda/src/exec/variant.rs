@@ -1,6 +1,7 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
-//! production plan without its CTAs per SM capped (session 25). The equal-share kernel of session
+//! production plan without its CTAs per SM capped and with the wide CTA kernel released at its
+//! start from 0.7 of the slots (session 25). The equal-share kernel of session
 //! 22 (`VarStripEven`, measured slower) is in git history (before session 24's removal), as are
 //! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
 
@@ -31,6 +32,23 @@ impl GpuExecMatrix {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
                     None => Ok(None),
                 }
+            }
+            ExecMatvecKernel::VarStripReleaseWide => {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                    Some(p) => {
+                        let spread = self.capped(p)?;
+                        let wide = matches!(p.name, "exec_matvec_strip" | "exec_matvec_strip_release_end") && p.threads >= 4 * 32;
+                        if spread == p && wide {
+                            // the wide CTA kernel the spread leaves alone: the start from 0.7 of the slots
+                            let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
+                            let release = if 10 * u64::from(p.grid) >= 7 * slots { Release::Start } else { Release::End };
+                            Ok(Some(self.with_release(p, Some(release))?))
+                        } else {
+                            Ok(Some(self.spread_release(p)?))
+                        }
+                    }
+                    None => Ok(None),
+                };
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
