@@ -217,8 +217,7 @@ impl GpuExecMatrix {
     #[cfg(feature = "bench")]
     pub fn one_column_rounds(&self) -> Result<f64, GpuError> {
         let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
-        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
-        Ok(f64::from(p.grid) / slots as f64)
+        Ok(f64::from(p.grid) / self.resident_ctas(&p)? as f64)
     }
 
     /// The exact kernel and how many columns it takes next (4, 2 or 1 per decode, as shared memory allows).

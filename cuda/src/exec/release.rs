@@ -35,23 +35,42 @@ pub(super) fn release_point(grid: u64, slots: u64) -> Release {
     }
 }
 
+/// Which strip kernel an entry point runs, whatever its release point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StripEntry {
+    /// The CTA kernel (`exec_matvec_strip`, `exec_matvec_strip_release_end`).
+    Cta,
+    /// The one-warp kernel (`exec_matvec_strip_w1`, `exec_matvec_strip_w1_release_end`).
+    W1,
+}
+
+/// The strip kernel the production entry point `name` runs; None for any other kernel (the
+/// probes included).
+pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
+    match name {
+        "exec_matvec_strip" | "exec_matvec_strip_release_end" => Some(StripEntry::Cta),
+        "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => Some(StripEntry::W1),
+        _ => None,
+    }
+}
+
 /// The entry point of the strip kernel `name` (either release point, CTA or W1) that releases the
 /// next kernel at `release`; None for any other kernel.
 fn release_entry(name: &str, release: Release) -> Option<&'static str> {
-    let w1 = match name {
-        "exec_matvec_strip" | "exec_matvec_strip_release_end" => false,
-        "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => true,
-        _ => return None,
-    };
-    Some(match (w1, release) {
-        (false, Release::Start) => "exec_matvec_strip",
-        (false, Release::End) => "exec_matvec_strip_release_end",
-        (true, Release::Start) => "exec_matvec_strip_w1",
-        (true, Release::End) => "exec_matvec_strip_w1_release_end",
+    Some(match (strip_entry(name)?, release) {
+        (StripEntry::Cta, Release::Start) => "exec_matvec_strip",
+        (StripEntry::Cta, Release::End) => "exec_matvec_strip_release_end",
+        (StripEntry::W1, Release::Start) => "exec_matvec_strip_w1",
+        (StripEntry::W1, Release::End) => "exec_matvec_strip_w1_release_end",
     })
 }
 
 impl GpuExecMatrix {
+    /// The CTAs of `p` the device holds at once: SMs x resident CTAs per SM (one round).
+    pub(super) fn resident_ctas(&self, p: &Plan) -> Result<u64, GpuError> {
+        Ok(u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?))
+    }
+
     /// `p` with the strip kernel's entry point that releases the next kernel on the stream
     /// (programmatic dependent launch, `crate::launch`) where `release` says, or where
     /// [`release_point`] puts it for the launch's rounds when None. Other kernels unchanged.
@@ -61,10 +80,7 @@ impl GpuExecMatrix {
         }
         let release = match release {
             Some(r) => r,
-            None => {
-                let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
-                release_point(u64::from(p.grid), slots)
-            }
+            None => release_point(u64::from(p.grid), self.resident_ctas(&p)?),
         };
         p.name = release_entry(p.name, release).unwrap_or(p.name);
         Ok(p)

@@ -6,7 +6,7 @@
 //! with programmatic ones until this cap (docs/gpu.md, sessions 24-25).
 
 use super::plan::Plan;
-use super::release::Release;
+use super::release::{strip_entry, Release, StripEntry};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
@@ -77,8 +77,7 @@ impl GpuExecMatrix {
     /// (`kernels::smem_allowance`); else `p` unchanged. The kernel uses only the shared memory its
     /// plan sized (its tile partials); the rest is unused.
     pub(super) fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
-        let cta = matches!(p.name, "exec_matvec_strip" | "exec_matvec_strip_release_end");
-        if !cta || p.threads / 32 < CAP_MIN_WARPS {
+        if strip_entry(p.name) != Some(StripEntry::Cta) || p.threads / 32 < CAP_MIN_WARPS {
             return Ok(p);
         }
         let registered = crate::kernels::all_kernels().find(|(n, _)| *n == p.name).map_or(0, |(_, l)| l);

@@ -6,7 +6,7 @@
 //! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
-use super::release::Release;
+use super::release::{strip_entry, Release, StripEntry};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
@@ -36,15 +36,13 @@ impl GpuExecMatrix {
             ExecMatvecKernel::VarStripReleaseWide => {
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
                     Some(p) => {
-                        let spread = self.capped(p)?;
-                        let wide = matches!(p.name, "exec_matvec_strip" | "exec_matvec_strip_release_end") && p.threads >= 4 * 32;
-                        if spread == p && wide {
-                            // the wide CTA kernel the spread leaves alone: the start from 0.7 of the slots
-                            let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?);
-                            let release = if 10 * u64::from(p.grid) >= 7 * slots { Release::Start } else { Release::End };
-                            Ok(Some(self.with_release(p, Some(release))?))
+                        let production = self.spread_release(p)?;
+                        // the wide CTA kernel the spread leaves alone: the start from 0.7 of the slots
+                        let wide = strip_entry(p.name) == Some(StripEntry::Cta) && p.threads >= 4 * 32 && production.smem == p.smem;
+                        if wide && 10 * u64::from(p.grid) >= 7 * self.resident_ctas(&p)? {
+                            Ok(Some(self.with_release(production, Some(Release::Start))?))
                         } else {
-                            Ok(Some(self.spread_release(p)?))
+                            Ok(Some(production))
                         }
                     }
                     None => Ok(None),
