@@ -59,8 +59,8 @@
 #          dependent chains included), then `--exec-variants --exec-pdl`: the production default
 #          (programmatic launches, the release point by the launch's rounds), the same with serial
 #          launches, with the release forced to every launch's start or end, without session 25's
-#          even spread of short launches (`VarStripUncapped`, programmatic and serial), with the wide
-#          CTA kernel released at its start from 0.7 (`VarStripReleaseWide`) and production again last, on the 8 bench shapes (synthetic and real) and on PDL_GRID (default: session
+#          even spread of short launches (`VarStripUncapped`, programmatic and serial) and
+#          production again last, on the 8 bench shapes (synthetic and real) and on PDL_GRID (default: session
 #          21's 30 fresh shapes).
 set -uo pipefail
 B=${B:-.device-bin}

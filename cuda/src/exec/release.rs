@@ -19,16 +19,47 @@ pub(super) enum Release {
     End,
 }
 
+/// How a strip launch's CTAs hold their units, for [`release_point`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Breadth {
+    /// The one-warp kernel, or CTAs of fewer than [`WIDE_MIN_WARPS`] warps.
+    Narrow,
+    /// The CTA kernel with at least [`WIDE_MIN_WARPS`] warps per CTA.
+    Wide,
+}
+
+/// Fewest warps per CTA of a [`Breadth::Wide`] launch (also the fewest that exec/spread.rs
+/// spreads).
+pub(super) const WIDE_MIN_WARPS: u32 = 4;
+
+/// The breadth of the strip launch `p` ([`Breadth::Narrow`] for any other kernel too).
+pub(super) fn breadth(p: &Plan) -> Breadth {
+    if strip_entry(p.name) == Some(StripEntry::Cta) && p.threads / 32 >= WIDE_MIN_WARPS {
+        Breadth::Wide
+    } else {
+        Breadth::Narrow
+    }
+}
+
 /// [`Release::Start`] where the launch's CTAs fill at least 0.9 of the device's resident CTAs
-/// (`slots`), else [`Release::End`]. Where a launch leaves slots free, a release at the start lets
-/// the next kernel's CTAs take them and sit, waiting, beside this whole kernel. Measured on the
-/// H200 (docs/gpu.md, session 21; 74 rows, the three orders in one process, ratios against
-/// serial launches): at 0.9 rounds and more the start release gained 2-14% (the end release
-/// 0-12%); below, it lost up to 18% on long kernels (W1 at 0.57-0.83 rounds: 0.82-0.97), where the
-/// end release held 0.95-1.02 and gained up to 25% on short ones; geomean 1.075 under this rule
-/// against 1.061 (start everywhere) and 1.068 (end everywhere).
-pub(super) fn release_point(grid: u64, slots: u64) -> Release {
-    if 10 * grid >= 9 * slots {
+/// (`slots`), or 0.7 of them for a [`Breadth::Wide`] launch, else [`Release::End`]. Where a
+/// launch leaves slots free, a release at the start lets the next kernel's CTAs take them and sit,
+/// waiting, beside this whole kernel. Measured on the H200 (docs/gpu.md, session 21; 74 rows, the
+/// three orders in one process, ratios against serial launches): at 0.9 rounds and more the start
+/// release gained 2-14% (the end release 0-12%); below, it lost up to 18% on long kernels (W1 at
+/// 0.57-0.83 rounds: 0.82-0.97), where the end release held 0.95-1.02 and gained up to 25% on
+/// short ones; geomean 1.075 under this rule against 1.061 (start everywhere) and 1.068 (end
+/// everywhere). The wide threshold (sessions 25-26): CTAs of at least 4 warps at 0.7-0.9 rounds
+/// ran faster released at their start on 13 of 15 launches in session 25 (up to +7.5%), and on 22
+/// fresh shapes in session 26 the rule changed 12 launches: 5 gained 4-6.5%, 3 gained 0.6-1.1%,
+/// the rest within 0.8%; below 0.7 rounds the start lost on 6 of 6 (0-1.6%), and CTAs of 2 or 3
+/// warps lost 3-8% at the start at 0.68-0.79 rounds.
+pub(super) fn release_point(grid: u64, slots: u64, breadth: Breadth) -> Release {
+    let tenths = match breadth {
+        Breadth::Narrow => 9,
+        Breadth::Wide => 7,
+    };
+    if 10 * grid >= tenths * slots {
         Release::Start
     } else {
         Release::End
@@ -80,7 +111,7 @@ impl GpuExecMatrix {
         }
         let release = match release {
             Some(r) => r,
-            None => release_point(u64::from(p.grid), self.resident_ctas(&p)?),
+            None => release_point(u64::from(p.grid), self.resident_ctas(&p)?, breadth(&p)),
         };
         p.name = release_entry(p.name, release).unwrap_or(p.name);
         Ok(p)
@@ -95,11 +126,33 @@ mod tests {
     fn the_next_kernel_is_released_at_the_start_only_where_the_launch_fills_the_device() {
         // 132 SMs x 24 one-warp CTAs
         let slots = 132 * 24;
-        assert_eq!(release_point(6144, slots), Release::Start); // 24576 rows: 1.94 rounds
-        assert_eq!(release_point(2852, slots), Release::Start); // 0.90: the threshold
-        assert_eq!(release_point(2851, slots), Release::End);
-        assert_eq!(release_point(2019, slots), Release::End); // 8073 rows: 0.64 rounds, lost 15% at the start
-        assert_eq!(release_point(1, slots), Release::End);
+        let narrow = |grid| release_point(grid, slots, Breadth::Narrow);
+        assert_eq!(narrow(6144), Release::Start); // 24576 rows: 1.94 rounds
+        assert_eq!(narrow(2852), Release::Start); // 0.90: the threshold
+        assert_eq!(narrow(2851), Release::End);
+        assert_eq!(narrow(2019), Release::End); // 8073 rows: 0.64 rounds, lost 15% at the start
+        assert_eq!(narrow(1), Release::End);
+    }
+
+    #[test]
+    fn a_wide_launch_is_released_at_its_start_from_seven_tenths_of_the_slots() {
+        // 132 SMs x 4 CTAs of 6 warps
+        let slots = 132 * 4;
+        let wide = |grid| release_point(grid, slots, Breadth::Wide);
+        assert_eq!(wide(370), Release::Start); // 0.70: the threshold
+        assert_eq!(wide(369), Release::End);
+        assert_eq!(wide(448), Release::Start); // 3584x8704: 0.85 rounds, +6.5% at the start
+        assert_eq!(release_point(448, slots, Breadth::Narrow), Release::End);
+    }
+
+    #[test]
+    fn only_the_cta_kernel_of_four_warps_or_more_is_wide() {
+        let plan = |name, warps: u32| Plan { name, grid: 1, threads: 32 * warps, smem: 0, tail: super::super::plan::Tail::RowsFlags(4) };
+        assert_eq!(breadth(&plan("exec_matvec_strip", 4)), Breadth::Wide);
+        assert_eq!(breadth(&plan("exec_matvec_strip_release_end", 12)), Breadth::Wide);
+        assert_eq!(breadth(&plan("exec_matvec_strip", 3)), Breadth::Narrow);
+        assert_eq!(breadth(&plan("exec_matvec_strip_w1", 1)), Breadth::Narrow);
+        assert_eq!(breadth(&plan("exec_matvec_rows", 8)), Breadth::Narrow);
     }
 
     #[test]

@@ -45,15 +45,9 @@ pub enum ExecMatvecKernel {
     #[cfg(feature = "bench")]
     VarStripReleaseEnd,
     /// Bench: the production one-column plan without its CTAs per SM capped (`spread::capped`,
-    /// session 25; every plan as it was before). Exact class.
+    /// session 25), each launch released where `release::release_point` puts it. Exact class.
     #[cfg(feature = "bench")]
     VarStripUncapped,
-    /// Bench: production, but the CTA kernel with at least 4 warps per CTA that the spread leaves
-    /// alone released at its start from 0.7 of the slots instead of 0.9 (`release::release_point`;
-    /// docs/gpu.md, session 25, Next: 13 of 15 such launches at 0.73-0.89 rounds measured faster
-    /// with the start release; built after the device time was spent, not yet run). Exact class.
-    #[cfg(feature = "bench")]
-    VarStripReleaseWide,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -179,8 +173,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripUncapped,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripReleaseWide,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -238,7 +230,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripUncapped => "var-strip-uncapped",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripReleaseWide => "var-strip-release-wide",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -297,8 +288,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripUncapped
-            | ExecMatvecKernel::VarStripReleaseWide => true,
+            | ExecMatvecKernel::VarStripUncapped => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -6,21 +6,20 @@
 //! with programmatic ones until this cap (docs/gpu.md, sessions 24-25).
 
 use super::plan::Plan;
-use super::release::{strip_entry, Release, StripEntry};
+use super::release::{breadth, Breadth, Release};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
-/// Fewest warps per CTA of a CTA-kernel launch that [`GpuExecMatrix::capped`] spreads. Measured
-/// on the H200 (docs/gpu.md, session 25; the production plan with and without the cap,
-/// programmatic launches, 70 shapes over five calls): of the launches of 4 to 12 warps per CTA
-/// that the cap changed, 16 of 18 gained 0-11% (2560x9728, 1536x8960, 1024x4096, 1000x3000; then,
-/// fresh, 2304x9216, 768x3072, 640x2560, 4800x9600, 2400x8400, 700x2800, ...) and 2 lost 3-5%
-/// (1280x2560, 2200x10000); with CTAs of 2 warps it lost 3-4% (5120x5120, 5120x3072), and on the
-/// one-warp kernel (0.65-0.87 rounds) 1-10%. The padding takes the SM's
-/// shared memory, so its L1 shrinks to 28 KB, which costs the kernels that re-read their
-/// activations through L1 more than the spread gains (the whole carve-out alone, without the cap:
-/// 5-15% slower everywhere).
-const CAP_MIN_WARPS: u32 = 4;
+// Why [`GpuExecMatrix::capped`] spreads only wide launches (`release::WIDE_MIN_WARPS`, 4 warps
+// per CTA or more). Measured on the H200 (docs/gpu.md, session 25; the production plan with and without the cap,
+// programmatic launches, 70 shapes over five calls): of the launches of 4 to 12 warps per CTA
+// that the cap changed, 16 of 18 gained 0-11% (2560x9728, 1536x8960, 1024x4096, 1000x3000; then,
+// fresh, 2304x9216, 768x3072, 640x2560, 4800x9600, 2400x8400, 700x2800, ...) and 2 lost 3-5%
+// (1280x2560, 2200x10000); with CTAs of 2 warps it lost 3-4% (5120x5120, 5120x3072), and on the
+// one-warp kernel (0.65-0.87 rounds) 1-10%. The padding takes the SM's
+// shared memory, so its L1 shrinks to 28 KB, which costs the kernels that re-read their
+// activations through L1 more than the spread gains (the whole carve-out alone, without the cap:
+// 5-15% slower everywhere).
 
 /// The dynamic shared memory that holds a launch of `grid` CTAs of `smem` bytes each to
 /// ceil(grid / `sms`) per SM: None where the launch is at or above one round (it already fills
@@ -57,8 +56,8 @@ pub(super) fn spread_smem(
 impl GpuExecMatrix {
     /// The production one-column plan's launch from the strip choice `p`: spread by
     /// [`Self::capped`], and then releasing the next kernel at its start (`Release::Start`); a
-    /// plan the cap leaves alone takes the release point of its rounds (`release::release_point`).
-    /// Session 21's rule releases launches under 0.9 rounds at their end because the next
+    /// plan the cap leaves alone takes the release point of its rounds and breadth
+    /// (`release::release_point`). Session 21's rule releases launches under 0.9 rounds at their end because the next
     /// kernel's CTAs would otherwise take the free slots and sit, waiting, beside the whole
     /// kernel; the spread leaves at most one CTA's room on an SM. Measured on the H200 (docs/gpu.md,
     /// session 25; the spread with either release, 18 rows of two calls): the start release
@@ -72,12 +71,12 @@ impl GpuExecMatrix {
         }
     }
 
-    /// `p` with the dynamic shared memory of [`spread_smem`] where `p` is the CTA strip kernel
-    /// with at least [`CAP_MIN_WARPS`] warps per CTA, within the kernel's allowance
+    /// `p` with the dynamic shared memory of [`spread_smem`] where `p` is a wide launch of the CTA
+    /// strip kernel (`release::Breadth::Wide`: at least 4 warps per CTA), within the kernel's allowance
     /// (`kernels::smem_allowance`); else `p` unchanged. The kernel uses only the shared memory its
     /// plan sized (its tile partials); the rest is unused.
     pub(super) fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
-        if strip_entry(p.name) != Some(StripEntry::Cta) || p.threads / 32 < CAP_MIN_WARPS {
+        if breadth(&p) != Breadth::Wide {
             return Ok(p);
         }
         let registered = crate::kernels::all_kernels().find(|(n, _)| *n == p.name).map_or(0, |(_, l)| l);

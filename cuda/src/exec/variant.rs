@@ -1,12 +1,11 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
-//! production plan without its CTAs per SM capped and with the wide CTA kernel released at its
-//! start from 0.7 of the slots (session 25). The equal-share kernel of session
+//! production plan without its CTAs per SM capped (session 25). The equal-share kernel of session
 //! 22 (`VarStripEven`, measured slower) is in git history (before session 24's removal), as are
 //! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
-use super::release::{strip_entry, Release, StripEntry};
+use super::release::Release;
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
@@ -32,21 +31,6 @@ impl GpuExecMatrix {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
                     None => Ok(None),
                 }
-            }
-            ExecMatvecKernel::VarStripReleaseWide => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
-                    Some(p) => {
-                        let production = self.spread_release(p)?;
-                        // the wide CTA kernel the spread leaves alone: the start from 0.7 of the slots
-                        let wide = strip_entry(p.name) == Some(StripEntry::Cta) && p.threads >= 4 * 32 && production.smem == p.smem;
-                        if wide && 10 * u64::from(p.grid) >= 7 * self.resident_ctas(&p)? {
-                            Ok(Some(self.with_release(production, Some(Release::Start))?))
-                        } else {
-                            Ok(Some(production))
-                        }
-                    }
-                    None => Ok(None),
-                };
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };

@@ -53,8 +53,7 @@ pub enum Entries<'a> {
     Plans(&'a [(u64, u64)]),
     /// The production default with programmatic dependent launch and without, with the next
     /// kernel released at every launch's start or end, the production plan without its CTAs per
-    /// SM capped (`VarStripUncapped`, session 25) with either launch, the wide CTA kernel released
-    /// at its start from 0.7 of the slots (`VarStripReleaseWide`), and production again, last
+    /// SM capped (`VarStripUncapped`, session 25) with either launch, and production again, last
     /// (`--exec-pdl`).
     Launches,
     /// The production default (and serial), then the same with the tile flags of before session
@@ -94,7 +93,6 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 lone: true,
                 label: "var-strip-uncapped-serial".into(),
             });
-            v.push(plain(ExecMatvecKernel::VarStripReleaseWide));
             // production again, last: the drift over a row (session 25: a variant whose plan on
             // lm_head was production's read 30% slow in a row's 7th and 8th entries, alone too,
             // while production in the 10th did not)
