@@ -4,11 +4,13 @@
 //
 // Tile flags (the lean and strip exact kernels, exec_matvec_lean.cu, exec_matvec_strip.cu): one byte
 // per tile, [cb][M4] with M4 = M rounded up to 4: 0 when no column k < K of the tile has code 0 or
-// 15; else, with `lone`, a byte f >= 2 that every code-15 weight of the tile has as its escape
-// byte where one exists: the escape byte of the tile's one code-15 weight where it has exactly one
-// and that byte is at least 2, or 2 where the tile has code 0 but no code 15 (the strip kernels
-// then patch without the escape offset or a load of esc; session 23); else 1. The lean kernel
-// tests only flag != 0.
+// 15; else, with rule 2 (TileFlagRule::SharedByte, production), a byte f >= 2 that every code-15 weight of the tile has as its escape
+// byte where one exists: the escape byte that all the tile's code-15 weights share where they
+// share one and it is at least 2 (any number: session 26; rule 1, LoneByte, bench only: exactly
+// one, as in sessions 23-25), or 2 where the tile has code 0 but no code 15 (the strip kernels
+// then patch without the escape offset or a load of esc); else 1 (rule 0, Plain, bench only: 1
+// wherever the tile holds a code 0 or 15, as before session 23). The lean kernel tests only flag
+// != 0.
 //
 // Patch list (the bounded stream kernel, exec_tensor.cu): the items of that kernel are 16 rows x
 // 128 columns, item i = (gr * CB + cb) * 4 + sub for row group gr (rows 16 gr ..), tile cb and
@@ -31,7 +33,7 @@
 #define EXEC_PLIST_DENSE 0x80000000u
 
 extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, const exec_u32* __restrict__ esc_start,
-                                           const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K, int lone,
+                                           const exec_u8* __restrict__ esc, exec_u32 M, exec_u32 K, int rule,
                                            exec_u8* __restrict__ flags) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u;
@@ -47,16 +49,17 @@ extern "C" __global__ void exec_tile_flags(const exec_u8* __restrict__ codes, co
             n15 = exec_count15(c.x) + exec_count15(c.y);
         }
         const bool any = __any_sync(EXEC_FULL, special);
-        n15 = __reduce_add_sync(EXEC_FULL, n15);
-        if (lane == 0u) {
-            exec_u32 f = any ? 1u : 0u;
-            if (lone && n15 == 0u && any) f = 2u;  // code 0 only: no escape byte to find
-            if (lone && n15 == 1u) {
-                const exec_u32 e = esc[esc_start[t]];  // tile t = m CB + cb (spec 20.7)
-                if (e >= 2u) f = e;
-            }
-            flags[(exec_u64)cb * M4 + m] = (exec_u8)f;
+        n15 = __reduce_add_sync(EXEC_FULL, n15);  // warp-uniform, as any
+        exec_u32 f = any ? 1u : 0u;
+        if (rule != 0 && n15 == 0u && any) f = 2u;  // code 0 only: no escape byte to find
+        if ((rule == 1 && n15 == 1u) || (rule == 2 && n15 >= 1u)) {
+            // the tile's escape bytes esc[s .. s + n15) (tile t = m CB + cb, spec 20.7): one shared byte?
+            const exec_u32 s = esc_start[t], e = esc[s];
+            bool same = true;
+            for (exec_u32 i = lane; i < n15; i += 32u) same = same && esc[s + i] == e;
+            if (__all_sync(EXEC_FULL, same) && e >= 2u) f = e;
         }
+        if (lane == 0u) flags[(exec_u64)cb * M4 + m] = (exec_u8)f;
     }
 }
 

@@ -19,8 +19,9 @@
 // a round of resident warps, CTAs of one warp that take 4 rows through every tile in order, with no barrier to wait
 // at (exec_strip_w1_body: +2.5-14% on the bench shapes where it runs).
 // Codes 0 and 15 as in lean: the tile flags (derived at load) say which rows take the per-pair
-// patch, and which of those take the escape prefix too (a tile whose one code-15 weight's escape
-// byte is its flag needs neither the prefix nor a load of esc: session 23; such a row, where its
+// patch, and which of those take the escape prefix too (a tile whose code-15 weights share the
+// escape byte that is its flag needs neither the prefix nor a load of esc: session 23 for one such
+// weight, session 26 for several; such a row, where its
 // base is at most 241, takes one XOR per special weight, exec_strip_fix, instead of the pair
 // patch: session 24); the 4 rows' escape offsets come with the group's loads.
 // Instructions (session 14, docs/gpu-history.md): the decode (exec_strip_decode.cu) pairs weights a and a + 4,
@@ -120,7 +121,7 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
             if (f) {  // warp-uniform: the tile holds a code 0 or 15
                 const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
                 exec_u64 off = 0;
-                if (f == 1u) {  // warp-uniform: else f is the escape byte of the tile's code 15 (one at most)
+                if (f == 1u) {  // warp-uniform: else f is the escape byte of every code 15 of the tile
                     const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
                     const exec_u32 before = exec_warp_excl(n15, lane);
                     off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;

@@ -48,8 +48,9 @@ __device__ __forceinline__ float exec_strip_weight(const exec_u32 (&w)[8], int i
 // inline it once per row), each pair rebuilt from its codes and sm bytes. A code-15 weight i takes
 // esc[off + the number of code-15 weights at positions below i in the lane] (column order; the
 // pairs do not come in column order), or, where lone >= 2, the exponent lone: the row's tile flag
-// (exec_derived.cu), which is the escape byte of every code-15 weight of the tile (it holds at most
-// one), so that neither the escape offset nor a load of esc is on the row's path (session 23).
+// (exec_derived.cu), which is the escape byte of every code-15 weight of the tile (the one such
+// weight, session 23; any number that share one byte, session 26), so that neither the escape
+// offset nor a load of esc is on the row's path.
 // The fast decode's carry out of a code-15 half (base 242) stays inside its pair, which is
 // rewritten whole. One pair costs 79 SASS instructions (session 15; 101-106
 // with the lane's 64-bit masks).
@@ -94,8 +95,8 @@ __device__ __forceinline__ void exec_strip_patch(uint2 c, uint4 s, exec_u32 base
 // The same result as exec_strip_patch where the row's tile flag f is at least 2 and base <= 241,
 // by one XOR per weight of code 0 or 15 instead of a pair rebuilt (54 SASS instructions per weight
 // against ~84 per pair): the fast decode wrote the exponent field base - 1 + code (no carry: base
-// - 1 + 15 <= 255), which becomes 0 (code 0) or f (code 15, the tile's one escape byte; flag 2
-// where the tile has code 0 but no code 15, exec_derived.cu). Built in session 23 as a bench
+// - 1 + 15 <= 255), which becomes 0 (code 0) or f (code 15, the escape byte every code-15 weight
+// of the tile shares; flag 2 where the tile has code 0 but no code 15, exec_derived.cu). Built in session 23 as a bench
 // variant, in production since session 24 (+2-3% on the bench shapes and a grid, two calls).
 __device__ __forceinline__ void exec_strip_fix(uint2 c, exec_u32 base, exec_u32 f, exec_u32 (&w)[8]) {
     const exec_u64 cc = (exec_u64)c.y << 32 | c.x;  // weight i's code at bits 4i .. 4i + 3

@@ -18,11 +18,11 @@ const GROUP_ROWS: u64 = 16;
 
 pub(super) struct Derived {
     /// One byte per tile, laid out [cb][M rounded up to 4]: 0 where the tile's columns k < K hold
-    /// no code 0 or 15, else the escape byte of its one code-15 weight where it has exactly one
-    /// and that byte is at least 2, or 2 where it has code 0 and no code 15, else 1
+    /// no code 0 or 15, else the escape byte that all its code-15 weights share where they share
+    /// one and it is at least 2, or 2 where it has code 0 and no code 15, else 1
     /// (`exec_tile_flags`). The lean and strip kernels find
     /// the tiles that need more than the fast decode without testing every code; the strip
-    /// kernels patch a tile with one escape without its escape offset or a load of esc.
+    /// kernels patch a tile whose escapes share one byte without its escape offset or a load of esc.
     pub flags: CudaSlice<u8>,
     /// Patch list offsets: item i's entries are `ent[off[i] .. off[i + 1])` (I + 1 words).
     pub plist_off: CudaSlice<u32>,
@@ -35,9 +35,20 @@ fn grid_cfg(threads: u64) -> LaunchConfig {
     LaunchConfig { grid_dim: (threads.div_ceil(256).clamp(1, 4096) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 }
 }
 
-/// `exec_tile_flags` into `flags` (CB x roundup(M, 4) bytes), with the strip kernels' lone escape
-/// bytes where `lone` (production), without them otherwise (the bench's flags before session 23,
-/// `GpuExecMatrix::set_lone_escape_flags`).
+/// Which tiles the tile flags give an escape byte (kernel argument `rule` of `exec_tile_flags`).
+/// Every rule gives the same products; they differ in which rows take the escape prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TileFlagRule {
+    /// None: every flagged tile is 1 (before session 23; bench only).
+    Plain = 0,
+    /// A tile with exactly one code-15 weight (sessions 23-25; bench only).
+    LoneByte = 1,
+    /// A tile whose code-15 weights all share one escape byte (production, session 26).
+    SharedByte = 2,
+}
+
+/// `exec_tile_flags` into `flags` (CB x roundup(M, 4) bytes) under `rule` (production:
+/// [`TileFlagRule::SharedByte`]; others from `GpuExecMatrix::set_tile_flag_rule`).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn tile_flags(
     gpu: &Arc<Gpu>,
@@ -46,20 +57,20 @@ pub(super) fn tile_flags(
     codes: &CudaSlice<u8>,
     esc_start: &CudaSlice<u32>,
     esc: &CudaSlice<u8>,
-    lone: bool,
+    rule: TileFlagRule,
     flags: &mut CudaSlice<u8>,
 ) -> Result<(), GpuError> {
     let s = &gpu.stream;
-    let (m32, k32, lone) = (shape.rows as u32, shape.cols as u32, i32::from(lone));
+    let (m32, k32, rule) = (shape.rows as u32, shape.cols as u32, rule as i32);
     let (pc, _gc) = codes.device_ptr(s);
     let (pes, _ges) = esc_start.device_ptr(s);
     let (pesc, _gesc) = esc.device_ptr(s);
     let (pf, _gf) = flags.device_ptr_mut(s);
     let mut b = s.launch_builder(gpu.function("exec_tile_flags")?);
-    b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&lone).arg(&pf);
+    b.arg(&pc).arg(&pes).arg(&pesc).arg(&m32).arg(&k32).arg(&rule).arg(&pf);
     // SAFETY: argument list of exec_tile_flags (exec_derived.cu); codes holds M x K16 / 2 bytes
     // and esc_start M x CB + 1 words into the E bytes of esc (validated or GPU-encoded; esc is
-    // read only where a tile holds exactly one code 15, so E > esc_start[t]); flags holds
+    // read only at the n15 >= 1 escapes of a tile's code-15 weights, esc_start[t] .. + n15 <= E); flags holds
     // CB x roundup(M, 4) bytes; the kernel strides over tiles, one warp each.
     unsafe { b.launch(grid_cfg(shape.rows * col_tiles * 32)) }?;
     Ok(())
@@ -86,7 +97,7 @@ impl Derived {
         let n = items * GROUP_ROWS;
         let cnt = s.alloc_zeros::<u32>((n + 1) as usize)?;
         let dense = s.alloc_zeros::<u8>(items as usize)?;
-        tile_flags(gpu, g.shape, cb, codes, esc_start, esc, true, &mut flags)?;
+        tile_flags(gpu, g.shape, cb, codes, esc_start, esc, TileFlagRule::SharedByte, &mut flags)?;
         {
             let (pc, _gc) = codes.device_ptr(s);
             let (pn, _gn) = cnt.device_ptr(s);

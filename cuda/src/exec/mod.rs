@@ -28,6 +28,7 @@ mod tensor_strip;
 mod variant;
 
 pub use crate::DependentLaunch;
+pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 
 use crate::gpu::Gpu;
@@ -237,12 +238,11 @@ impl GpuExecMatrix {
         })
     }
 
-    /// Bench: the tile flags with the strip kernels' lone-escape bytes (`true`, the production
-    /// flags every constructor makes) or without them (`false`: every flagged tile takes the escape
-    /// prefix and loads esc, as before session 23); the results are the same either way.
+    /// Bench: the tile flags remade under `rule` (every constructor makes them under
+    /// [`TileFlagRule::SharedByte`]); the results are the same under every rule.
     #[cfg(feature = "bench")]
-    pub fn set_lone_escape_flags(&mut self, lone: bool) -> Result<(), GpuError> {
-        derived::tile_flags(&self.gpu, self.shape, self.col_tiles, &self.codes, &self.esc_start, &self.esc, lone, &mut self.derived.flags)
+    pub fn set_tile_flag_rule(&mut self, rule: TileFlagRule) -> Result<(), GpuError> {
+        derived::tile_flags(&self.gpu, self.shape, self.col_tiles, &self.codes, &self.esc_start, &self.esc, rule, &mut self.derived.flags)
     }
 
     /// A second device copy (benchmarks rotate copies past the L2 cache).

@@ -86,8 +86,9 @@ fn same_bf16(a: u16, b: u16) -> bool {
 }
 
 /// `--exec-sweep N[:W]`: N random shapes (up to W weights, default 8 M; K up to 60000 so that the x-from-global
-/// and the 3-stage plans run too) and four weight kinds (Gaussian; with 1/8 zeros; with 2% wide
-/// outliers, many escapes per tile; raw random words, escapes everywhere): every exact kernel of
+/// and the 3-stage plans run too) and four weight kinds, each within the first 4 shapes (Gaussian;
+/// with 1/8 zeros; with 2% wide outliers, many escapes per tile, or on odd shapes 0.25% outliers
+/// of one exponent, escapes that share a byte; raw random words, escapes everywhere): every exact kernel of
 /// [`EXACT`] and [`STRIP_VARIANTS`] and both dequant kernels against the reference; the bounded
 /// (tensor-core) matvec on 1, 3, 8 or 13 BF16 columns against spec 19's bound; then, where W is at
 /// least 2 M, the dependent chains ([`chain`]).
@@ -104,12 +105,17 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         };
         let m = 1 + rng.below((max_weights / k).clamp(1, 6000));
         let n = (m * k) as usize;
-        let kind = (i / 4) % 4;
+        // every kind within the first 4 shapes, each with every K range over 16
+        let kind = (i + i / 4) % 4;
+        // kind 2 on odd shapes: sparser outliers, all of one exponent (158), so that tiles hold
+        // several escapes that share one byte (the tile flags' shared escape byte, session 26)
+        let shared = i % 2 == 1;
         let mut words = gaussian_bf16(n, 1000 + i as u64);
         for w in words.iter_mut() {
             match kind {
                 1 if rng.below(8) == 0 => *w = 0,
-                2 if rng.below(50) == 0 => *w = (rng.next() >> 16) as u16 & 0x7F7F,
+                2 if shared && rng.below(400) == 0 => *w = (rng.next() >> 16) as u16 & 0x807F | 158 << 7,
+                2 if !shared && rng.below(50) == 0 => *w = (rng.next() >> 16) as u16 & 0x7F7F,
                 3 => *w = (rng.next() >> 16) as u16,
                 _ => {}
             }

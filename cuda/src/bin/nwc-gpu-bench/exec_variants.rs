@@ -12,7 +12,7 @@ use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, tile, time_us};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix, TileFlagRule};
 use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use std::sync::Arc;
@@ -34,13 +34,13 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 
 /// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
 /// CTA, rows per unit; `--exec-strip-plans`), how its launches follow the one before, whether the
-/// tile flags carry the lone escape bytes (the production flags; `false`: as before session 23,
-/// `--exec-lone`), and its label.
+/// rule of the tile flags (production: [`TileFlagRule::SharedByte`]; others by `--exec-lone`), and
+/// its label.
 pub struct Entry {
     kernel: ExecMatvecKernel,
     plan: Option<(u64, u64)>,
     launch: DependentLaunch,
-    lone: bool,
+    flags: TileFlagRule,
     label: String,
 }
 
@@ -56,17 +56,28 @@ pub enum Entries<'a> {
     /// SM capped (`VarStripUncapped`, session 25) with either launch, and production again, last
     /// (`--exec-pdl`).
     Launches,
-    /// The production default (and serial), then the same with the tile flags of before session
-    /// 23 (every flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
+    /// The production default (and serial), then the same with the tile flags of sessions 23-25
+    /// (an escape byte only for a tile with one code-15 weight) and of before session 23 (every
+    /// flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
     Lone,
 }
 
 /// The kernels timed, production first, then production with serial launches.
 pub fn entries(which: Entries) -> Vec<Entry> {
-    let plain =
-        |k: ExecMatvecKernel| Entry { kernel: k, plan: None, launch: DependentLaunch::default(), lone: true, label: k.name().to_string() };
-    let serial =
-        Entry { kernel: ExecMatvecKernel::Exact, plan: None, launch: DependentLaunch::Serial, lone: true, label: "exact-serial".into() };
+    let plain = |k: ExecMatvecKernel| Entry {
+        kernel: k,
+        plan: None,
+        launch: DependentLaunch::default(),
+        flags: TileFlagRule::SharedByte,
+        label: k.name().to_string(),
+    };
+    let serial = Entry {
+        kernel: ExecMatvecKernel::Exact,
+        plan: None,
+        launch: DependentLaunch::Serial,
+        flags: TileFlagRule::SharedByte,
+        label: "exact-serial".into(),
+    };
     let mut v = vec![plain(ExecMatvecKernel::Exact), serial];
     match which {
         Entries::All => v.extend(STRIP_VARIANTS.into_iter().chain(OTHERS).map(plain)),
@@ -76,7 +87,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 kernel: ExecMatvecKernel::VarStripCta,
                 plan: Some((w, rs)),
                 launch: DependentLaunch::default(),
-                lone: true,
+                flags: TileFlagRule::SharedByte,
                 label: format!("cta-w{w}-rs{rs}"),
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
@@ -90,7 +101,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                 kernel: ExecMatvecKernel::VarStripUncapped,
                 plan: None,
                 launch: DependentLaunch::Serial,
-                lone: true,
+                flags: TileFlagRule::SharedByte,
                 label: "var-strip-uncapped-serial".into(),
             });
             // production again, last: the drift over a row (session 25: a variant whose plan on
@@ -99,13 +110,15 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             v.push(Entry { label: "exact-again".into(), ..plain(ExecMatvecKernel::Exact) });
         }
         Entries::Lone => {
-            v.push(Entry {
-                kernel: ExecMatvecKernel::Exact,
-                plan: None,
-                launch: DependentLaunch::default(),
-                lone: false,
-                label: "exact-flags-1".into(),
-            });
+            for (flags, label) in [(TileFlagRule::LoneByte, "exact-lone-byte"), (TileFlagRule::Plain, "exact-flags-1")] {
+                v.push(Entry {
+                    kernel: ExecMatvecKernel::Exact,
+                    plan: None,
+                    launch: DependentLaunch::default(),
+                    flags,
+                    label: label.into(),
+                });
+            }
         }
     }
     v
@@ -162,7 +175,7 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], label: String, m:
             e.set_matvec_kernel(kernel);
             e.force_strip_plan(entry.plan)?;
             e.set_dependent_launch(entry.launch);
-            e.set_lone_escape_flags(entry.lone)?;
+            e.set_tile_flag_rule(entry.flags)?;
         }
         let (name, threads) = mats[0].one_column_kernel()?;
         names.push(format!("{name}/{}w/{:.2}r", threads / 32, mats[0].one_column_rounds()?));

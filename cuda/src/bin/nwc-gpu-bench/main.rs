@@ -18,9 +18,10 @@
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
 //! the production default with programmatic dependent launch, with serial launches, and with the
 //! next kernel released at every launch's start or end (each launch's rounds printed), session
-//! 24's plan (no even spread of short launches) with either launch, the wide CTA kernel released
-//! at its start from 0.7 of the slots and production again, last; with `--exec-lone` the production default (and serial) and
-//! the same with the tile flags of before session 23 (no lone escape bytes); `--exec-batch
+//! 24's plan (no even spread of short launches) with either launch and production again, last;
+//! with `--exec-lone` the production default (and serial) and the same with the tile flags of
+//! sessions 23-25 (an escape byte for a tile with one escape only) and of before session 23 (no
+//! escape bytes); `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
