@@ -177,7 +177,7 @@ exec-record)
   if ls $B/nwc-*.whl >/dev/null 2>&1; then
     step "python: the wheel's pytest suite (torch on the GPU)"
     python3 -m pip install -q --no-index --no-deps --target /tmp/nwcpkg $B/nwc-*.whl &&
-      PYTHONPATH=/tmp/nwcpkg timeout 150 python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -4
+      PYTHONPATH=/tmp/nwcpkg timeout 240 python3 -m pytest -q -p no:cacheprovider python/tests 2>&1 | tail -4
   fi
   step "exec bench (batch 1, dequant, transcode, VRAM bytes per weight)"
   timeout 200 $B/nwc-gpu-bench --exec --real $B/minilm.bf16 2>&1 | grep -v "prepared"

@@ -7,10 +7,10 @@
 // endian words) and its n escape bytes in column order. Output, one line per case: the 16 BF16
 // words of the adjacent-pair decode (exec_pairs16_fast, then exec_patch_pairs where a code is 0 or
 // 15), then the 16 of the strip kernels' decode (exec_strip_pairs16 and exec_strip_patch, read back
-// by exec_strip_weight), then those 16 again through the patch's lone-escape path where the row has
-// exactly one escape byte of at least 2 or none (else the general path again), then through the
-// XOR fix (exec_strip_fix) where that path applies with base <= 241. Pad columns (K..15) take
-// code 1 first, as in the kernels' flagged rows.
+// by exec_strip_weight), then those 16 again through the patch's escape-byte path where the row's
+// escapes share one byte of at least 2 or it has none (the tile flag's shared byte; else the
+// general path again), then through the XOR fix (exec_strip_fix) where that path applies with
+// base <= 241. Pad columns (K..15) take code 1 first, as in the kernels' flagged rows.
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -63,11 +63,13 @@ int main() {
         exec_strip_pairs16(c, s, exec_b2(base), v);
         if (!exec_plain16(c)) exec_strip_patch(c, s, base, esc.data(), 0ull, 1u, v);
         for (int i = 0; i < 16; ++i) std::printf("%u ", bits(exec_strip_weight(v, i)) >> 16);
-        // the strip kernels' lone-escape path (the tile flag holds the escape byte, esc unread):
-        // where the row has one escape of at least 2 (the flag is that byte) or none (the flag is
-        // 2), with an esc that holds other bytes; else the general path again
-        const bool lone = (n == 1u && esc[0] >= 2u) || n == 0u;
-        const exec_u32 flag = n == 1u ? esc[0] : 2u;
+        // the strip kernels' escape-byte path (the tile flag holds the escape byte, esc unread):
+        // where the row's escapes share one byte of at least 2 (the flag is that byte) or it has
+        // none (the flag is 2), with an esc that holds other bytes; else the general path again
+        bool shared = n >= 1u && esc[0] >= 2u;
+        for (unsigned i = 1; i < n; ++i) shared = shared && esc[i] == esc[0];
+        const bool lone = shared || n == 0u;
+        const exec_u32 flag = n >= 1u ? esc[0] : 2u;
         std::vector<exec_u8> other(n + 1u, (exec_u8)(flag ^ 0x55u));
         exec_strip_pairs16(c, s, exec_b2(base), v);
         if (!exec_plain16(c)) exec_strip_patch(c, s, base, lone ? other.data() : esc.data(), 0ull, lone ? flag : 1u, v);

@@ -119,6 +119,7 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
     }
     let mut input = String::new();
     let (mut escapes, mut top, mut zeros, mut pads, mut lone, mut zeros_only) = (0, 0, 0, 0, 0, 0);
+    let mut shared = 0;
     for row in &rows {
         let k = row.len() as u64;
         let m = encode_exec(Shape::new(1, k), row).unwrap();
@@ -126,6 +127,7 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
         let esc = &m.esc[m.esc_start[0] as usize..m.esc_start[1] as usize];
         escapes += usize::from(!esc.is_empty());
         lone += usize::from(esc.len() == 1 && esc[0] >= 2);
+        shared += usize::from(esc.len() >= 2 && esc[0] >= 2 && esc.iter().all(|&e| e == esc[0]));
         top += usize::from(m.base[0] == 242 && !esc.is_empty());
         zeros += usize::from((0..k).any(|c| m.code(16, 0, c) == 0));
         zeros_only += usize::from(esc.is_empty() && (0..k).any(|c| m.code(16, 0, c) == 0));
@@ -154,6 +156,7 @@ fn kernel_lane_decode_matches_the_reference_encoder() {
         ("code 0", zeros),
         ("pad columns", pads),
         ("one escape", lone),
+        ("several escapes of one byte", shared),
         ("code 0 without escapes", zeros_only),
     ] {
         assert!(n >= 100, "only {n} rows with {what}");
