@@ -10,17 +10,6 @@ use super::release::{breadth, Breadth, Release};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
-// Why [`GpuExecMatrix::capped`] spreads only wide launches (`release::WIDE_MIN_WARPS`, 4 warps
-// per CTA or more). Measured on the H200 (docs/gpu.md, session 25; the production plan with and without the cap,
-// programmatic launches, 70 shapes over five calls): of the launches of 4 to 12 warps per CTA
-// that the cap changed, 16 of 18 gained 0-11% (2560x9728, 1536x8960, 1024x4096, 1000x3000; then,
-// fresh, 2304x9216, 768x3072, 640x2560, 4800x9600, 2400x8400, 700x2800, ...) and 2 lost 3-5%
-// (1280x2560, 2200x10000); with CTAs of 2 warps it lost 3-4% (5120x5120, 5120x3072), and on the
-// one-warp kernel (0.65-0.87 rounds) 1-10%. The padding takes the SM's
-// shared memory, so its L1 shrinks to 28 KB, which costs the kernels that re-read their
-// activations through L1 more than the spread gains (the whole carve-out alone, without the cap:
-// 5-15% slower everywhere).
-
 /// The dynamic shared memory that holds a launch of `grid` CTAs of `smem` bytes each to
 /// ceil(grid / `sms`) per SM: None where the launch is at or above one round (it already fills
 /// every slot), or where no size up to `limit` gives exactly that occupancy; otherwise the least
@@ -75,6 +64,16 @@ impl GpuExecMatrix {
     /// strip kernel (`release::Breadth::Wide`: at least 4 warps per CTA), within the kernel's allowance
     /// (`kernels::smem_allowance`); else `p` unchanged. The kernel uses only the shared memory its
     /// plan sized (its tile partials); the rest is unused.
+    ///
+    /// Why only wide launches: measured on the H200 (docs/gpu.md, session 25; the production plan
+    /// with and without the cap, programmatic launches, 70 shapes over five calls), of the
+    /// launches of 4 to 12 warps per CTA that the cap changed, 16 of 18 gained 0-11% (2560x9728,
+    /// 1536x8960, 1024x4096, 1000x3000; then, fresh, 2304x9216, 768x3072, 640x2560, 4800x9600,
+    /// 2400x8400, 700x2800, ...) and 2 lost 3-5% (1280x2560, 2200x10000); with CTAs of 2 warps it
+    /// lost 3-4% (5120x5120, 5120x3072), and on the one-warp kernel (0.65-0.87 rounds) 1-10%. The
+    /// padding takes the SM's shared memory, so its L1 shrinks to 28 KB, which costs the kernels
+    /// that re-read their activations through L1 more than the spread gains (the whole carve-out
+    /// alone, without the cap: 5-15% slower everywhere).
     pub(super) fn capped(&self, p: Plan) -> Result<Plan, GpuError> {
         if breadth(&p) != Breadth::Wide {
             return Ok(p);

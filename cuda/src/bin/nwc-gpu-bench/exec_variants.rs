@@ -71,24 +71,16 @@ pub fn entries(which: Entries) -> Vec<Entry> {
         flags: TileFlagRule::SharedByte,
         label: k.name().to_string(),
     };
-    let serial = Entry {
-        kernel: ExecMatvecKernel::Exact,
-        plan: None,
-        launch: DependentLaunch::Serial,
-        flags: TileFlagRule::SharedByte,
-        label: "exact-serial".into(),
-    };
+    let serial = Entry { launch: DependentLaunch::Serial, label: "exact-serial".into(), ..plain(ExecMatvecKernel::Exact) };
     let mut v = vec![plain(ExecMatvecKernel::Exact), serial];
     match which {
         Entries::All => v.extend(STRIP_VARIANTS.into_iter().chain(OTHERS).map(plain)),
         Entries::Plans(list) => {
             v.push(plain(ExecMatvecKernel::VarStripW1));
             v.extend(list.iter().map(|&(w, rs)| Entry {
-                kernel: ExecMatvecKernel::VarStripCta,
                 plan: Some((w, rs)),
-                launch: DependentLaunch::default(),
-                flags: TileFlagRule::SharedByte,
                 label: format!("cta-w{w}-rs{rs}"),
+                ..plain(ExecMatvecKernel::VarStripCta)
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
         }
@@ -98,11 +90,9 @@ pub fn entries(which: Entries) -> Vec<Entry> {
                     .map(plain),
             );
             v.push(Entry {
-                kernel: ExecMatvecKernel::VarStripUncapped,
-                plan: None,
                 launch: DependentLaunch::Serial,
-                flags: TileFlagRule::SharedByte,
                 label: "var-strip-uncapped-serial".into(),
+                ..plain(ExecMatvecKernel::VarStripUncapped)
             });
             // production again, last: the drift over a row (session 25: a variant whose plan on
             // lm_head was production's read 30% slow in a row's 7th and 8th entries, alone too,
@@ -111,13 +101,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
         }
         Entries::Lone => {
             for (flags, label) in [(TileFlagRule::LoneByte, "exact-lone-byte"), (TileFlagRule::Plain, "exact-flags-1")] {
-                v.push(Entry {
-                    kernel: ExecMatvecKernel::Exact,
-                    plan: None,
-                    launch: DependentLaunch::default(),
-                    flags,
-                    label: label.into(),
-                });
+                v.push(Entry { flags, label: label.into(), ..plain(ExecMatvecKernel::Exact) });
             }
         }
     }
