@@ -212,15 +212,17 @@ const CHAIN_MIN_WEIGHTS: u64 = 2_000_000;
 /// output while the one before still read it, would differ. Exact chains (the execution layout's
 /// one-column kernels on square matrices of the rows, CTA strip and W1 shapes, ping-pong between
 /// two buffers; format 10's layout 0 kernel likewise) against the reference's chain bit for bit;
-/// a bounded chain (tensor cores, 8 columns, a buffer per step) each step against spec 19.6 for
-/// the input it read. Returns the number of chains that failed.
+/// bounded chains (tensor cores, 8 columns, a buffer per step; one with a split launch and its
+/// summing kernel) each step against spec 19.6 for the input it read. Returns the number of
+/// chains that failed.
 fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
     let mut failed = 0;
     for (i, k) in [1008u64, 4096, 8192].into_iter().enumerate() {
         failed += usize::from(!exec_chain(gpu, k, i as u64)?);
     }
     failed += usize::from(!format10_chain(gpu)?);
-    failed += usize::from(!bounded_chain(gpu)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4)?);
     Ok(failed)
 }
 
@@ -306,26 +308,48 @@ fn format10_chain(gpu: &Arc<Gpu>) -> Res<bool> {
     Ok(report_exact(format!("format-10 chain {k}x{k}"), &s.clone_dtoh(last)?, &want))
 }
 
-/// The bounded (tensor-core) matvec on 8 BF16 columns, 2048x2048 (K16 = K = M), 4 steps, a buffer
-/// per step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
-fn bounded_chain(gpu: &Arc<Gpu>) -> Res<bool> {
+/// The bounded (tensor-core) matvec on 8 BF16 columns through the matrices `shapes` (M x K) in
+/// turn, each one's K the one before's M (the last's M the first's K), `steps` steps, a buffer per
+/// step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
+/// 2048x2048 runs the one-split strip kernel; 2560x9728 splits its items in 3 (summed by
+/// exec_tensor_panel_sum), with 9728x2560 to bring its outputs back to 9728 activations.
+fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<bool> {
     let s = &gpu.stream;
-    let (k, nb, steps) = (2048u64, 8usize, 4usize);
-    let shape = Shape::new(k, k);
-    let words = gaussian_bf16((k * k) as usize, 3200);
-    let m = encode_exec(shape, &words)?;
-    let reference = decode_exec(&m)?;
-    let mut e = GpuExecMatrix::upload(gpu, &m)?;
-    e.set_matvec_kernel(ExecMatvecKernel::Bounded);
-    let x0 = gaussian_bf16(k as usize * nb, 96);
-    let mut acts = vec![e.activations_bf16(&x0, nb)?];
-    for _ in 0..steps {
-        acts.push(ExecActivations::Bf16 { buf: s.alloc_zeros(k as usize * nb)?, batch: nb });
+    let nb = 8usize;
+    let mut mats = Vec::with_capacity(shapes.len());
+    for (i, &(m, k)) in shapes.iter().enumerate() {
+        let shape = Shape::new(m, k);
+        let words = gaussian_bf16((m * k) as usize, 3200 + i as u64);
+        let enc = encode_exec(shape, &words)?;
+        let reference = decode_exec(&enc)?;
+        let mut e = GpuExecMatrix::upload(gpu, &enc)?;
+        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
+        let dec = DecodedMatrix {
+            mode: Mode::BF16_L0,
+            shape,
+            exp_of_rank: [0; 15],
+            elements: Elements::Bf16(reference.words.clone()),
+            scale: None,
+        };
+        mats.push((e, dec));
+    }
+    let x0 = gaussian_bf16(shapes[0].1 as usize * nb, 96);
+    let mut acts = vec![mats[0].0.activations_bf16(&x0, nb)?];
+    for n in 0..steps {
+        let (m, k) = shapes[n % shapes.len()];
+        let len = match &acts[n] {
+            ExecActivations::Bf16 { buf, .. } => buf.len(),
+            ExecActivations::F32 { buf, .. } => buf.len(),
+        };
+        if k as usize * nb != len {
+            return Err(format!("bounded chain: step {n} ({m}x{k}) does not take the step before's outputs").into());
+        }
+        acts.push(ExecActivations::Bf16 { buf: s.alloc_zeros(m as usize * nb)?, batch: nb });
     }
     for n in 0..steps {
         let (done, rest) = acts.split_at_mut(n + 1);
         let ExecActivations::Bf16 { buf: out, .. } = &mut rest[0] else { return Err("chain: BF16 activations expected".into()) };
-        e.matvec_into_bf16(&done[n], None, out)?;
+        mats[n % shapes.len()].0.matvec_into_bf16(&done[n], None, out)?;
     }
     let words_of = |a: &ExecActivations| -> Res<Vec<u16>> {
         match a {
@@ -333,16 +357,21 @@ fn bounded_chain(gpu: &Arc<Gpu>) -> Res<bool> {
             ExecActivations::F32 { .. } => Err("chain: BF16 activations expected".into()),
         }
     };
-    let dec =
-        DecodedMatrix { mode: Mode::BF16_L0, shape, exp_of_rank: [0; 15], elements: Elements::Bf16(reference.words.clone()), scale: None };
     let mut bad = Vec::new();
     for n in 0..steps {
+        let dec = &mats[n % shapes.len()].1;
         let xw: Vec<f32> = words_of(&acts[n])?.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
         let got: Vec<u32> = words_of(&acts[n + 1])?.into_iter().map(u32::from).collect();
-        if let Err(why) = level2::check_outputs(&level2::expected(&dec, &xw, nb, None)?, &got, true) {
+        if let Err(why) = level2::check_outputs(&level2::expected(dec, &xw, nb, None)?, &got, true) {
             bad.push(format!("step {n}: {why}"));
         }
     }
-    println!("bounded chain {k}x{k}, {nb} columns: {steps} dependent matvecs, {} steps outside spec 19.6 {}", bad.len(), bad.join("; "));
+    let names: Vec<String> = shapes.iter().map(|(m, k)| format!("{m}x{k}")).collect();
+    println!(
+        "bounded chain {}, {nb} columns: {steps} dependent matvecs, {} steps outside spec 19.6 {}",
+        names.join(" / "),
+        bad.len(),
+        bad.join("; ")
+    );
     Ok(bad.is_empty())
 }

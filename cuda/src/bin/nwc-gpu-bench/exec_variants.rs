@@ -60,6 +60,9 @@ pub enum Entries<'a> {
     /// (an escape byte only for a tile with one code-15 weight) and of before session 23 (every
     /// flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
     Lone,
+    /// The production default (and serial), the kernels named, production again, last
+    /// (`--exec-kernels`).
+    Named(&'a [ExecMatvecKernel]),
 }
 
 /// The kernels timed, production first, then production with serial launches.
@@ -97,6 +100,10 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             // production again, last: the drift over a row (session 25: a variant whose plan on
             // lm_head was production's read 30% slow in a row's 7th and 8th entries, alone too,
             // while production in the 10th did not)
+            v.push(Entry { label: "exact-again".into(), ..plain(ExecMatvecKernel::Exact) });
+        }
+        Entries::Named(list) => {
+            v.extend(list.iter().copied().map(plain));
             v.push(Entry { label: "exact-again".into(), ..plain(ExecMatvecKernel::Exact) });
         }
         Entries::Lone => {

@@ -21,7 +21,8 @@
 //! 24's plan (no even spread of short launches) with either launch and production again, last;
 //! with `--exec-lone` the production default (and serial) and the same with the tile flags of
 //! sessions 23-25 (an escape byte for a tile with one escape only) and of before session 23 (no
-//! escape bytes); `--exec-batch
+//! escape bytes); with `--exec-kernels NAME,...` the production default (and serial), the kernels
+//! named (`ExecMatvecKernel::name`) and production again, last; `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
@@ -117,10 +118,16 @@ fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
 }
 
 /// The kernel lists of `--exec-variants` chosen by a flag (`exec_variants::Entries`).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 enum List {
     Launches,
     Lone,
+    Named(Vec<nwc_cuda::exec::ExecMatvecKernel>),
+}
+
+/// `--exec-kernels`'s list of kernel names (`ExecMatvecKernel::name`); an unknown name is an error.
+fn parse_kernels(list: &str) -> Res<Vec<nwc_cuda::exec::ExecMatvecKernel>> {
+    list.split(',').map(|v| v.parse::<nwc_cuda::exec::ExecMatvecKernel>().map_err(|e| format!("--exec-kernels {v}: {e}").into())).collect()
 }
 
 fn main() -> Res<()> {
@@ -157,8 +164,12 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
-            "--exec-pdl" | "--exec-lone" => {
-                let chosen = if a == "--exec-pdl" { List::Launches } else { List::Lone };
+            "--exec-pdl" | "--exec-lone" | "--exec-kernels" => {
+                let chosen = match a.as_str() {
+                    "--exec-pdl" => List::Launches,
+                    "--exec-lone" => List::Lone,
+                    _ => List::Named(parse_kernels(&args.next().ok_or("--exec-kernels needs NAME,NAME,...")?)?),
+                };
                 if let Some((first, _)) = &list {
                     return Err(format!("{first} and {a} choose different kernel lists: give one").into());
                 }
@@ -186,7 +197,7 @@ fn main() -> Res<()> {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
     if (list.is_some() || strip_plans.is_some()) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl and --exec-lone need --exec-variants".into());
+        return Err("--exec-strip-plans, --exec-pdl, --exec-lone and --exec-kernels need --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -227,10 +238,11 @@ fn main() -> Res<()> {
     if exec_variants {
         // one process for the sweep and the timing: one NVRTC compile
         let pool = real.as_deref().map(real_pool).transpose()?;
-        let which = match (&strip_plans, list.as_ref().map(|(_, l)| *l)) {
+        let which = match (&strip_plans, list.as_ref().map(|(_, l)| l)) {
             (Some(plans), _) => exec_variants::Entries::Plans(plans),
             (None, Some(List::Launches)) => exec_variants::Entries::Launches,
             (None, Some(List::Lone)) => exec_variants::Entries::Lone,
+            (None, Some(List::Named(kernels))) => exec_variants::Entries::Named(kernels),
             (None, None) => exec_variants::Entries::All,
         };
         return exec_variants::run(&gpu, &blas, &exec_variants::entries(which), &listed(), pool.as_deref());
