@@ -10,7 +10,9 @@
 //   3 CTAs of 8 warps per SM). Schedules that kept the next group in flight during a group's
 //   compute were slower (a second group in registers: 118 registers, 16 warps; the next group's rows
 //   loaded as this group's are decoded: spills at 80; W1 with the next tiles staged by cp.async in
-//   shared memory, session 16: 5-19% slower where W1 runs);
+//   shared memory, session 16: 5-19% slower where W1 runs; session 27: both kernels with the next
+//   group in a cp.async ring of shared memory, 16-20% slower, and with half groups rolled (the
+//   next group's rows 0, 1 loaded as this group's rows 2, 3 decode), 8-10% slower);
 // - the 4 rows of a group share one transposed halving tree (exec_tree<4>), which gives the tile
 //   partials P(m, cb) (spec 15.4.4), added per row over cb ascending from +0.0 (spec 15.4.5), then
 //   the bias (15.4.6).
