@@ -197,3 +197,11 @@ EXEC_MV3(exec_matvec_c1_d2, 1, 2, true, 512)
 EXEC_MV3(exec_matvec_c1_xg, 1, 4, false, 256)
 EXEC_MV3(exec_matvec_c2_d2, 2, 2, true, 512)
 EXEC_MV3(exec_matvec_c4_d2, 4, 2, true, 512)
+
+// BF16 activations widened to f32 (exactly: a BF16 value is an f32 value) for the exact kernels
+// that take f32 (every one but the strip kernels' `_xbf16` entry points, which widen as they
+// load): `n` words at x into out. Launched in stream order (exec/run.rs).
+extern "C" __global__ void exec_widen_bf16(const exec_u16* __restrict__ x, float* __restrict__ out, exec_u64 n) {
+    const exec_u64 i = (exec_u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = __uint_as_float((exec_u32)x[i] << 16);
+}

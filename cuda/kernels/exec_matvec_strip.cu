@@ -73,6 +73,25 @@ __device__ __forceinline__ void exec_strip_x(float (&xv)[16], const float* __res
     }
 }
 
+// The same from BF16 activations (nwc.torch's, spec 19.2's domain): 16 words per lane, each widened
+// to its f32 value, exactly (a BF16 value is an f32 value), so the chain is the f32 one's.
+__device__ __forceinline__ void exec_strip_x(float (&xv)[16], const exec_u16* __restrict__ x, exec_u32 kc, bool whole, bool active) {
+    const uint4* p = reinterpret_cast<const uint4*>(x + kc);
+    uint4 v[2];
+#pragma unroll
+    for (int q = 0; q < 2; ++q) v[q] = whole || active ? __ldg(p + q) : make_uint4(0u, 0u, 0u, 0u);
+    const exec_u32 wv[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
+    // widened once per load, in asm: the compiler would otherwise keep the 8 words and widen them
+    // again at every row's use (the W1 kernel's main path 423 SASS instructions against 360)
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        exec_u32 lo, hi;
+        asm volatile("shl.b32 %0, %2, 16;\n\tand.b32 %1, %2, 0xffff0000;" : "=r"(lo), "=r"(hi) : "r"(wv[q]));
+        xv[2 * q] = __uint_as_float(lo);
+        xv[2 * q + 1] = __uint_as_float(hi);
+    }
+}
+
 // The 4 rows' words of a group: ps / pc point at the group's first row at the lane's columns, row r
 // at ps + r K16 and pc + r K16 / 2. full (warp-uniform): the 4 rows are below M and the tile has no
 // pad column, so no predicates; else rows r >= nrows and lanes past K16 get zero sm bytes and code 1
@@ -148,11 +167,11 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
 
 // One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
 // sink(m, P) receives each group's tree result.
-template <int PROBE, class Sink>
+template <int PROBE, class XT, class Sink>
 __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
-                                                const float* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 cb,
+                                                const XT* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 cb,
                                                 exec_u32 r0, exec_u32 r1, Sink sink) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u;
@@ -197,8 +216,8 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
-template <int PROBE, int LATE>
-__device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {
+template <int PROBE, int LATE, class XT>
+__device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
@@ -213,7 +232,7 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(float), exec_
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
+        exec_strip_unit<PROBE, XT>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
                                [&](exec_u32 m, float P) {
                                    const exec_u32 idx = exec_tree_index<4>(lane);
                                    if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
@@ -257,8 +276,8 @@ __device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
 // samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs). The rows'
 // bases are loaded once and the rows' pointers advance by one tile per step.
-template <int PROBE, int LATE>
-__device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), const exec_u8* __restrict__ flags) {
+template <int PROBE, int LATE, class XT>
+__device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const exec_u8* __restrict__ flags) {
     if (ncols == 0) return;  // no output
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u, r0 = blockIdx.x * 4u;
@@ -296,22 +315,30 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(float), co
 }
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
-// registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills).
-#define EXEC_STRIP(NAME, PROBE, LATE)                                                                     \
+// registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills). XT: the activations'
+// type, float or exec_u16 (BF16, the `_xbf16` entry points: the exact class on nwc.torch's
+// activations without a widening launch).
+#define EXEC_STRIP_X(NAME, PROBE, LATE, XT)                                                               \
     extern "C" __global__ void __maxnreg__(80)                                                             \
-        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
+        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {                   \
+        exec_strip_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
     }
+#define EXEC_STRIP(NAME, PROBE, LATE) EXEC_STRIP_X(NAME, PROBE, LATE, float)
 
 EXEC_STRIP(exec_matvec_strip, 0, 0)
 EXEC_STRIP(exec_matvec_strip_release_end, 0, 1)
+EXEC_STRIP_X(exec_matvec_strip_xbf16, 0, 0, exec_u16)
+EXEC_STRIP_X(exec_matvec_strip_release_end_xbf16, 0, 1, exec_u16)
 
 // Same argument list as EXEC_STRIP (RS unused: always 4).
-#define EXEC_STRIP_W1(NAME, PROBE, LATE)                                                                  \
+#define EXEC_STRIP_W1_X(NAME, PROBE, LATE, XT)                                                            \
     extern "C" __global__ void __maxnreg__(80)                                                             \
-        NAME(EXEC_MATVEC_PARAMS(float), exec_u32 RS, const exec_u8* __restrict__ flags) {                \
-        exec_strip_w1_body<PROBE, LATE>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {                   \
+        exec_strip_w1_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
+#define EXEC_STRIP_W1(NAME, PROBE, LATE) EXEC_STRIP_W1_X(NAME, PROBE, LATE, float)
 
 EXEC_STRIP_W1(exec_matvec_strip_w1, 0, 0)
 EXEC_STRIP_W1(exec_matvec_strip_w1_release_end, 0, 1)
+EXEC_STRIP_W1_X(exec_matvec_strip_w1_xbf16, 0, 0, exec_u16)
+EXEC_STRIP_W1_X(exec_matvec_strip_w1_release_end_xbf16, 0, 1, exec_u16)

@@ -202,12 +202,13 @@ class ExecWeight(_Weight):
         return cls(em, dev)
 
     def matvec(self, x2: torch.Tensor, bias_f32: Optional[torch.Tensor], tensor_cores: bool = False) -> torch.Tensor:
-        """``n`` x cols BF16 rows -> n x rows BF16. Spec 20.15 exact class (f32 activations, the
-        canonical order of spec 15.4), or with ``tensor_cores`` the bounded class of spec 19."""
+        """``n`` x cols BF16 rows -> n x rows BF16. Spec 20.15 exact class (the canonical order of
+        spec 15.4 on the activations' f32 values; one row goes to the kernel as BF16, which widens
+        it as it loads, so no cast runs before it), or with ``tensor_cores`` the bounded class of
+        spec 19."""
         n, k16 = x2.shape[0], self._native.k16
-        xa = x2 if tensor_cores else x2.float()
-        xp = F.pad(xa, (0, k16 - self.cols)) if k16 != self.cols else xa.contiguous()
+        xp = F.pad(x2, (0, k16 - self.cols)) if k16 != self.cols else x2.contiguous()
         y = torch.empty((n, self.rows), dtype=torch.bfloat16, device=self.device)
         bias_ptr = 0 if bias_f32 is None else bias_f32.data_ptr()
-        self._native.matvec(xp.data_ptr(), tensor_cores, n, y.data_ptr(), bias_ptr, _stream(self.device))
+        self._native.matvec(xp.data_ptr(), True, tensor_cores, n, y.data_ptr(), bias_ptr, _stream(self.device))
         return y

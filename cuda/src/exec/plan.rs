@@ -305,7 +305,8 @@ impl GpuExecMatrix {
         // the tile flags; the CTA kernel's shared memory RS x slices x CB f32 with slices as the
         // kernel derives it, the one-warp kernel's none, a capped plan (spread::capped) more, within the
         // kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
-        // holds ncols vectors of K16 activations (matvec_raw checked the buffer), y holds ncols x M
+        // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
+        // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
         // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps.
         // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body and

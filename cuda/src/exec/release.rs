@@ -96,6 +96,19 @@ fn release_entry(name: &str, release: Release) -> Option<&'static str> {
     })
 }
 
+/// The entry point of the production strip kernel `name` that takes BF16 activations (the same
+/// kernel, launch shape and release point, its activations widened to f32 as they load); None
+/// for any other kernel.
+pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "exec_matvec_strip" => "exec_matvec_strip_xbf16",
+        "exec_matvec_strip_release_end" => "exec_matvec_strip_release_end_xbf16",
+        "exec_matvec_strip_w1" => "exec_matvec_strip_w1_xbf16",
+        "exec_matvec_strip_w1_release_end" => "exec_matvec_strip_w1_release_end_xbf16",
+        _ => return None,
+    })
+}
+
 impl GpuExecMatrix {
     /// The CTAs of `p` the device holds at once: SMs x resident CTAs per SM (one round).
     pub(super) fn resident_ctas(&self, p: &Plan) -> Result<u64, GpuError> {
@@ -168,6 +181,14 @@ mod tests {
             }
         }
         assert_eq!(release_entry("exec_matvec_rows", Release::End), None);
+        // every strip entry point has its BF16 twin among the production entry points
+        for name in ["exec_matvec_strip", "exec_matvec_strip_w1", "exec_matvec_strip_release_end", "exec_matvec_strip_w1_release_end"] {
+            let b = bf16_entry(name).unwrap();
+            assert!(loaded(b), "{b}");
+            assert_eq!(b, format!("{name}_xbf16"));
+        }
+        assert_eq!(bf16_entry("exec_matvec_rows"), None);
+        assert_eq!(bf16_entry("bench_exec_probe_strip_nodecode"), None);
         assert_eq!(release_entry("bench_exec_probe_strip_nodecode", Release::End), None);
     }
 }

@@ -1,16 +1,18 @@
 //! Matvec, dequant and gather on an execution-layout matrix: the matvec dispatch (exact plans in
 //! `plan`, tensor cores in `tensor`), the dequant and gather launches, and the host conveniences.
 
-use super::plan::ITEM_ROWS;
+use super::plan::{Plan, ITEM_ROWS};
+use super::release::bf16_entry;
 use super::{check_len, ExecActivations, ExecDequantKernel, GpuExecMatrix};
 use crate::host_rows::{dequant_to_host, gather_to_host};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
 use crate::{GpuError, OutputKind};
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut, LaunchConfig, PushKernelArg};
 use nwc_reference::ParamError;
 
 impl GpuExecMatrix {
-    /// Spec 20.15 into `y` (batch x M outputs of `kind`): the exact class, or spec 19 with
+    /// Spec 20.15 into `y` (batch x M outputs of `kind`): the exact class (on f32 activations, or
+    /// on BF16 ones, which are their f32 values), or spec 19 with
     /// [`ExecMatvecKernel::Bounded`](super::ExecMatvecKernel::Bounded) and BF16 activations.
     pub fn matvec_raw(&self, x: &ExecActivations, bias: Option<&CudaSlice<f32>>, kind: OutputKind, y: u64) -> Result<(), GpuError> {
         let s = &self.gpu.stream;
@@ -40,8 +42,45 @@ impl GpuExecMatrix {
                 }
                 Ok(())
             }
-            (ExecActivations::Bf16 { .. }, _) => Err(GpuError::Unsupported("the exact execution-layout matvec takes f32 activations")),
+            (ExecActivations::Bf16 { buf, batch }, k) => {
+                // the exact class on BF16 activations: their f32 values, exactly (spec 20.15 is
+                // defined on f32; a BF16 value is one). One column on a strip kernel: its `_xbf16`
+                // entry point widens them as it loads; otherwise they are widened into f32 first.
+                check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
+                if *batch == 1 {
+                    let (plan, _) = self.exact_launch_plan(k, 1)?;
+                    if let Some(name) = bf16_entry(plan.name) {
+                        let (xp, _g) = buf.device_ptr(s);
+                        return self.exact_launch(&Plan { name, ..plan }, xp, 1, bias_ptr, out_bf16, y);
+                    }
+                }
+                let wide = ExecActivations::F32 { buf: self.widen_bf16(buf)?, batch: *batch };
+                self.matvec_raw(&wide, bias, kind, y)
+            }
         }
+    }
+
+    /// BF16 activations widened to f32 (`exec_widen_bf16`), in a buffer of the stream's
+    /// allocator (freed in stream order after the matvec that reads it).
+    fn widen_bf16(&self, x: &CudaSlice<u16>) -> Result<CudaSlice<f32>, GpuError> {
+        let s = &self.gpu.stream;
+        let n = x.len();
+        // SAFETY: exec_widen_bf16 writes every element before any later kernel reads it (stream
+        // order).
+        let mut out = unsafe { s.alloc::<f32>(n) }?;
+        if n == 0 {
+            return Ok(out);
+        }
+        let (xp, gx) = x.device_ptr(s);
+        let (op, go) = out.device_ptr_mut(s);
+        let n64 = n as u64;
+        let cfg = LaunchConfig { grid_dim: (n64.div_ceil(256) as u32, 1, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
+        let mut b = s.launch_builder(self.gpu.function("exec_widen_bf16")?);
+        b.arg(&xp).arg(&op).arg(&n64);
+        // SAFETY: matches exec_widen_bf16(const u16*, float*, u64): n words in, n floats out.
+        unsafe { b.launch(cfg) }?;
+        drop((gx, go));
+        Ok(out)
     }
 
     /// Spec 20.14 dequant (or gather of `rows`, each < M) into `out`, rows of stride K16.

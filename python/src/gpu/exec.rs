@@ -69,17 +69,31 @@ impl CudaExecMatrix {
         CudaExecMatrix::wrap(e, device)
     }
 
-    /// Spec 20.15 exact class (`bf16 = False`: f32 activations) or spec 19 bounded class on
-    /// tensor cores (`bf16 = True`: BF16 activations): `y[b] = W x[b] (+ bias)` for `batch`
-    /// vectors at `x` (batch x k16 values, zero-padded from cols), into `y` (batch x rows BF16
-    /// words); `bias` is 0 or `rows` f32 values.
+    /// `y[b] = W x[b] (+ bias)` for `batch` vectors at `x` (batch x k16 values, zero-padded from
+    /// cols; BF16 words where `bf16`, else f32), into `y` (batch x rows BF16 words); `bias` is 0
+    /// or `rows` f32 values. Spec 20.15 exact class, on BF16 activations their f32 values (one
+    /// vector: the strip kernel widens them as it loads; more: widened first), or with
+    /// `tensor_cores` spec 19 bounded class (BF16 activations only).
     #[allow(clippy::too_many_arguments)] // the launch's pointers and sizes, as torch passes them
-    fn matvec(&self, py: Python<'_>, x: u64, bf16: bool, batch: usize, y: u64, bias: u64, stream: usize) -> PyResult<()> {
+    fn matvec(
+        &self,
+        py: Python<'_>,
+        x: u64,
+        bf16: bool,
+        tensor_cores: bool,
+        batch: usize,
+        y: u64,
+        bias: u64,
+        stream: usize,
+    ) -> PyResult<()> {
         if batch == 0 {
             return Err(value_error("matvec (spec 20.15): batch must be at least 1"));
         }
+        if tensor_cores && !bf16 {
+            return Err(value_error("matvec (spec 19): the tensor-core matvec takes BF16 activations"));
+        }
         let (k16, rows) = (self.k16 as usize, self.rows as usize);
-        let kernel = if bf16 { ExecMatvecKernel::Bounded } else { ExecMatvecKernel::Exact };
+        let kernel = if tensor_cores { ExecMatvecKernel::Bounded } else { ExecMatvecKernel::Exact };
         py.allow_threads(|| {
             self.r.run(
                 stream,

@@ -135,6 +135,20 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
                 bad.push(format!("{} row {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_y[r]));
             }
         }
+        // the exact class on BF16 activations, bit for bit against the reference on their f32
+        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened first)
+        e.set_matvec_kernel(ExecMatvecKernel::Exact);
+        for nb in [1usize, 3] {
+            let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
+            let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+            let want_b = reference.matvec_bf16(&xw, nb, None)?;
+            let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+            e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
+            let got = s.clone_dtoh(&y)?;
+            if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
+                bad.push(format!("exact on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", got[r], want_b[r]));
+            }
+        }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
         // the production choice on up to 32 columns (the strip kernel) and on 33..64 (the panel
         // kernel), the stream kernel, the strip kernel held to one split, its variant that loads
