@@ -35,6 +35,17 @@ fn exact_kernels() -> impl Iterator<Item = ExecMatvecKernel> {
     EXACT.into_iter().chain(STRIP_VARIANTS)
 }
 
+/// BF16 words as their f32 values (exact).
+fn widen(words: &[u16]) -> Vec<f32> {
+    words.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect()
+}
+
+/// The BF16 weights of an execution-layout matrix as spec 19's reference (`level2::expected`)
+/// takes a matrix.
+fn as_decoded(shape: Shape, words: &[u16]) -> DecodedMatrix {
+    DecodedMatrix { mode: Mode::BF16_L0, shape, exp_of_rank: [0; 15], elements: Elements::Bf16(words.to_vec()), scale: None }
+}
+
 fn activations(k: u64, seed: u64) -> Vec<f32> {
     gaussian_bf16(k as usize, seed).iter().map(|&w| f32::from_bits(u32::from(w) << 16) * 50.0).collect()
 }
@@ -140,7 +151,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         e.set_matvec_kernel(ExecMatvecKernel::Exact);
         for nb in [1usize, 3] {
             let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
-            let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+            let xw = widen(&xs);
             let want_b = reference.matvec_bf16(&xw, nb, None)?;
             let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
             e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
@@ -168,16 +179,10 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             runs.push((ExecMatvecKernel::BoundedWgmma, [16usize, 40, 64, 7][i % 4]));
             runs.push((ExecMatvecKernel::BoundedWgmma, [29usize, 2, 11, 50][i % 4]));
         }
-        let dec = DecodedMatrix {
-            mode: Mode::BF16_L0,
-            shape,
-            exp_of_rank: [0; 15],
-            elements: Elements::Bf16(reference.words.clone()),
-            scale: None,
-        };
+        let dec = as_decoded(shape, &reference.words);
         for (kernel, nb) in runs {
             let xs = gaussian_bf16(k as usize * nb, 70 + i as u64);
-            let xw: Vec<f32> = xs.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+            let xw = widen(&xs);
             let expected = level2::expected(&dec, &xw, nb, None)?;
             let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
             e.set_matvec_kernel(kernel);
@@ -338,14 +343,7 @@ fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<boo
         let reference = decode_exec(&enc)?;
         let mut e = GpuExecMatrix::upload(gpu, &enc)?;
         e.set_matvec_kernel(ExecMatvecKernel::Bounded);
-        let dec = DecodedMatrix {
-            mode: Mode::BF16_L0,
-            shape,
-            exp_of_rank: [0; 15],
-            elements: Elements::Bf16(reference.words.clone()),
-            scale: None,
-        };
-        mats.push((e, dec));
+        mats.push((e, as_decoded(shape, &reference.words)));
     }
     let x0 = gaussian_bf16(shapes[0].1 as usize * nb, 96);
     let mut acts = vec![mats[0].0.activations_bf16(&x0, nb)?];
@@ -374,7 +372,7 @@ fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<boo
     let mut bad = Vec::new();
     for n in 0..steps {
         let dec = &mats[n % shapes.len()].1;
-        let xw: Vec<f32> = words_of(&acts[n])?.iter().map(|&w| f32::from_bits(u32::from(w) << 16)).collect();
+        let xw = widen(&words_of(&acts[n])?);
         let got: Vec<u32> = words_of(&acts[n + 1])?.into_iter().map(u32::from).collect();
         if let Err(why) = level2::check_outputs(&level2::expected(dec, &xw, nb, None)?, &got, true) {
             bad.push(format!("step {n}: {why}"));
