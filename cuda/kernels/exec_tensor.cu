@@ -57,6 +57,51 @@ __device__ __forceinline__ void exec_tc_rowgroup_out(const float* red, exec_u64 
     if constexpr (!PART) __syncthreads();
 }
 
+// A split launch whose `splits` CTAs of a row group form one thread-block cluster (sm_90; the
+// cluster rank is the split, blockIdx.x % splits): each CTA adds its warps' partial sums in warp
+// order into warp 0's block of red, the cluster synchronises (release / acquire: the blocks are
+// visible to every CTA of the cluster), then each CTA adds a 1 / splits share of the row group's
+// ROWS x COLS sums over the splits in split order, reading the other CTAs' blocks through
+// distributed shared memory (mapa, ld.shared::cluster), then the bias and the output conversion:
+// the same additions in the same order as a split unit's part[] and exec_tensor_panel_sum, with no
+// partial-sum buffer and no second kernel. A second cluster barrier keeps every CTA's shared
+// memory alive until the others have read it.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void exec_cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// The f32 at p (this CTA's shared memory) in the shared memory of the cluster's CTA `rank`.
+__device__ __forceinline__ float exec_ld_cluster(const float* p, exec_u32 rank) {
+    const exec_u32 a = (exec_u32)__cvta_generic_to_shared(p);
+    exec_u32 r;
+    float v;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(r) : "memory");
+    return v;
+}
+template <int ROWS, int COLS>
+__device__ __forceinline__ void exec_tc_cluster_out(float* red, exec_u64 row0, exec_u32 M, exec_u32 ncols, exec_u32 nwarps,
+                                                    const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy,
+                                                    int out_bf16, exec_u32 rank, exec_u32 splits) {
+    __syncthreads();
+    for (exec_u32 idx = threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += blockDim.x) {
+        float sum = 0.0f;
+        for (exec_u32 wi = 0; wi < nwarps; ++wi) sum = __fadd_rn(sum, red[(exec_u64)wi * ROWS * COLS + idx]);
+        red[idx] = sum;  // this thread alone reads and writes element idx
+    }
+    exec_cluster_sync();
+    for (exec_u32 idx = rank * blockDim.x + threadIdx.x; idx < (exec_u32)(ROWS * COLS); idx += splits * blockDim.x) {
+        const exec_u32 r = idx / COLS, n = idx % COLS;
+        const exec_u64 m = row0 + r;
+        if (m >= M || n >= ncols) continue;
+        float sum = 0.0f;
+        for (exec_u32 s = 0; s < splits; ++s) sum = __fadd_rn(sum, exec_ld_cluster(red + idx, s));
+        exec_output(sum, m, n, ldy, bias, y, out_bf16);
+    }
+    exec_cluster_sync();
+}
+#endif
+
 // A warp's mma.m16n8 accumulators (NT n-tiles, the C-fragment layout: thread (g, t) holds rows g
 // and g + 8, columns 2t and 2t + 1 of each n-tile) stored as rows row0.. of its partial-sum block
 // rw (COLS floats per row), for exec_tc_rowgroup_out.

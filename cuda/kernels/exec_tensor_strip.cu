@@ -45,13 +45,23 @@ __device__ __forceinline__ void exec_tcs_item(const uint4 (&sv)[2][2], const uin
 // The end of a CTA: the warps' partial sums meet in red (W x 16 x 8 NT f32) and are added in warp
 // order; with one split, then the bias and the output conversion, else the f32 sum goes to
 // part[split][n][m] for exec_tensor_panel_sum.
-template <int NT>
+// CLUSTER: a split launch's CTAs of a row group are one cluster and add the splits themselves
+// (exec_tc_cluster_out), part unused.
+template <int NT, bool CLUSTER>
 __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[NT][4], exec_u32 warp, exec_u32 nwarps, exec_u32 gr,
                                                 exec_u32 g, exec_u32 t, exec_u32 M, exec_u32 ncols, const float* __restrict__ bias,
                                                 void* __restrict__ y, exec_u64 ldy, int out_bf16, float* __restrict__ part,
                                                 exec_u32 split, exec_u32 splits) {
     constexpr int COLS = NT * 8;
     exec_tc_store_acc<NT, COLS>(red + (exec_u64)warp * 16 * COLS, acc, 0u, g, t);
+#if __CUDA_ARCH__ >= 900
+    if constexpr (CLUSTER) {
+        if (splits > 1) {
+            exec_tc_cluster_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, split, splits);
+            return;
+        }
+    }
+#endif
     if (splits == 1)
         exec_tc_rowgroup_out<16, COLS>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16);
     else
@@ -65,7 +75,8 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 // after this item's decode), so that no item waits for a load that depends on another before its
 // decode. (The range alone one item ahead, at 8 and 32 columns, measured in session 25: -1.2% at
 // 8, +0.5% at 32; removed.)
-template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false>
+// CLUSTER (bench, session 28): launched in clusters of `splits` CTAs (exec_tcs_finish).
+template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false, bool CLUSTER = false>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
@@ -161,7 +172,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         if (AHEAD && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     grid_dependency_release();
-    exec_tcs_finish<NT>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
+    exec_tcs_finish<NT, CLUSTER>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32
@@ -170,13 +181,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
 // 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD)                                                                \
+#define EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER)                                                 \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE, AHEAD>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, poff, \
-                                 pent, part, splits);                                                       \
+        exec_tcs_body<NT, XCHUNK, PROBE, AHEAD, CLUSTER>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, \
+                                 out_bf16, poff, pent, part, splits);                                       \
     }
+#define EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD) EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, false)
 #define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, false)
 
 #define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1))

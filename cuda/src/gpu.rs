@@ -27,6 +27,11 @@ pub struct Gpu {
     kernels: Arc<Kernels>,
 }
 
+/// Bench: the key of the resident-cluster cache: kernel, threads, dynamic shared bytes, CTAs per
+/// cluster.
+#[cfg(feature = "bench")]
+type ClusterKey = (&'static str, u32, u32, u32);
+
 /// One device's loaded module and what is cached about its entry points.
 struct Kernels {
     _module: Arc<CudaModule>,
@@ -34,6 +39,9 @@ struct Kernels {
     /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
     /// per key instead of at every launch (`ctas_per_sm`).
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
+    /// Bench: resident clusters by (kernel, threads, shared bytes, CTAs per cluster).
+    #[cfg(feature = "bench")]
+    clusters: Mutex<HashMap<ClusterKey, u32>>,
     /// Bench: the warpgroup-MMA kernels (`kernels::WGMMA_SOURCE`), compiled for sm_90a on first
     /// use ([`Gpu::function`]); the error, once, where they cannot be.
     #[cfg(feature = "bench")]
@@ -137,6 +145,8 @@ impl Gpu {
                 functions,
                 occupancy: Mutex::new(HashMap::new()),
                 #[cfg(feature = "bench")]
+                clusters: Mutex::new(HashMap::new()),
+                #[cfg(feature = "bench")]
                 sm90a: OnceLock::new(),
             }),
         })
@@ -211,6 +221,42 @@ impl Gpu {
             functions.insert(name, f);
         }
         Ok((module, functions))
+    }
+
+    /// Bench: how many clusters of `cluster` CTAs (along x) of kernel `name`, each of `threads`
+    /// threads and `smem` bytes of dynamic shared memory, the device holds at once (the driver's
+    /// cuOccupancyMaxActiveClusters: a cluster's CTAs share one GPC, so this can be fewer than the
+    /// SMs' CTAs / `cluster`); at least 1, cached.
+    #[cfg(feature = "bench")]
+    pub(crate) fn clusters_resident(&self, name: &str, threads: u32, smem: u32, cluster: u32) -> Result<u32, GpuError> {
+        let (key, f) = self.entry(name)?;
+        let mut cache = self.kernels.clusters.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(&n) = cache.get(&(key, threads, smem, cluster)) {
+            return Ok(n);
+        }
+        self.ctx.bind_to_thread()?;
+        // SAFETY: plain C structs and unions of integers and pointers, for which all-zero is valid.
+        let mut attr: cudarc::driver::sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attr.id = cudarc::driver::sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr.value.clusterDim = cudarc::driver::sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster, y: 1, z: 1 };
+        let config = cudarc::driver::sys::CUlaunchConfig {
+            gridDimX: cluster,
+            gridDimY: 1,
+            gridDimZ: 1,
+            blockDimX: threads,
+            blockDimY: 1,
+            blockDimZ: 1,
+            sharedMemBytes: smem,
+            hStream: std::ptr::null_mut(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        let mut n: std::ffi::c_int = 0;
+        // SAFETY: `config` and `attr` outlive the call; `f` is a loaded function of this context.
+        unsafe { cudarc::driver::sys::cuOccupancyMaxActiveClusters(&mut n, f.cu_function(), &config) }.result()?;
+        let n = n.max(1) as u32;
+        cache.insert((key, threads, smem, cluster), n);
+        Ok(n)
     }
 
     /// How many CTAs of kernel `name` with `threads` threads and `smem` bytes of dynamic shared

@@ -250,7 +250,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 41] = [
+pub const BENCH: [(&str, u32); 44] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -308,6 +308,10 @@ pub const BENCH: [(&str, u32); 41] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
+    // The strip kernel whose split launches add their splits in a thread-block cluster (session 28).
+    ("bench_exec_tensor_strip_cluster_n1", 0),
+    ("bench_exec_tensor_strip_cluster_n2", 0),
+    ("bench_exec_tensor_strip_cluster_n4", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -43,29 +43,57 @@ pub(crate) fn param<T>(v: &T) -> *mut c_void {
     v as *const T as *mut c_void
 }
 
+/// The launch attributes of [`launch_params`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct LaunchAttrs {
+    /// The programmatic-serialization attribute: the kernel may start while the one before it on
+    /// the stream finishes.
+    pub programmatic: bool,
+    /// CTAs per thread-block cluster along x (1: no cluster attribute).
+    pub cluster: u32,
+}
+
+impl LaunchAttrs {
+    /// No cluster; programmatic where `programmatic`.
+    pub(crate) fn plain(programmatic: bool) -> LaunchAttrs {
+        LaunchAttrs { programmatic, cluster: 1 }
+    }
+}
+
 /// Launches `func` on `stream` with the arguments `params` points at: with the
-/// programmatic-serialization attribute where `programmatic`, else a plain launch (no attribute:
-/// the kernel starts when the one before it on the stream has finished). The matvec launches that
-/// may be programmatic take this one path either way, so each lists its arguments once.
+/// programmatic-serialization attribute where `attrs.programmatic`, else a plain launch (no
+/// attribute: the kernel starts when the one before it on the stream has finished), and in
+/// clusters of `attrs.cluster` CTAs along x where that is above 1. The matvec launches that may
+/// be programmatic take this one path either way, so each lists its arguments once.
 ///
 /// # Safety
 /// As `LaunchArgs::launch`: `params` must point at the entry point's arguments in number, order
 /// and type, alive for the call (the driver copies them before it returns); every device pointer
-/// among them must be valid for what the kernel does with it; and where `programmatic`, the kernel
-/// must wait (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or writes
-/// memory an earlier kernel may touch.
+/// among them must be valid for what the kernel does with it; where `attrs.programmatic`, the
+/// kernel must wait (`griddepcontrol.wait`) before it reads memory an earlier kernel may write or
+/// writes memory an earlier kernel may touch; where `attrs.cluster` is above 1, the grid's x must
+/// be a multiple of it and the kernel written for clusters of that size.
 pub(crate) unsafe fn launch_params(
     stream: &CudaStream,
     func: &CudaFunction,
     cfg: LaunchConfig,
     params: &mut [*mut c_void],
-    programmatic: bool,
+    attrs: LaunchAttrs,
 ) -> Result<(), DriverError> {
     stream.context().bind_to_thread()?;
-    // SAFETY: a plain C struct and union of integers and pointers, for which all-zero is valid.
-    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-    attr.value.programmaticStreamSerializationAllowed = 1;
+    // SAFETY: plain C structs and unions of integers and pointers, for which all-zero is valid.
+    let mut list: [sys::CUlaunchAttribute; 2] = unsafe { std::mem::zeroed() };
+    let mut n = 0usize;
+    if attrs.programmatic {
+        list[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        list[n].value.programmaticStreamSerializationAllowed = 1;
+        n += 1;
+    }
+    if attrs.cluster > 1 {
+        list[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        list[n].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: attrs.cluster, y: 1, z: 1 };
+        n += 1;
+    }
     let config = sys::CUlaunchConfig {
         gridDimX: cfg.grid_dim.0,
         gridDimY: cfg.grid_dim.1,
@@ -75,10 +103,10 @@ pub(crate) unsafe fn launch_params(
         blockDimZ: cfg.block_dim.2,
         sharedMemBytes: cfg.shared_mem_bytes,
         hStream: stream.cu_stream(),
-        attrs: if programmatic { &mut attr } else { std::ptr::null_mut() },
-        numAttrs: u32::from(programmatic),
+        attrs: if n > 0 { list.as_mut_ptr() } else { std::ptr::null_mut() },
+        numAttrs: n as u32,
     };
-    // SAFETY: `config` and `attr` outlive the call; the rest is the caller's contract.
+    // SAFETY: `config` and `list` outlive the call; the rest is the caller's contract.
     unsafe { sys::cuLaunchKernelEx(&config, func.cu_function(), params.as_mut_ptr(), std::ptr::null_mut()) }.result()
 }
 

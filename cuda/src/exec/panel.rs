@@ -4,7 +4,7 @@
 //! memory; a row's items split into `splits` ranges across CTAs where the panels alone would leave
 //! SMs idle, the f32 partial sums then added in split order by a second kernel.
 
-use super::tensor::SplitLaunch;
+use super::tensor::{SplitLaunch, SplitSum};
 use super::GpuExecMatrix;
 use crate::kernels::EXEC_TC_STAGE;
 use crate::GpuError;
@@ -119,7 +119,7 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             PanelRows::Two => return Err(GpuError::Unsupported("the 2-row-group panel kernel does not fit this device's shared memory")),
         };
-        let launch = SplitLaunch { name, grid: plan.grid, threads, smem, splits: plan.splits, waits: false };
+        let launch = SplitLaunch { name, grid: plan.grid, threads, smem, splits: plan.splits, waits: false, sum: SplitSum::Kernel };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
 }

@@ -5,7 +5,7 @@
 
 use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
 use crate::kernels::{EXEC_STAGE, EXEC_THREADS};
-use crate::launch::{launch_params, param};
+use crate::launch::{launch_params, param, LaunchAttrs};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig};
 
@@ -312,7 +312,7 @@ impl GpuExecMatrix {
         // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body and
         // exec_strip_w1_body wait for the kernel before them before they read x or bias or touch
         // y, and read only the matrix's fields before).
-        unsafe { launch_params(s, self.gpu.function(p.name)?, cfg, &mut params, programmatic) }?;
+        unsafe { launch_params(s, self.gpu.function(p.name)?, cfg, &mut params, LaunchAttrs::plain(programmatic)) }?;
         Ok(())
     }
 }

@@ -115,6 +115,12 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
+    /// Bench (session 28): [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with a split
+    /// launch's CTAs of a row group in one thread-block cluster that adds the splits itself
+    /// (kernels/exec_tensor.cu, `exec_tc_cluster_out`: no partial-sum buffer, no summing launch;
+    /// programmatic like a one-split launch), at most 8 splits.
+    #[cfg(feature = "bench")]
+    VarTcStripCluster,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -162,6 +168,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripNoSplit,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripXChunk,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripCluster,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -219,6 +227,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripNoSplit => "var-tc-strip-nosplit",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripCluster => "var-tc-strip-cluster",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -295,6 +305,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::BoundedPanelRg2
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
+            | ExecMatvecKernel::VarTcStripCluster
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

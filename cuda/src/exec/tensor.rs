@@ -6,7 +6,7 @@
 use super::panel::{PanelRows, PANEL_SMEM};
 use super::tensor_strip::StripVariant;
 use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
-use crate::launch::{launch_params, param};
+use crate::launch::{launch_params, param, LaunchAttrs};
 use crate::GpuError;
 use cudarc::driver::{DevicePtr, LaunchConfig, PushKernelArg};
 
@@ -88,6 +88,8 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripCluster if nt <= 4 => TensorFamily::Strip(StripVariant::Cluster),
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),
@@ -131,6 +133,20 @@ pub(super) struct SplitLaunch {
     /// The kernel waits for the kernel before it before it touches activations, outputs or
     /// partial sums (EXEC_TCS), so it may be launched programmatically where `splits` is 1.
     pub waits: bool,
+    /// How the splits of a row group are added where `splits` > 1.
+    pub sum: SplitSum,
+}
+
+/// How a split launch adds its splits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SplitSum {
+    /// f32 partial sums in a stream-ordered buffer, added by `exec_tensor_panel_sum`.
+    Kernel,
+    /// Bench: the `splits` CTAs of a row group form one thread-block cluster and add the splits
+    /// themselves (EXEC_TCS with CLUSTER): no partial sums, no summing kernel, programmatic as a
+    /// one-split launch. At most 8 splits.
+    #[cfg(feature = "bench")]
+    Cluster,
 }
 
 impl GpuExecMatrix {
@@ -143,7 +159,13 @@ impl GpuExecMatrix {
         // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
         // SAFETY: the kernel writes every element (split, column < ncols, row < M) before the
         // summing kernel reads it (stream order).
-        let part = if l.splits > 1 { Some(unsafe { s.alloc::<f32>(l.splits as usize * ncols as usize * m as usize) }?) } else { None };
+        let split = l.splits > 1;
+        let summed = split && l.sum == SplitSum::Kernel;
+        #[cfg(feature = "bench")]
+        let clustered = split && l.sum == SplitSum::Cluster;
+        #[cfg(not(feature = "bench"))]
+        let clustered = false;
+        let part = if summed { Some(unsafe { s.alloc::<f32>(l.splits as usize * ncols as usize * m as usize) }?) } else { None };
         let f = self.ptrs();
         let (poff, _go) = self.derived.plist_off.device_ptr(s);
         let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
@@ -159,7 +181,8 @@ impl GpuExecMatrix {
         let a = MatvecArgs { m: m32, k: k32, x, ldx, ncols, bias, y, ldy, out_bf16 };
         let mut params = f.matvec_params(&a);
         params.extend([param(&poff), param(&pent), param(&pp), param(&l.splits)]);
-        let programmatic = l.waits && l.splits == 1 && self.dependent_launch.programmatic_on(&self.gpu);
+        let programmatic = l.waits && !summed && self.dependent_launch.programmatic_on(&self.gpu);
+        let cluster = if clustered { l.splits } else { 1 };
         // SAFETY: the argument list matches EXEC_PN / EXEC_TCS (the callers pass only those
         // kernels), each value of the type it declares and alive for the call; x holds ncols
         // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
@@ -167,9 +190,11 @@ impl GpuExecMatrix {
         // kernels do not touch it otherwise); the callers' plans keep every split non-empty and the
         // shared memory within what the kernel may have. Programmatic only on one split (no
         // partial sums, no summing kernel) of a kernel that waits (EXEC_TCS, exec_tcs_body: it
-        // reads only the matrix's fields before it waits for the kernel before it).
-        unsafe { launch_params(s, self.gpu.function(l.name)?, cfg, &mut params, programmatic) }?;
-        if l.splits > 1 {
+        // reads only the matrix's fields before it waits for the kernel before it), or on a
+        // cluster launch (the same, its splits added inside the cluster); a cluster of `splits`
+        // CTAs only on the cluster entry points, whose grid is row groups x splits.
+        unsafe { launch_params(s, self.gpu.function(l.name)?, cfg, &mut params, LaunchAttrs { programmatic, cluster }) }?;
+        if summed {
             let cfg = LaunchConfig { grid_dim: (m32.div_ceil(256), ncols, 1), block_dim: (256, 1, 1), shared_mem_bytes: 0 };
             let mut b = s.launch_builder(self.gpu.function("exec_tensor_panel_sum")?);
             b.arg(&pp).arg(&l.splits).arg(&m32).arg(&ncols).arg(&bias).arg(&y).arg(&ldy).arg(&out_bf16);

@@ -4,7 +4,7 @@
 //! the choice at 17..32 until session 13) and the tile kernel (bench/exec_tensor_tile.cu, the
 //! choice at 64 until session 11).
 
-use super::tensor::SplitLaunch;
+use super::tensor::{SplitLaunch, SplitSum};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::{EXEC_TC_STAGE, EXEC_TENSOR_STAGE};
 use crate::GpuError;
@@ -46,6 +46,7 @@ impl GpuExecMatrix {
                         smem: smem as u32,
                         splits: s as u32,
                         waits: false,
+                        sum: SplitSum::Kernel,
                     };
                     best = Some((key.0, key.1, key.2, l));
                 }

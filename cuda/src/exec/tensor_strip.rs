@@ -4,13 +4,16 @@
 //! (`splits`) summed by a second kernel where the row groups alone would spread unevenly over the
 //! SMs.
 
-use super::tensor::SplitLaunch;
+use super::tensor::{SplitLaunch, SplitSum};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
 /// Warps per CTA at most (the kernel's launch bounds: 512 threads) and splits at most.
 pub(super) const MAX_WARPS: u64 = 16;
 const MAX_SPLITS: u64 = 64;
+/// Splits at most of the bench's cluster variant: the portable thread-block cluster size.
+#[cfg(feature = "bench")]
+const MAX_CLUSTER_SPLITS: u64 = 8;
 /// Splits only for matrices of at least this many weights: below, the summing launch (~2 us on
 /// the H200) costs more than the balance gains (session 13: 1000x3000 at 8 columns, 5.3 us with
 /// one split, 6.1 us with two).
@@ -84,7 +87,8 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
 }
 
 /// The splits by [`tc_strip_splits`], then W (1 to 16, at most the split's item columns): the CTAs
-/// run in waves of `sm_count x ctas_per_sm(threads, smem)` and a warp runs ceil(items / S / W)
+/// run in waves of `resident(threads, smem)` (the device's resident CTAs: SMs x CTAs per SM, or
+/// for a cluster launch the resident clusters x S) and a warp runs ceil(items / S / W)
 /// items one after the other, so the plan takes the W with the fewest waves x items per warp, on
 /// a tie the fewest warps (fewer wait at the CTA's barrier). Where the units outnumber the SMs,
 /// only a W at which an SM holds at least two CTAs (unless none does): with one, each CTA's last
@@ -98,7 +102,7 @@ pub(super) fn tc_strip_plan(
     sm_count: u64,
     max_splits: u64,
     warps: Option<u64>,
-    mut ctas_per_sm: impl FnMut(u32, u32) -> Result<u32, GpuError>,
+    mut resident: impl FnMut(u32, u32) -> Result<u64, GpuError>,
 ) -> Result<TcStripPlan, GpuError> {
     let s = tc_strip_splits(g, sm_count, max_splits);
     let per = g.items.div_ceil(s).max(1);
@@ -111,8 +115,9 @@ pub(super) fn tc_strip_plan(
     let mut best: [Option<(u64, TcStripPlan)>; 2] = [None, None];
     for w in lo..=hi {
         let smem = tc_strip_smem(w, g.nt);
-        let per_sm = u64::from(ctas_per_sm(32 * w as u32, smem as u32)?).max(1);
-        let cost = units.div_ceil(sm_count * per_sm) * per.div_ceil(w);
+        let wave = resident(32 * w as u32, smem as u32)?.max(1);
+        let per_sm = wave / sm_count;
+        let cost = units.div_ceil(wave) * per.div_ceil(w);
         let plan = TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 };
         for (slot, ok) in best.iter_mut().zip([per_sm >= 2, true]) {
             if ok && slot.is_none_or(|(b, _)| cost < b) {
@@ -135,6 +140,10 @@ pub(super) enum StripVariant {
     /// 16 columns with each chunk's activations loaded as its mma need them.
     #[cfg(feature = "bench")]
     XChunk,
+    /// The production kernels with a split launch's CTAs of a row group in one thread-block
+    /// cluster that adds the splits (at most [`MAX_CLUSTER_SPLITS`]).
+    #[cfg(feature = "bench")]
+    Cluster,
     /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
     /// 16 columns.
     #[cfg(feature = "bench")]
@@ -142,20 +151,26 @@ pub(super) enum StripVariant {
 }
 
 impl StripVariant {
-    /// The entry point at `nt` n-tiles (1, 2 or 4) and whether the plan may split.
-    fn kernel(self, nt: u64) -> (&'static str, bool) {
+    /// The entry point at `nt` n-tiles (1, 2 or 4) and the most splits its plan may take.
+    fn kernel(self, nt: u64) -> (&'static str, u64) {
         match (self, nt) {
             #[cfg(feature = "bench")]
-            (StripVariant::XChunk, 2) => ("bench_exec_tensor_strip_n2_xchunk", true),
+            (StripVariant::XChunk, 2) => ("bench_exec_tensor_strip_n2_xchunk", MAX_SPLITS),
             #[cfg(feature = "bench")]
-            (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", true),
+            (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", MAX_SPLITS),
             #[cfg(feature = "bench")]
-            (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", true),
+            (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", MAX_SPLITS),
             #[cfg(feature = "bench")]
-            (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, false),
-            (_, 1) => ("exec_tensor_strip_n1", true),
-            (_, 2) => ("exec_tensor_strip_n2", true),
-            _ => ("exec_tensor_strip_n4", true),
+            (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, 1),
+            #[cfg(feature = "bench")]
+            (StripVariant::Cluster, 1) => ("bench_exec_tensor_strip_cluster_n1", MAX_CLUSTER_SPLITS),
+            #[cfg(feature = "bench")]
+            (StripVariant::Cluster, 2) => ("bench_exec_tensor_strip_cluster_n2", MAX_CLUSTER_SPLITS),
+            #[cfg(feature = "bench")]
+            (StripVariant::Cluster, _) => ("bench_exec_tensor_strip_cluster_n4", MAX_CLUSTER_SPLITS),
+            (_, 1) => ("exec_tensor_strip_n1", MAX_SPLITS),
+            (_, 2) => ("exec_tensor_strip_n2", MAX_SPLITS),
+            _ => ("exec_tensor_strip_n4", MAX_SPLITS),
         }
     }
 }
@@ -166,15 +181,25 @@ impl GpuExecMatrix {
     pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let m = self.shape.rows;
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
-        let (name, split) = v.kernel(nt);
+        let (name, max_splits) = v.kernel(nt);
         let geo = TcStripGeometry { rows: m, cols: self.shape.cols, items: self.item_columns(), nt };
-        let max_splits = if split { MAX_SPLITS } else { 1 };
         #[cfg(feature = "bench")]
         let warps = self.tc_strip_force;
         #[cfg(not(feature = "bench"))]
         let warps = None;
+        let sms = u64::from(self.gpu.sm_count);
         let plan_now = || {
-            tc_strip_plan(geo, u64::from(self.gpu.sm_count), max_splits, warps, |threads, smem| self.gpu.ctas_per_sm(name, threads, smem))
+            tc_strip_plan(geo, sms, max_splits, warps, |threads, smem| {
+                #[cfg(feature = "bench")]
+                if v == StripVariant::Cluster {
+                    // the device places a cluster's CTAs together (one GPC): count what it holds
+                    let s = tc_strip_splits(geo, sms, max_splits);
+                    if s > 1 {
+                        return Ok(u64::from(self.gpu.clusters_resident(name, threads, smem, s as u32)?) * s);
+                    }
+                }
+                Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?))
+            })
         };
         // The production kernels' plan depends on the shape, the device and NT alone: kept with
         // the matrix per NT (up to 16 occupancy lookups a launch otherwise).
@@ -188,7 +213,13 @@ impl GpuExecMatrix {
             },
             _ => plan_now()?,
         };
-        let launch = SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true };
+        let sum = match v {
+            #[cfg(feature = "bench")]
+            StripVariant::Cluster => SplitSum::Cluster,
+            _ => SplitSum::Kernel,
+        };
+        let launch =
+            SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true, sum };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
     }
 }
@@ -206,8 +237,10 @@ mod tests {
     /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and
     /// 64 warps per SM.
     fn h200(rows: u64, cols: u64, ncols: u64) -> TcStripPlan {
-        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, None, |threads, _| Ok((65_536 / (96 * threads)).min(32).min(2048 / threads)))
-            .unwrap()
+        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, None, |threads, _| {
+            Ok(132 * u64::from((65_536 / (96 * threads)).min(32).min(2048 / threads)))
+        })
+        .unwrap()
     }
 
     #[test]
@@ -272,7 +305,9 @@ mod tests {
         // 128 registers a thread (the 16-column kernel on the H200): 16 warps per SM. 384 and 896
         // row groups: one CTA of 16 warps per SM would give the fewest waves x items (3 x 2 and
         // 7 x 2); the plan takes a W with at least two CTAs per SM
-        let plan = |m: u64| tc_strip_plan(geo(m, 4096, 16), 132, MAX_SPLITS, None, |threads, _| Ok(65_536 / (128 * threads))).unwrap();
+        let plan = |m: u64| {
+            tc_strip_plan(geo(m, 4096, 16), 132, MAX_SPLITS, None, |threads, _| Ok(132 * u64::from(65_536 / (128 * threads)))).unwrap()
+        };
         for m in [6144, 14336] {
             assert!(plan(m).warps <= 8, "{m}: {:?}", plan(m));
         }

@@ -4,7 +4,7 @@
 use super::fields::Table;
 use super::{DeviceActivations, GpuMatrix, MatvecKernel, OutputKind};
 use crate::kernels::{EXACT_MAX_COLUMNS, EXACT_SMEM, EXACT_THREADS, THREADS};
-use crate::launch::{launch_params, param};
+use crate::launch::{launch_params, param, LaunchAttrs};
 use crate::GpuError;
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use nwc_reference::Layout;
@@ -112,7 +112,7 @@ impl GpuMatrix {
         // touches only the matrix's fields before it waits for the kernel before it: activations,
         // bias, outputs, partials and counters come after.
         let programmatic = self.dependent_launch.programmatic_on(&self.gpu);
-        unsafe { launch_params(s, self.gpu.function(&name)?, cfg, &mut params, programmatic) }?;
+        unsafe { launch_params(s, self.gpu.function(&name)?, cfg, &mut params, LaunchAttrs::plain(programmatic)) }?;
         Ok(())
     }
 

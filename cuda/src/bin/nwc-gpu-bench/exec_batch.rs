@@ -80,8 +80,9 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 11] = [
+const TENSOR: [TensorKernel; 12] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
+    ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
     ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),

@@ -171,6 +171,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::BoundedStream, [2usize, 16, 5, 9][i % 4]),
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
+            (ExecMatvecKernel::VarTcStripCluster, [5usize, 32, 16, 8][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
@@ -240,9 +241,48 @@ fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
         failed += usize::from(!exec_chain(gpu, k, i as u64)?);
     }
     failed += usize::from(!format10_chain(gpu)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4, ExecMatvecKernel::Bounded)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::Bounded)?);
+    for kernel in [ExecMatvecKernel::VarTcStripCluster] {
+        failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, kernel)?);
+        for (m, k) in [(2560u64, 9728u64), (2304, 8192)] {
+            failed += usize::from(!split_sum_matches(gpu, m, k, kernel)?);
+        }
+    }
     Ok(failed)
+}
+
+/// A bench variant of the bounded strip kernel that adds a split launch's splits without the
+/// summing kernel (session 28: `var-tc-strip-cluster`, inside a thread-block cluster; a variant
+/// whose last CTA of each row group added them was measured slower and removed) against production (the partial sums and
+/// exec_tensor_panel_sum) on an `m` x `k` matrix that splits its items, both held to 4 warps per
+/// CTA (the cluster variant's plan counts resident clusters and may take another W, which
+/// partitions the items otherwise): the same additions in the same order, so bit for bit, at 8,
+/// 16 and 32 columns per decode.
+fn split_sum_matches(gpu: &Arc<Gpu>, m: u64, k: u64, variant: ExecMatvecKernel) -> Res<bool> {
+    let shape = Shape::new(m, k);
+    let words = gaussian_bf16((m * k) as usize, 3300 + m);
+    let mut e = GpuExecMatrix::upload(gpu, &encode_exec(shape, &words)?)?;
+    e.force_tc_strip_warps(Some(4))?;
+    let mut bad = Vec::new();
+    for nb in [1usize, 8, 13, 16, 27, 32] {
+        let xs = gaussian_bf16(k as usize * nb, 97 + nb as u64);
+        let xd = e.activations_bf16(&xs, nb)?;
+        let mut run = |kernel| -> Res<Vec<u16>> {
+            e.set_matvec_kernel(kernel);
+            let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(m as usize * nb)?;
+            e.matvec_into_bf16(&xd, None, &mut y)?;
+            Ok(gpu.stream.clone_dtoh(&y)?)
+        };
+        let (want, got) = (run(ExecMatvecKernel::Bounded)?, run(variant)?);
+        let differ = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+        if differ > 0 {
+            bad.push(format!("{nb} columns: {differ} outputs differ"));
+        }
+    }
+    let verdict = if bad.is_empty() { "bit for bit".to_owned() } else { bad.join("; ") };
+    println!("bounded split {m}x{k}, {} against production, 1..32 columns: {verdict}", variant.name());
+    Ok(bad.is_empty())
 }
 
 /// Ping-pong between two activation buffers `bufs` (each step reads one and writes the other's
@@ -331,8 +371,9 @@ fn format10_chain(gpu: &Arc<Gpu>) -> Res<bool> {
 /// turn, each one's K the one before's M (the last's M the first's K), `steps` steps, a buffer per
 /// step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
 /// 2048x2048 runs the one-split strip kernel; 2560x9728 splits its items in 3 (summed by
-/// exec_tensor_panel_sum), with 9728x2560 to bring its outputs back to 9728 activations.
-fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<bool> {
+/// exec_tensor_panel_sum, or inside a cluster by `kernel` = the bench's cluster variant), with
+/// 9728x2560 to bring its outputs back to 9728 activations.
+fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize, kernel: ExecMatvecKernel) -> Res<bool> {
     let s = &gpu.stream;
     let nb = 8usize;
     let mut mats = Vec::with_capacity(shapes.len());
@@ -342,7 +383,7 @@ fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<boo
         let enc = encode_exec(shape, &words)?;
         let reference = decode_exec(&enc)?;
         let mut e = GpuExecMatrix::upload(gpu, &enc)?;
-        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
+        e.set_matvec_kernel(kernel);
         mats.push((e, as_decoded(shape, &reference.words)));
     }
     let x0 = gaussian_bf16(shapes[0].1 as usize * nb, 96);
@@ -380,8 +421,9 @@ fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize) -> Res<boo
     }
     let names: Vec<String> = shapes.iter().map(|(m, k)| format!("{m}x{k}")).collect();
     println!(
-        "bounded chain {}, {nb} columns: {steps} dependent matvecs, {} steps outside spec 19.6 {}",
+        "bounded chain {} ({}), {nb} columns: {steps} dependent matvecs, {} steps outside spec 19.6 {}",
         names.join(" / "),
+        kernel.name(),
         bad.len(),
         bad.join("; ")
     );
