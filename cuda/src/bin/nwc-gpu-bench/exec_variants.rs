@@ -34,7 +34,7 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 
 /// One timed kernel: a kernel choice, the launch shape forced on the CTA strip kernel (warps per
 /// CTA, rows per unit; `--exec-strip-plans`), how its launches follow the one before, whether the
-/// rule of the tile flags (production: [`TileFlagRule::SharedByte`]; others by `--exec-lone`), and
+/// rule of the tile flags (production: [`TileFlagRule::SharedByte`]; others by `--exec-tile-flags`), and
 /// its label.
 pub struct Entry {
     kernel: ExecMatvecKernel,
@@ -58,8 +58,8 @@ pub enum Entries<'a> {
     Launches,
     /// The production default (and serial), then the same with the tile flags of sessions 23-25
     /// (an escape byte only for a tile with one code-15 weight) and of before session 23 (every
-    /// flagged tile takes the escape prefix and a load of esc; `--exec-lone`).
-    Lone,
+    /// flagged tile takes the escape prefix and a load of esc; `--exec-tile-flags`).
+    TileFlags,
     /// The production default (and serial), the kernels named, production again, last
     /// (`--exec-kernels`).
     Named(&'a [ExecMatvecKernel]),
@@ -106,7 +106,7 @@ pub fn entries(which: Entries) -> Vec<Entry> {
             v.extend(list.iter().copied().map(plain));
             v.push(Entry { label: "exact-again".into(), ..plain(ExecMatvecKernel::Exact) });
         }
-        Entries::Lone => {
+        Entries::TileFlags => {
             for (flags, label) in [(TileFlagRule::LoneByte, "exact-lone-byte"), (TileFlagRule::Plain, "exact-flags-1")] {
                 v.push(Entry { flags, label: label.into(), ..plain(ExecMatvecKernel::Exact) });
             }

@@ -19,7 +19,7 @@
 //! the production default with programmatic dependent launch, with serial launches, and with the
 //! next kernel released at every launch's start or end (each launch's rounds printed), session
 //! 24's plan (no even spread of short launches) with either launch and production again, last;
-//! with `--exec-lone` the production default (and serial) and the same with the tile flags of
+//! with `--exec-tile-flags` the production default (and serial) and the same with the tile flags of
 //! sessions 23-25 (an escape byte for a tile with one escape only) and of before session 23 (no
 //! escape bytes); with `--exec-kernels NAME,...` the production default (and serial), the kernels
 //! named (`ExecMatvecKernel::name`) and production again, last; `--exec-batch
@@ -121,7 +121,7 @@ fn parse_shapes(list: &str) -> Res<Vec<(String, u64, u64)>> {
 #[derive(Clone, PartialEq, Eq)]
 enum List {
     Launches,
-    Lone,
+    TileFlags,
     Named(Vec<nwc_cuda::exec::ExecMatvecKernel>),
 }
 
@@ -164,10 +164,10 @@ fn main() -> Res<()> {
             "--exec-wgmma-probe" => wgmma_probe = true,
             "--exec-wgmma" => WGMMA.store(true, Ordering::Relaxed),
             "--exec-variants" => exec_variants = true,
-            "--exec-pdl" | "--exec-lone" | "--exec-kernels" => {
+            "--exec-pdl" | "--exec-tile-flags" | "--exec-kernels" => {
                 let chosen = match a.as_str() {
                     "--exec-pdl" => List::Launches,
-                    "--exec-lone" => List::Lone,
+                    "--exec-tile-flags" => List::TileFlags,
                     _ => List::Named(parse_kernels(&args.next().ok_or("--exec-kernels needs NAME,NAME,...")?)?),
                 };
                 if let Some((first, _)) = &list {
@@ -197,7 +197,7 @@ fn main() -> Res<()> {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
     if (list.is_some() || strip_plans.is_some()) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-lone and --exec-kernels need --exec-variants".into());
+        return Err("--exec-strip-plans, --exec-pdl, --exec-tile-flags and --exec-kernels need --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -241,7 +241,7 @@ fn main() -> Res<()> {
         let which = match (&strip_plans, list.as_ref().map(|(_, l)| l)) {
             (Some(plans), _) => exec_variants::Entries::Plans(plans),
             (None, Some(List::Launches)) => exec_variants::Entries::Launches,
-            (None, Some(List::Lone)) => exec_variants::Entries::Lone,
+            (None, Some(List::TileFlags)) => exec_variants::Entries::TileFlags,
             (None, Some(List::Named(kernels))) => exec_variants::Entries::Named(kernels),
             (None, None) => exec_variants::Entries::All,
         };
