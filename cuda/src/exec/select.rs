@@ -48,6 +48,11 @@ pub enum ExecMatvecKernel {
     /// session 25), each launch released where `release::release_point` puts it. Exact class.
     #[cfg(feature = "bench")]
     VarStripUncapped,
+    /// Bench, the candidate rule of session 28 (`strip::uneven_pair_to_three`): the production
+    /// one-column plan, but where it takes CTAs of 2 warps at RS = 4 whose warps run unequal units
+    /// under 0.9 rounds, 3 warps at RS = 4 where those fit 1.5 rounds. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripUnevenPair,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -181,6 +186,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripUncapped,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripUnevenPair,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -240,6 +247,8 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripUncapped => "var-strip-uncapped",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripUnevenPair => "var-strip-uneven-pair",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -297,7 +306,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripW1
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
-            | ExecMatvecKernel::VarStripUncapped => true,
+            | ExecMatvecKernel::VarStripUncapped
+            | ExecMatvecKernel::VarStripUnevenPair => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -32,6 +32,14 @@ impl GpuExecMatrix {
                     None => Ok(None),
                 }
             }
+            ExecMatvecKernel::VarStripUnevenPair => {
+                let Some(p) = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? else { return Ok(None) };
+                let p = match self.uneven_pair_plan(&p)? {
+                    Some(three) => three,
+                    None => p,
+                };
+                return Ok(Some(self.spread_release(p)?));
+            }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {

@@ -14,12 +14,13 @@ use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 5] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 6] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
     ExecMatvecKernel::VarStripUncapped,
+    ExecMatvecKernel::VarStripUnevenPair,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
