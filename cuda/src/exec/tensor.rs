@@ -152,19 +152,19 @@ pub(super) enum SplitSum {
 impl GpuExecMatrix {
     /// Runs `l` on `ncols` BF16 columns at `x` into `y`; where `l.splits > 1` the kernel writes f32
     /// partial sums [splits][ncols][M] and `exec_tensor_panel_sum` adds them in split order, then
-    /// the bias, then the conversion.
+    /// the bias, then the conversion (the bench's cluster launches add them in the kernel).
     pub(super) fn split_launch(&self, l: SplitLaunch, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let m = self.shape.rows;
         let s = &self.gpu.stream;
-        // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
-        // SAFETY: the kernel writes every element (split, column < ncols, row < M) before the
-        // summing kernel reads it (stream order).
         let split = l.splits > 1;
         let summed = split && l.sum == SplitSum::Kernel;
         #[cfg(feature = "bench")]
         let clustered = split && l.sum == SplitSum::Cluster;
         #[cfg(not(feature = "bench"))]
         let clustered = false;
+        // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
+        // SAFETY: the kernel writes every element (split, column < ncols, row < M) before the
+        // summing kernel reads it (stream order).
         let part = if summed { Some(unsafe { s.alloc::<f32>(l.splits as usize * ncols as usize * m as usize) }?) } else { None };
         let f = self.ptrs();
         let (poff, _go) = self.derived.plist_off.device_ptr(s);
@@ -186,8 +186,8 @@ impl GpuExecMatrix {
         // SAFETY: the argument list matches EXEC_PN / EXEC_TCS (the callers pass only those
         // kernels), each value of the type it declares and alive for the call; x holds ncols
         // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
-        // list is the matrix's own; part holds splits x ncols x M floats where splits > 1 (the
-        // kernels do not touch it otherwise); the callers' plans keep every split non-empty and the
+        // list is the matrix's own; part holds splits x ncols x M floats where the launch is
+        // summed (the kernels do not touch it otherwise: one split, or a cluster launch); the callers' plans keep every split non-empty and the
         // shared memory within what the kernel may have. Programmatic only on one split (no
         // partial sums, no summing kernel) of a kernel that waits (EXEC_TCS, exec_tcs_body: it
         // reads only the matrix's fields before it waits for the kernel before it), or on a
