@@ -235,10 +235,7 @@ impl Gpu {
             return Ok(n);
         }
         self.ctx.bind_to_thread()?;
-        // SAFETY: plain C structs and unions of integers and pointers, for which all-zero is valid.
-        let mut attr: cudarc::driver::sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
-        attr.id = cudarc::driver::sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        attr.value.clusterDim = cudarc::driver::sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: cluster, y: 1, z: 1 };
+        let mut attr = crate::launch::cluster_attr(cluster);
         let config = cudarc::driver::sys::CUlaunchConfig {
             gridDimX: cluster,
             gridDimY: 1,

@@ -60,6 +60,16 @@ impl LaunchAttrs {
     }
 }
 
+/// The launch attribute of thread-block clusters of `x` CTAs along x (for launches and for the
+/// driver's cluster occupancy, `Gpu::clusters_resident`).
+pub(crate) fn cluster_attr(x: u32) -> sys::CUlaunchAttribute {
+    // SAFETY: a plain C struct and union of integers, for which all-zero is valid.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x, y: 1, z: 1 };
+    attr
+}
+
 /// Launches `func` on `stream` with the arguments `params` points at: with the
 /// programmatic-serialization attribute where `attrs.programmatic`, else a plain launch (no
 /// attribute: the kernel starts when the one before it on the stream has finished), and in
@@ -90,8 +100,7 @@ pub(crate) unsafe fn launch_params(
         n += 1;
     }
     if attrs.cluster > 1 {
-        list[n].id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-        list[n].value.clusterDim = sys::CUlaunchAttributeValue_union__bindgen_ty_1 { x: attrs.cluster, y: 1, z: 1 };
+        list[n] = cluster_attr(attrs.cluster);
         n += 1;
     }
     let config = sys::CUlaunchConfig {

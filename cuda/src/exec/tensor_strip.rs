@@ -188,15 +188,15 @@ impl GpuExecMatrix {
         #[cfg(not(feature = "bench"))]
         let warps = None;
         let sms = u64::from(self.gpu.sm_count);
+        // the cluster variant's CTAs per cluster (1: a plain launch)
+        #[cfg(feature = "bench")]
+        let cluster = if v == StripVariant::Cluster { tc_strip_splits(geo, sms, max_splits) } else { 1 };
         let plan_now = || {
             tc_strip_plan(geo, sms, max_splits, warps, |threads, smem| {
+                // the device places a cluster's CTAs together (one GPC): count what it holds
                 #[cfg(feature = "bench")]
-                if v == StripVariant::Cluster {
-                    // the device places a cluster's CTAs together (one GPC): count what it holds
-                    let s = tc_strip_splits(geo, sms, max_splits);
-                    if s > 1 {
-                        return Ok(u64::from(self.gpu.clusters_resident(name, threads, smem, s as u32)?) * s);
-                    }
+                if cluster > 1 {
+                    return Ok(u64::from(self.gpu.clusters_resident(name, threads, smem, cluster as u32)?) * cluster);
                 }
                 Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?))
             })
