@@ -13,6 +13,7 @@
 
 mod derived;
 mod encode;
+mod pair;
 mod panel;
 mod plan;
 mod release;
@@ -30,6 +31,8 @@ mod variant;
 pub use crate::DependentLaunch;
 pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
+#[cfg(feature = "bench")]
+pub use tensor_strip::TcStripPlanInfo;
 
 use crate::gpu::Gpu;
 use crate::launch::param;

@@ -48,11 +48,10 @@ pub enum ExecMatvecKernel {
     /// session 25), each launch released where `release::release_point` puts it. Exact class.
     #[cfg(feature = "bench")]
     VarStripUncapped,
-    /// Bench, the candidate rule of session 28 (`strip::uneven_pair_to_three`): the production
-    /// one-column plan, but where it takes CTAs of 2 warps at RS = 4 whose warps run unequal units
-    /// under 0.9 rounds, 3 warps at RS = 4 where those fit 1.5 rounds. Exact class.
+    /// Bench: the production one-column plan without the two-warp rule of exec/pair.rs (session
+    /// 29: production until session 28). Exact class.
     #[cfg(feature = "bench")]
-    VarStripUnevenPair,
+    VarStripNoPairRule,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -186,7 +185,7 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripUncapped,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripUnevenPair,
+        ExecMatvecKernel::VarStripNoPairRule,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
@@ -247,7 +246,7 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripUncapped => "var-strip-uncapped",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripUnevenPair => "var-strip-uneven-pair",
+            ExecMatvecKernel::VarStripNoPairRule => "var-strip-no-pair-rule",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
@@ -307,7 +306,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
             | ExecMatvecKernel::VarStripUncapped
-            | ExecMatvecKernel::VarStripUnevenPair => true,
+            | ExecMatvecKernel::VarStripNoPairRule => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -174,20 +174,9 @@ pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> 
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 const W1_TAIL_PLAN: (u64, u64) = (4, 8);
 
-/// Bench, the candidate rule of session 28 (docs/gpu.md, "Session 28"): a one-round launch of the
-/// CTA kernel at 2 warps and RS = 4 (`pair_grid` CTAs of `pair_slots` resident) whose warps run
-/// unequal units (CB x S odd: one warp runs one unit more than the other) and that fills under 0.9
-/// of its round takes 3 warps at RS = 4 (`three_grid` CTAs of `three_slots`) where those fit 1.5
-/// rounds. Measured: 3:4 faster than production on 13 of 13 such shapes (CB = 5 and 9, sessions
-/// 27-28, +1.6% to +10%); where CB x S is even (CB = 6, 10) 13-18% slower (session 27).
-#[cfg(feature = "bench")]
-pub(super) fn uneven_pair_to_three(cb: u64, pair_grid: u64, pair_slots: u64, three_grid: u64, three_slots: u64) -> bool {
-    (cb * strip_slices(2, cb)) % 2 == 1 && 10 * pair_grid < 9 * pair_slots && 2 * three_grid <= 3 * three_slots
-}
-
 impl GpuExecMatrix {
     /// The production strip plan for one column ([`GpuExecMatrix::strip_choice`] of the
-    /// production kernels), chosen once per matrix and kept: up to 60 occupancy lookups behind the
+    /// production kernels, launched as exec/pair.rs says), chosen once per matrix and kept: up to 60 occupancy lookups behind the
     /// cache's mutex, 2.5-6.8 us per launch on the H200 machine's host where the CTA kernel runs,
     /// which eager callers (no CUDA graph) paid on every launch until session 20 (docs/results.md,
     /// session 20: an eager enqueue 4.0-5.2 us against 7.0-14.0).
@@ -197,7 +186,7 @@ impl GpuExecMatrix {
         }
         let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?;
         let p = match p {
-            Some(p) => Some(self.spread_release(p)?),
+            Some(p) => Some(self.one_column_launch(p)?),
             None => None,
         };
         Ok(*self.one_column.get_or_init(|| p))
@@ -208,7 +197,7 @@ impl GpuExecMatrix {
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
         match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
-            Some(p) => Ok(Some(self.spread_release(p).map(|p| (p.name, p.threads))?)),
+            Some(p) => Ok(Some(self.one_column_launch(p).map(|p| (p.name, p.threads))?)),
             None => Ok(None),
         }
     }
@@ -233,24 +222,6 @@ impl GpuExecMatrix {
             return Ok(Some(tail.unwrap_or_else(|| self.strip_w1_plan(w1))));
         }
         self.strip_plan(cta, UnitRows::OneRound)
-    }
-
-    /// Bench: the plan of [`uneven_pair_to_three`] where `p` (a production one-column plan) is in
-    /// its class, else None.
-    #[cfg(feature = "bench")]
-    pub(super) fn uneven_pair_plan(&self, p: &Plan) -> Result<Option<Plan>, GpuError> {
-        if p.name != "exec_matvec_strip" || p.threads != 64 || p.tail != Tail::RowsFlags(4) {
-            return Ok(None);
-        }
-        let Some(three) = self.strip_plan_with(p.name, 3, 4) else { return Ok(None) };
-        let rule = uneven_pair_to_three(
-            self.col_tiles,
-            u64::from(p.grid),
-            self.resident_ctas(p)?,
-            u64::from(three.grid),
-            self.resident_ctas(&three)?,
-        );
-        Ok(rule.then_some(three))
     }
 
     /// The W1 kernel's plan: one CTA of one warp per 4 rows.
@@ -448,23 +419,5 @@ mod tests {
         assert!(fills_warp_slots(w, 17, h200(w, rs).unwrap(), 24));
         // the fixed band's 4 warps of units of 8 rows: 6 CTAs, 24 warps
         assert!(fills_warp_slots(W1_TAIL_PLAN.0, 8, 6, 24));
-    }
-
-    #[cfg(feature = "bench")]
-    #[test]
-    fn two_uneven_warps_under_nine_tenths_of_a_round_become_three() {
-        // 132 SMs: 12 CTAs of 2 warps (1584), 8 of 3 (1056) per SM
-        let (pair, three) = (1584, 1056);
-        // 4400x4400: CB 9, 1100 CTAs of either (0.69 / 1.04 rounds)
-        assert!(uneven_pair_to_three(9, 1100, pair, 1100, three));
-        // CB 5 at 5500 rows: 1375 CTAs (0.87 / 1.30)
-        assert!(uneven_pair_to_three(5, 1375, pair, 1375, three));
-        // even units (CB 6, 10): not taken (measured 13-18% slower at 3 warps)
-        assert!(!uneven_pair_to_three(6, 1120, pair, 1120, three));
-        assert!(!uneven_pair_to_three(10, 1120, pair, 1120, three));
-        // at 0.9 rounds and more production's start release stays (5900 rows: 1475 CTAs)
-        assert!(!uneven_pair_to_three(9, 1475, pair, 1475, three));
-        // 3 warps past 1.5 rounds: not taken
-        assert!(!uneven_pair_to_three(9, 1400, pair, 1600, three));
     }
 }

@@ -86,6 +86,22 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
     best
 }
 
+/// The cost of one wave of a plan whose warps each run `items` items per CTA in `waves` waves, in
+/// items: `items`, but 2 for one item in more than one wave, where a CTA's own work (its start,
+/// the activation fragments, the warps' partial sums and barrier) is as long as its one item per
+/// warp and every wave pays it again. Measured on the H200 (docs/gpu.md, session 29; W forced to
+/// 2..12): where the plan took one item per warp in 2.75-4.6 waves (2144x12288 and 2176x8192
+/// split 9 and 8 ways at W = 11 and 8, 17152x1536 at W = 12, 18944x1024 at W = 8) it ran 32-52%
+/// slower at 1..8 columns than W = 2 in one wave, the W this cost gives; at 16 columns
+/// (2176x8192, 18944x1024: W = 8 in 4.1-4.5 waves) 39-54% slower than W = 3.
+fn wave_items(items: u64, waves: u64) -> u64 {
+    if items == 1 && waves > 1 {
+        2
+    } else {
+        items
+    }
+}
+
 /// The splits by [`tc_strip_splits`], then W (1 to 16, at most the split's item columns): the CTAs
 /// run in waves of `resident(threads, smem)` (the device's resident CTAs: SMs x CTAs per SM, or
 /// for a cluster launch the resident clusters x S) and a warp runs ceil(items / S / W)
@@ -95,8 +111,9 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
 /// item, partial sums and barrier leave its SM idle until the next CTA starts; measured on the
 /// H200 (docs/gpu.md, session 18, W forced to 2..16), the model's W = 16 at 16 and 32 columns
 /// ran 14-19% slower than W = 4 on 6144x4096 and 21-24% slower than W = 2 or 4 on 14336x4096,
-/// while on the 12 other shapes its choice was within 2% of the best forced W or better.
-/// `warps` (bench) holds W to one value (at most the split's item columns).
+/// while on the 12 other shapes its choice was within 2% of the best forced W or better. A W that
+/// gives each warp one item per CTA in more than one wave counts two items a wave
+/// ([`wave_items`]). `warps` (bench) holds W to one value (at most the split's item columns).
 pub(super) fn tc_strip_plan(
     g: TcStripGeometry,
     sm_count: u64,
@@ -117,7 +134,7 @@ pub(super) fn tc_strip_plan(
         let smem = tc_strip_smem(w, g.nt);
         let wave = resident(32 * w as u32, smem as u32)?.max(1);
         let per_sm = wave / sm_count;
-        let cost = units.div_ceil(wave) * per.div_ceil(w);
+        let cost = units.div_ceil(wave) * wave_items(per.div_ceil(w), units.div_ceil(wave));
         let plan = TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 };
         for (slot, ok) in best.iter_mut().zip([per_sm >= 2, true]) {
             if ok && slot.is_none_or(|(b, _)| cost < b) {
@@ -176,9 +193,9 @@ impl StripVariant {
 }
 
 impl GpuExecMatrix {
-    /// The strip kernel `v` on `ncols` (at most 32) BF16 columns: [`tc_strip_plan`] with this
-    /// device's occupancy, then the summing kernel where the plan splits the item columns.
-    pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+    /// The entry point and plan of the strip kernel `v` on `ncols` BF16 columns: [`tc_strip_plan`]
+    /// with this device's occupancy (production's kept with the matrix per NT).
+    fn tc_strip_plan_for(&self, v: StripVariant, ncols: u32) -> Result<(&'static str, TcStripPlan), GpuError> {
         let m = self.shape.rows;
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
         let (name, max_splits) = v.kernel(nt);
@@ -213,6 +230,13 @@ impl GpuExecMatrix {
             },
             _ => plan_now()?,
         };
+        Ok((name, plan))
+    }
+
+    /// The strip kernel `v` on `ncols` (at most 32) BF16 columns: [`tc_strip_plan`] with this
+    /// device's occupancy, then the summing kernel where the plan splits the item columns.
+    pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let (name, plan) = self.tc_strip_plan_for(v, ncols)?;
         let sum = match v {
             #[cfg(feature = "bench")]
             StripVariant::Cluster => SplitSum::Cluster,
@@ -221,6 +245,35 @@ impl GpuExecMatrix {
         let launch =
             SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true, sum };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
+    }
+}
+
+/// Bench: a bounded strip launch's plan as `--exec-batch` prints it.
+#[cfg(feature = "bench")]
+#[derive(Clone, Copy, Debug)]
+pub struct TcStripPlanInfo {
+    pub warps: u32,
+    pub splits: u32,
+    /// CTAs (row groups x splits).
+    pub grid: u32,
+    /// CTAs the device holds at once at this plan (a cluster launch: resident clusters x splits).
+    pub resident: u64,
+}
+
+#[cfg(feature = "bench")]
+impl GpuExecMatrix {
+    /// Bench: the plan of the bounded strip kernel on `ncols` (1..=32) columns, production's or,
+    /// with `cluster`, the cluster variant's (session 29: its placement against production's).
+    pub fn tc_strip_plan_info(&self, ncols: u32, cluster: bool) -> Result<TcStripPlanInfo, GpuError> {
+        let v = if cluster { StripVariant::Cluster } else { StripVariant::Production };
+        let (name, p) = self.tc_strip_plan_for(v, ncols)?;
+        let (threads, smem) = (32 * p.warps, p.smem);
+        let resident = if cluster && p.splits > 1 {
+            u64::from(self.gpu.clusters_resident(name, threads, smem, p.splits)?) * u64::from(p.splits)
+        } else {
+            u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)
+        };
+        Ok(TcStripPlanInfo { warps: p.warps, splits: p.splits, grid: p.grid, resident })
     }
 }
 
@@ -313,6 +366,28 @@ mod tests {
         }
         // 63 row groups on 132 SMs: at most one CTA per SM anyway, 12 warps of 2 items
         assert_eq!(h200(1000, 3000, 8).warps, 12);
+    }
+
+    #[test]
+    fn one_item_per_warp_in_several_waves_counts_twice() {
+        // 80 registers (the kernel at 8 columns on the H200): 24 warps per SM
+        let at80 = |m: u64, k: u64| {
+            tc_strip_plan(geo(m, k, 8), 132, MAX_SPLITS, None, |threads, _| Ok(132 * u64::from((768 / threads).min(32)))).unwrap()
+        };
+        // 134 row groups split 9 ways (11 items each): W = 11 ran them one item per warp in
+        // 4.6 waves (5 x 1 against 1 x 6 at W = 2; measured 27.4 us against 18.7)
+        let p = at80(2144, 12288);
+        assert_eq!((p.warps, p.splits), (2, 9), "{p:?}");
+        // 12 item columns, 1072 row groups: W = 12 in 4.1 waves; W = 2, one wave of 6 items
+        assert_eq!(at80(17152, 1536).warps, 2);
+        assert_eq!(at80(18944, 1024).warps, 2);
+        assert_eq!(at80(2176, 8192).warps, 2);
+        // one wave of one item per warp is not counted twice (63 row groups, 24 item columns:
+        // 12 warps of 2 items as before; 100 columns: 1 item, W = 1)
+        assert_eq!(at80(1000, 3000).warps, 12);
+        assert_eq!(wave_items(1, 1), 1);
+        assert_eq!(wave_items(1, 2), 2);
+        assert_eq!(wave_items(3, 5), 3);
     }
 
     #[test]

@@ -1,8 +1,9 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
-//! production plan without its CTAs per SM capped (session 25). The equal-share kernel of session
-//! 22 (`VarStripEven`, measured slower) is in git history (before session 24's removal), as are
-//! the cap by a small shared memory carve-out and the whole carve-out alone (session 25).
+//! production plan without its CTAs per SM capped (session 25) and without the two-warp rule of
+//! exec/pair.rs (session 29). The equal-share kernel of session 22 (`VarStripEven`, measured
+//! slower) is in git history (before session 24's removal), as are the cap by a small shared
+//! memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
 use super::release::Release;
@@ -32,13 +33,11 @@ impl GpuExecMatrix {
                     None => Ok(None),
                 }
             }
-            ExecMatvecKernel::VarStripUnevenPair => {
-                let Some(p) = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? else { return Ok(None) };
-                let p = match self.uneven_pair_plan(&p)? {
-                    Some(three) => three,
-                    None => p,
-                };
-                return Ok(Some(self.spread_release(p)?));
+            ExecMatvecKernel::VarStripNoPairRule => {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                    Some(p) => Ok(Some(self.spread_release(p)?)),
+                    None => Ok(None),
+                }
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };

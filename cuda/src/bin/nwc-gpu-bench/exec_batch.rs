@@ -177,6 +177,25 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         println!("{line}{tag}");
         out.push(BatchRow { cublas_us, exact_us, tensor_us });
     }
+    // the bounded strip kernel's plans where they split: production's and the cluster variant's
+    // (CTAs per resident slot: how evenly each spreads), W as the plans choose it
+    mats[0].force_tc_strip_warps(None)?;
+    for n in [1u32, 8, 16] {
+        let (p, c) = (mats[0].tc_strip_plan_info(n, false)?, mats[0].tc_strip_plan_info(n, true)?);
+        if p.splits > 1 {
+            let show = |i: nwc_cuda::exec::TcStripPlanInfo| {
+                format!(
+                    "W {} S {} grid {} resident {} ({:.2} rounds)",
+                    i.warps,
+                    i.splits,
+                    i.grid,
+                    i.resident,
+                    f64::from(i.grid) / i.resident as f64
+                )
+            };
+            println!("  strip plan N = {n}: production {} | cluster {}", show(p), show(c));
+        }
+    }
     Ok(out)
 }
 

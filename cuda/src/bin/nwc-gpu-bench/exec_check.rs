@@ -20,7 +20,7 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 6] = [
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
     ExecMatvecKernel::VarStripUncapped,
-    ExecMatvecKernel::VarStripUnevenPair,
+    ExecMatvecKernel::VarStripNoPairRule,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
