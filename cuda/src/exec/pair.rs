@@ -14,7 +14,7 @@ use crate::GpuError;
 
 /// Most units per row strip of a pair launch that the rule takes: at 9 the busier warp runs 5
 /// against an average of 4.5 (11% above); at 17, 9 against 8.5 (6%), where 3 warps measured
-/// -4% to +2% and the start release -7% to -12% (session 29).
+/// -4% to +2% and the start release -5% to -10% (session 29).
 const MAX_UNITS: u64 = 9;
 
 /// What [`pair_launch`] does with a two-warp launch.
@@ -33,14 +33,14 @@ pub(super) enum PairLaunch {
 /// [`PairLaunch::StartRelease`]; else None (at 0.9 rounds and more the release is already at the
 /// start).
 ///
-/// Measured on the H200 (docs/gpu.md, sessions 27-29; CB = 5 and 9, 0.67-0.89 rounds, 23 shapes
-/// over three calls): 3 warps at RS = 4 faster than the two-warp launch released at its end on 23
-/// of 23 (+2% to +15%; on real weights 10 of 10). Under 0.75 rounds 3 warps were faster than the
-/// start release on 6 of 8 (the others within 1.7%), where the start release lost up to 5% to the
-/// end release on CB = 9; from 0.75 the start release was faster than the end release on 10 of 10
-/// and than 3 warps on 8 of 10 (the others within 1.1%). Where CB x S is even (CB = 6, 10) the
-/// two-warp launch has no lone warp: 3 warps measured 13-18% slower (session 27), the start
-/// release 4% slower (5000x2900, session 29).
+/// Measured on the H200 (docs/gpu.md, sessions 27-29; CB = 5 and 9 at 0.67-0.89 rounds, fresh
+/// shapes in each of four calls): 3 warps at RS = 4 faster than the two-warp launch released at its
+/// end on 26 of 26 shapes (+1.6% to +15%; on real weights 13 of 13). Under 0.75 rounds 3 warps
+/// were faster than the start release on 6 of 8 (the others within 1.7%), where the start release
+/// lost up to 5% to the end release on CB = 9; from 0.75 the start release was faster than the end
+/// release on 14 of 14 and than 3 warps on 8 of 10 (the others within 1.1%). Where CB x S is even
+/// (CB = 6, 10) the two-warp launch has no lone warp: 3 warps measured 13-18% slower (session 27),
+/// the start release 4% slower (5000x2900, session 29).
 pub(super) fn pair_launch(cb: u64, pair_grid: u64, pair_slots: u64, three_grid: u64, three_slots: u64) -> Option<PairLaunch> {
     let units = cb * strip_slices(2, cb);
     if units % 2 == 0 || units > MAX_UNITS {
