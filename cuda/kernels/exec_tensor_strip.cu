@@ -200,3 +200,10 @@ EXEC_TCS_BOUNDED(exec_tensor_strip_n1, 1, false, 0, __maxnreg__(80))
 // and lost 2%; at 32 even).
 EXEC_TCS_AHEAD(exec_tensor_strip_n2, 2, false, 0, __launch_bounds__(512, 1), true)
 EXEC_TCS(exec_tensor_strip_n4, 4, true)
+// The same kernels whose split launches put a row group's CTAs in one thread-block cluster that
+// adds the splits through distributed shared memory (exec_tc_cluster_out; sm_90; bench in session
+// 28, production in session 29 where the cluster count leaves the launch's plan as it is: no
+// partial-sum buffer, no summing kernel, programmatic like one split).
+EXEC_TCS_FULL(exec_tensor_strip_cluster_n1, 1, false, 0, __maxnreg__(80), false, true)
+EXEC_TCS_FULL(exec_tensor_strip_cluster_n2, 2, false, 0, __launch_bounds__(512, 1), true, true)
+EXEC_TCS_FULL(exec_tensor_strip_cluster_n4, 4, true, 0, __launch_bounds__(512, 1), false, true)

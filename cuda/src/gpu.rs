@@ -27,9 +27,8 @@ pub struct Gpu {
     kernels: Arc<Kernels>,
 }
 
-/// Bench: the key of the resident-cluster cache: kernel, threads, dynamic shared bytes, CTAs per
+/// The key of the resident-cluster cache: kernel, threads, dynamic shared bytes, CTAs per
 /// cluster.
-#[cfg(feature = "bench")]
 type ClusterKey = (&'static str, u32, u32, u32);
 
 /// One device's loaded module and what is cached about its entry points.
@@ -39,8 +38,7 @@ struct Kernels {
     /// CTAs of (kernel, threads, dynamic shared bytes) that fit one SM, asked of the driver once
     /// per key instead of at every launch (`ctas_per_sm`).
     occupancy: Mutex<HashMap<(&'static str, u32, u32), u32>>,
-    /// Bench: resident clusters by (kernel, threads, shared bytes, CTAs per cluster).
-    #[cfg(feature = "bench")]
+    /// Resident clusters by (kernel, threads, shared bytes, CTAs per cluster) (`clusters_resident`).
     clusters: Mutex<HashMap<ClusterKey, u32>>,
     /// Bench: the warpgroup-MMA kernels (`kernels::WGMMA_SOURCE`), compiled for sm_90a on first
     /// use ([`Gpu::function`]); the error, once, where they cannot be.
@@ -144,7 +142,6 @@ impl Gpu {
                 _module: module,
                 functions,
                 occupancy: Mutex::new(HashMap::new()),
-                #[cfg(feature = "bench")]
                 clusters: Mutex::new(HashMap::new()),
                 #[cfg(feature = "bench")]
                 sm90a: OnceLock::new(),
@@ -223,11 +220,10 @@ impl Gpu {
         Ok((module, functions))
     }
 
-    /// Bench: how many clusters of `cluster` CTAs (along x) of kernel `name`, each of `threads`
-    /// threads and `smem` bytes of dynamic shared memory, the device holds at once (the driver's
+    /// How many clusters of `cluster` CTAs (along x) of kernel `name`, each of `threads` threads
+    /// and `smem` bytes of dynamic shared memory, the device holds at once (the driver's
     /// cuOccupancyMaxActiveClusters: a cluster's CTAs share one GPC, so this can be fewer than the
-    /// SMs' CTAs / `cluster`); at least 1, cached.
-    #[cfg(feature = "bench")]
+    /// SMs' CTAs / `cluster`); at least 1, cached. Compute capability 9.0 and later only.
     pub(crate) fn clusters_resident(&self, name: &str, threads: u32, smem: u32, cluster: u32) -> Result<u32, GpuError> {
         let (key, f) = self.entry(name)?;
         let mut cache = self.kernels.clusters.lock().unwrap_or_else(|p| p.into_inner());

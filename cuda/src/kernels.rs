@@ -157,7 +157,7 @@ pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
 }
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 64] = [
+pub const PRODUCTION: [(&str, u32); 67] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -234,10 +234,14 @@ pub const PRODUCTION: [(&str, u32); 64] = [
     ("exec_tensor_panel_rg2_n8", SMEM_OPTIN),
     ("exec_tensor_panel_sum", 0),
     // Bounded matvec on tensor cores, up to 32 columns per decode: the strip kernel, 8, 16 or 32
-    // columns (exec_tensor_strip.cu).
+    // columns, and the same whose split launches add their splits in a thread-block cluster
+    // (exec_tensor_strip.cu).
     ("exec_tensor_strip_n1", 0),
     ("exec_tensor_strip_n2", 0),
     ("exec_tensor_strip_n4", 0),
+    ("exec_tensor_strip_cluster_n1", 0),
+    ("exec_tensor_strip_cluster_n2", 0),
+    ("exec_tensor_strip_cluster_n4", 0),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),
@@ -250,7 +254,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 44] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -308,10 +312,6 @@ pub const BENCH: [(&str, u32); 44] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // The strip kernel whose split launches add their splits in a thread-block cluster (session 28).
-    ("bench_exec_tensor_strip_cluster_n1", 0),
-    ("bench_exec_tensor_strip_cluster_n2", 0),
-    ("bench_exec_tensor_strip_cluster_n4", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

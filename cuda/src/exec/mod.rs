@@ -84,9 +84,9 @@ pub struct GpuExecMatrix {
     /// matvec and kept: it depends on the shape and the device alone, and choosing it costs
     /// dozens of occupancy lookups per launch.
     one_column: OnceLock<Option<plan::Plan>>,
-    /// The bounded strip kernel's production plans at 1, 2 and 4 n-tiles (`tc_strip_launch`),
-    /// kept likewise.
-    tc_strip_plans: [OnceLock<tensor_strip::TcStripPlan>; 3],
+    /// The bounded strip kernel's production launches (plan and split sum) at 1, 2 and 4 n-tiles
+    /// (`tensor_strip::tc_strip_choice`), kept likewise.
+    tc_strip_plans: [OnceLock<tensor_strip::TcStripChoice>; 3],
     /// Bench: the launch shape (warps per CTA, rows per unit) that
     /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
     #[cfg(feature = "bench")]

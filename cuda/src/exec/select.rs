@@ -119,12 +119,18 @@ pub enum ExecMatvecKernel {
     VarTcStripNoSplit,
     #[cfg(feature = "bench")]
     VarTcStripXChunk,
-    /// Bench (session 28): [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with a split
-    /// launch's CTAs of a row group in one thread-block cluster that adds the splits itself
+    /// Bench (session 28): [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with every
+    /// split launch's CTAs of a row group in one thread-block cluster that adds the splits itself
     /// (kernels/exec_tensor.cu, `exec_tc_cluster_out`: no partial-sum buffer, no summing launch;
-    /// programmatic like a one-split launch), at most 8 splits.
+    /// programmatic like a one-split launch), at most 8 splits, on the plan that counts resident
+    /// clusters (production takes the cluster launch only where that plan is its own).
     #[cfg(feature = "bench")]
     VarTcStripCluster,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with every split launch's
+    /// splits added by the summing kernel (`exec_tensor_panel_sum`), never in a cluster
+    /// (production until session 28).
+    #[cfg(feature = "bench")]
+    VarTcStripSumKernel,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -174,6 +180,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripXChunk,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripCluster,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripSumKernel,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -235,6 +243,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripXChunk => "var-tc-strip-xchunk",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripCluster => "var-tc-strip-cluster",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripSumKernel => "var-tc-strip-sum-kernel",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -315,6 +325,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarTcStripNoSplit
             | ExecMatvecKernel::VarTcStripXChunk
             | ExecMatvecKernel::VarTcStripCluster
+            | ExecMatvecKernel::VarTcStripSumKernel
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

@@ -90,6 +90,8 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripCluster if nt <= 4 => TensorFamily::Strip(StripVariant::Cluster),
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripSumKernel if nt <= 4 => TensorFamily::Strip(StripVariant::SumKernel),
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),
@@ -142,26 +144,23 @@ pub(super) struct SplitLaunch {
 pub(super) enum SplitSum {
     /// f32 partial sums in a stream-ordered buffer, added by `exec_tensor_panel_sum`.
     Kernel,
-    /// Bench: the `splits` CTAs of a row group form one thread-block cluster and add the splits
-    /// themselves (EXEC_TCS with CLUSTER): no partial sums, no summing kernel, programmatic as a
-    /// one-split launch. At most 8 splits.
-    #[cfg(feature = "bench")]
+    /// The `splits` CTAs of a row group form one thread-block cluster and add the splits
+    /// themselves (EXEC_TCS with CLUSTER, compute capability 9.0 and later): no partial sums, no
+    /// summing kernel, programmatic as a one-split launch. At most 8 splits.
     Cluster,
 }
 
 impl GpuExecMatrix {
     /// Runs `l` on `ncols` BF16 columns at `x` into `y`; where `l.splits > 1` the kernel writes f32
     /// partial sums [splits][ncols][M] and `exec_tensor_panel_sum` adds them in split order, then
-    /// the bias, then the conversion (the bench's cluster launches add them in the kernel).
+    /// the bias, then the conversion; a cluster launch ([`SplitSum::Cluster`]) adds them in the
+    /// kernel.
     pub(super) fn split_launch(&self, l: SplitLaunch, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let m = self.shape.rows;
         let s = &self.gpu.stream;
         let split = l.splits > 1;
         let summed = split && l.sum == SplitSum::Kernel;
-        #[cfg(feature = "bench")]
         let clustered = split && l.sum == SplitSum::Cluster;
-        #[cfg(not(feature = "bench"))]
-        let clustered = false;
         // Stream-ordered (cuMemAllocAsync): freed after the summing kernel has read it.
         // SAFETY: the kernel writes every element (split, column < ncols, row < M) before the
         // summing kernel reads it (stream order).

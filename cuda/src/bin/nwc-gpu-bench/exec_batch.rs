@@ -75,14 +75,17 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
-/// (the choice to 16 columns before session 13), the strip kernel held to one split and, at 16
+/// (the choice to 16 columns before session 13), the strip kernel with every split launch in
+/// clusters (session 28) and with none (production until session 28), the strip kernel held to
+/// one split and, at 16
 /// columns, its variant that loads activations per chunk, the step kernel (the choice at 32 before
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 12] = [
+const TENSOR: [TensorKernel; 13] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
+    ("sum-kernel (bench)", ExecMatvecKernel::VarTcStripSumKernel, |n| n <= 32),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
     ("strip-nosplit (bench)", ExecMatvecKernel::VarTcStripNoSplit, |n| n <= 32),
     ("strip-xchunk (bench)", ExecMatvecKernel::VarTcStripXChunk, |n| n > 8 && n <= 16),
@@ -185,12 +188,13 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         if p.splits > 1 {
             let show = |i: nwc_cuda::exec::TcStripPlanInfo| {
                 format!(
-                    "W {} S {} grid {} resident {} ({:.2} rounds)",
+                    "W {} S {} grid {} resident {} ({:.2} rounds, {})",
                     i.warps,
                     i.splits,
                     i.grid,
                     i.resident,
-                    f64::from(i.grid) / i.resident as f64
+                    f64::from(i.grid) / i.resident as f64,
+                    if i.cluster { "in clusters" } else { "summing kernel" }
                 )
             };
             println!("  strip plan N = {n}: production {} | cluster {}", show(p), show(c));

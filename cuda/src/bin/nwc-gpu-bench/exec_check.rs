@@ -173,6 +173,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::VarTcStripNoSplit, [16usize, 1, 27, 12][i % 4]),
             (ExecMatvecKernel::VarTcStripXChunk, [12usize, 16, 9, 10][i % 4]),
             (ExecMatvecKernel::VarTcStripCluster, [5usize, 32, 16, 8][i % 4]),
+            (ExecMatvecKernel::VarTcStripSumKernel, [8usize, 1, 32, 16][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
@@ -244,42 +245,45 @@ fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
     failed += usize::from(!format10_chain(gpu)?);
     failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4, ExecMatvecKernel::Bounded)?);
     failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::Bounded)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::VarTcStripCluster)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::VarTcStripSumKernel)?);
     for (m, k) in [(2560u64, 9728u64), (2304, 8192)] {
         failed += usize::from(!cluster_matches(gpu, m, k)?);
     }
     Ok(failed)
 }
 
-/// The bench's cluster variant of the bounded strip kernel (`var-tc-strip-cluster`, session 28: a
-/// split launch's splits added inside a thread-block cluster, without the summing kernel) against
-/// production (the partial sums and exec_tensor_panel_sum) on an `m` x `k` matrix that splits its
-/// items, both held to 4 warps per CTA (the cluster variant's plan counts resident clusters and
-/// may take another W, which partitions the items otherwise): the same additions in the same
-/// order, so bit for bit, at 8, 16 and 32 columns per decode.
+/// A split launch's splits added inside a thread-block cluster (production where the cluster plan
+/// is its own, session 29; the bench's `var-tc-strip-cluster` always, session 28) against the
+/// partial sums and exec_tensor_panel_sum (`var-tc-strip-sum-kernel`) on an `m` x `k` matrix that
+/// splits its items: production on its own plan, then the cluster variant with both held to 4
+/// warps per CTA (its plan counts resident clusters and may take another W, which partitions the
+/// items otherwise): the same additions in the same order, so bit for bit, at 1..32 columns per
+/// decode.
 fn cluster_matches(gpu: &Arc<Gpu>, m: u64, k: u64) -> Res<bool> {
     let shape = Shape::new(m, k);
     let words = gaussian_bf16((m * k) as usize, 3300 + m);
     let mut e = GpuExecMatrix::upload(gpu, &encode_exec(shape, &words)?)?;
-    e.force_tc_strip_warps(Some(4))?;
     let mut bad = Vec::new();
-    for nb in [1usize, 8, 13, 16, 27, 32] {
-        let xs = gaussian_bf16(k as usize * nb, 97 + nb as u64);
-        let xd = e.activations_bf16(&xs, nb)?;
-        let mut run = |kernel| -> Res<Vec<u16>> {
-            e.set_matvec_kernel(kernel);
-            let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(m as usize * nb)?;
-            e.matvec_into_bf16(&xd, None, &mut y)?;
-            Ok(gpu.stream.clone_dtoh(&y)?)
-        };
-        let (want, got) = (run(ExecMatvecKernel::Bounded)?, run(ExecMatvecKernel::VarTcStripCluster)?);
-        let differ = want.iter().zip(&got).filter(|(a, b)| a != b).count();
-        if differ > 0 {
-            bad.push(format!("{nb} columns: {differ} outputs differ"));
+    for (variant, warps) in [(ExecMatvecKernel::Bounded, None), (ExecMatvecKernel::VarTcStripCluster, Some(4))] {
+        e.force_tc_strip_warps(warps)?;
+        for nb in [1usize, 8, 13, 16, 27, 32] {
+            let xs = gaussian_bf16(k as usize * nb, 97 + nb as u64);
+            let xd = e.activations_bf16(&xs, nb)?;
+            let mut run = |kernel| -> Res<Vec<u16>> {
+                e.set_matvec_kernel(kernel);
+                let mut y: CudaSlice<u16> = gpu.stream.alloc_zeros(m as usize * nb)?;
+                e.matvec_into_bf16(&xd, None, &mut y)?;
+                Ok(gpu.stream.clone_dtoh(&y)?)
+            };
+            let (want, got) = (run(ExecMatvecKernel::VarTcStripSumKernel)?, run(variant)?);
+            let differ = want.iter().zip(&got).filter(|(a, b)| a != b).count();
+            if differ > 0 {
+                bad.push(format!("{}, {nb} columns: {differ} outputs differ", variant.name()));
+            }
         }
     }
     let verdict = if bad.is_empty() { "bit for bit".to_owned() } else { bad.join("; ") };
-    println!("bounded split {m}x{k}, var-tc-strip-cluster against production, 1..32 columns: {verdict}");
+    println!("bounded split {m}x{k}, production and var-tc-strip-cluster against the summing kernel, 1..32 columns: {verdict}");
     Ok(bad.is_empty())
 }
 
@@ -368,9 +372,9 @@ fn format10_chain(gpu: &Arc<Gpu>) -> Res<bool> {
 /// The bounded (tensor-core) matvec on 8 BF16 columns through the matrices `shapes` (M x K) in
 /// turn, each one's K the one before's M (the last's M the first's K), `steps` steps, a buffer per
 /// step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
-/// 2048x2048 runs the one-split strip kernel; 2560x9728 splits its items in 3 (summed by
-/// exec_tensor_panel_sum, or inside a cluster by `kernel` = the bench's cluster variant), with
-/// 9728x2560 to bring its outputs back to 9728 activations.
+/// 2048x2048 runs the one-split strip kernel; 2560x9728 splits its items in 3 (on the H200 summed
+/// inside a cluster by production, by exec_tensor_panel_sum with `kernel` = the bench's
+/// `var-tc-strip-sum-kernel`), with 9728x2560 to bring its outputs back to 9728 activations.
 fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize, kernel: ExecMatvecKernel) -> Res<bool> {
     let s = &gpu.stream;
     let nb = 8usize;
