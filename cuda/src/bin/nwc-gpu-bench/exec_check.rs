@@ -52,7 +52,10 @@ fn activations(k: u64, seed: u64) -> Vec<f32> {
 }
 
 /// `--exec-profile`: one launch of each exact kernel and of each dequant kernel per shape
-/// (synthetic BF16), outputs compared between the kernels.
+/// (synthetic BF16), outputs compared between the kernels, then one production bounded matvec at
+/// 8, 16 and 32 columns (a split launch, in clusters or with the summing kernel, where the
+/// shape's plan splits: for Nsight Compute and the sanitizers, which the sweep's small shapes never
+/// split).
 pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
     let s = &gpu.stream;
     for &(m, k) in shapes {
@@ -73,7 +76,14 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             e.set_dequant_kernel(*kernel);
             e.dequant_into(&mut deq)?;
         }
+        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
+        for nb in [8usize, 16, 32] {
+            let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
+            let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+            e.matvec_into_bf16(&xb, None, &mut yb)?;
+        }
         s.synchronize()?;
+        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns launched");
     }
     Ok(())
 }
