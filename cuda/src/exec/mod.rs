@@ -25,6 +25,7 @@ mod tensor;
 #[cfg(feature = "bench")]
 mod tensor_bench;
 mod tensor_strip;
+mod tensor_strip_launch;
 #[cfg(feature = "bench")]
 mod variant;
 
@@ -32,7 +33,7 @@ pub use crate::DependentLaunch;
 pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 #[cfg(feature = "bench")]
-pub use tensor_strip::TcStripPlanInfo;
+pub use tensor_strip_launch::TcStripPlanInfo;
 
 use crate::gpu::Gpu;
 use crate::launch::param;
@@ -85,8 +86,8 @@ pub struct GpuExecMatrix {
     /// dozens of occupancy lookups per launch.
     one_column: OnceLock<Option<plan::Plan>>,
     /// The bounded strip kernel's production launches (plan and split sum) at 1, 2 and 4 n-tiles
-    /// (`tensor_strip::tc_strip_choice`), kept likewise.
-    tc_strip_plans: [OnceLock<tensor_strip::TcStripChoice>; 3],
+    /// (`tensor_strip_launch::tc_strip_choice`), kept likewise.
+    tc_strip_plans: [OnceLock<tensor_strip_launch::TcStripChoice>; 3],
     /// Bench: the launch shape (warps per CTA, rows per unit) that
     /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
     #[cfg(feature = "bench")]

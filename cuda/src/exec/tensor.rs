@@ -4,7 +4,7 @@
 //! superseded kernels in `tensor_bench`). BF16 activations only; `run` routes here.
 
 use super::panel::{PanelRows, PANEL_SMEM};
-use super::tensor_strip::StripVariant;
+use super::tensor_strip_launch::StripVariant;
 use super::{ExecMatvecKernel, GpuExecMatrix, MatvecArgs};
 use crate::launch::{launch_params, param, LaunchAttrs};
 use crate::GpuError;

@@ -1,0 +1,214 @@
+//! Which bounded strip launch runs (kernels/exec_tensor_strip.cu): the plan of
+//! exec/tensor_strip.rs, and where it splits the item columns, how the splits are added: inside a
+//! thread-block cluster where the device's resident clusters leave the plan as it is
+//! ([`cluster_keeps_plan`]), else by the summing kernel (`exec_tensor_panel_sum`); the bench's
+//! variants of either.
+
+use super::tensor::{SplitLaunch, SplitSum};
+use super::tensor_strip::{tc_strip_plan, tc_strip_splits, TcStripGeometry, TcStripPlan, MAX_SPLITS};
+use super::GpuExecMatrix;
+use crate::GpuError;
+
+/// Splits at most of a cluster launch: the portable thread-block cluster size.
+const MAX_CLUSTER_SPLITS: u64 = 8;
+
+/// Whether a split launch's plan `plain` (its W from the SMs' resident CTAs) runs as a cluster
+/// launch: where `clustered`, the plan with W chosen from the device's resident clusters of S CTAs
+/// (a cluster's CTAs share one GPC), is the same launch (W, S, CTAs). The cluster then adds the
+/// splits itself, without the partial sums and the summing launch (~1.5 us), and the launch is
+/// programmatic. Where the resident clusters move W, the GPC-bound placement costs more than the
+/// summing launch. Measured on the H200 (docs/gpu.md, session 29; 18 split shapes at N = 1..16,
+/// the cluster launch with its own plan against the summing kernel): where the plans agree, the
+/// cluster launch faster on 24 of 29 rows (geomean +7.7%; 2560x9728 +9-12%, 2304x8192 +9-10%,
+/// 1024x16384 +12-14%, 2200x8704 +9-13%), the others within 1.1%; where they differ, slower
+/// (geomean -6%, up to -15%). On 8 fresh split shapes it took clusters on 3: 15 of 15 rows faster
+/// (+1.7% to +10.9%).
+pub(super) fn cluster_keeps_plan(plain: &TcStripPlan, clustered: &TcStripPlan) -> bool {
+    plain.splits > 1 && plain == clustered
+}
+
+/// Which strip kernel a launch runs: the production one, or a bench variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum StripVariant {
+    /// The plan of [`tc_strip_plan`], its splits added in a cluster where [`cluster_keeps_plan`],
+    /// else by the summing kernel.
+    Production,
+    /// The production kernels with the plan held to one split.
+    #[cfg(feature = "bench")]
+    NoSplit,
+    /// 16 columns with each chunk's activations loaded as its mma need them.
+    #[cfg(feature = "bench")]
+    XChunk,
+    /// Every split launch in clusters, on the plan that counts resident clusters (at most
+    /// [`MAX_CLUSTER_SPLITS`]; session 28).
+    #[cfg(feature = "bench")]
+    Cluster,
+    /// Production's plan with its splits always added by the summing kernel (production until
+    /// session 28).
+    #[cfg(feature = "bench")]
+    SumKernel,
+    /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
+    /// 16 columns.
+    #[cfg(feature = "bench")]
+    ProbeRaw,
+}
+
+impl StripVariant {
+    /// The entry point at `nt` n-tiles (1, 2 or 4) and the most splits its plan may take.
+    fn kernel(self, nt: u64) -> (&'static str, u64) {
+        match (self, nt) {
+            #[cfg(feature = "bench")]
+            (StripVariant::XChunk, 2) => ("bench_exec_tensor_strip_n2_xchunk", MAX_SPLITS),
+            #[cfg(feature = "bench")]
+            (StripVariant::ProbeRaw, 1) => ("bench_exec_tensor_strip_probe_raw_n1", MAX_SPLITS),
+            #[cfg(feature = "bench")]
+            (StripVariant::ProbeRaw, 2) => ("bench_exec_tensor_strip_probe_raw_n2", MAX_SPLITS),
+            #[cfg(feature = "bench")]
+            (StripVariant::NoSplit, _) => (StripVariant::Production.kernel(nt).0, 1),
+            (_, 1) => ("exec_tensor_strip_n1", MAX_SPLITS),
+            (_, 2) => ("exec_tensor_strip_n2", MAX_SPLITS),
+            _ => ("exec_tensor_strip_n4", MAX_SPLITS),
+        }
+    }
+}
+
+/// The cluster launch's entry point at `nt` n-tiles.
+fn cluster_kernel(nt: u64) -> &'static str {
+    match nt {
+        1 => "exec_tensor_strip_cluster_n1",
+        2 => "exec_tensor_strip_cluster_n2",
+        _ => "exec_tensor_strip_cluster_n4",
+    }
+}
+
+/// A bounded strip launch as chosen: entry point, plan and how its splits are added.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct TcStripChoice {
+    pub name: &'static str,
+    pub plan: TcStripPlan,
+    pub sum: SplitSum,
+}
+
+impl GpuExecMatrix {
+    /// The launch of the strip kernel `v` on `ncols` BF16 columns: [`tc_strip_plan`] with this
+    /// device's occupancy, and for production the cluster rule (kept with the matrix per NT).
+    fn tc_strip_choice(&self, v: StripVariant, ncols: u32) -> Result<TcStripChoice, GpuError> {
+        let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
+        let geo = TcStripGeometry { rows: self.shape.rows, cols: self.shape.cols, items: self.item_columns(), nt };
+        #[cfg(feature = "bench")]
+        let warps = self.tc_strip_force;
+        #[cfg(not(feature = "bench"))]
+        let warps = None;
+        let sms = u64::from(self.gpu.sm_count);
+        let plain = |name: &'static str, max_splits: u64| {
+            tc_strip_plan(geo, sms, max_splits, warps, |threads, smem| Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)))
+        };
+        // the plan with W from the resident clusters of S CTAs (compute capability 9.0 and later,
+        // S >= 2), None elsewhere
+        let clustered = || -> Result<Option<TcStripPlan>, GpuError> {
+            let s = tc_strip_splits(geo, sms, MAX_CLUSTER_SPLITS);
+            if self.gpu.compute_capability.0 < 9 || s < 2 {
+                return Ok(None);
+            }
+            let name = cluster_kernel(nt);
+            let plan = tc_strip_plan(geo, sms, MAX_CLUSTER_SPLITS, warps, |threads, smem| {
+                Ok(u64::from(self.gpu.clusters_resident(name, threads, smem, s as u32)?) * s)
+            })?;
+            Ok(Some(plan))
+        };
+        let (name, max_splits) = v.kernel(nt);
+        let kernel_sum = |plan| TcStripChoice { name, plan, sum: SplitSum::Kernel };
+        match v {
+            StripVariant::Production => {
+                let choose = || -> Result<TcStripChoice, GpuError> {
+                    let p = plain(name, max_splits)?;
+                    Ok(match clustered()? {
+                        Some(c) if cluster_keeps_plan(&p, &c) => {
+                            TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster }
+                        }
+                        _ => kernel_sum(p),
+                    })
+                };
+                // The choice depends on the shape, the device and NT alone: kept with the matrix
+                // per NT (up to 32 occupancy lookups a launch otherwise).
+                match (warps, self.tc_strip_plans.get(nt.trailing_zeros() as usize)) {
+                    (None, Some(kept)) => match kept.get() {
+                        Some(c) => Ok(*c),
+                        None => {
+                            let c = choose()?;
+                            Ok(*kept.get_or_init(|| c))
+                        }
+                    },
+                    _ => choose(),
+                }
+            }
+            #[cfg(feature = "bench")]
+            StripVariant::Cluster => Ok(match clustered()? {
+                Some(plan) => TcStripChoice { name: cluster_kernel(nt), plan, sum: SplitSum::Cluster },
+                None => kernel_sum(plain(name, MAX_CLUSTER_SPLITS)?),
+            }),
+            #[cfg(feature = "bench")]
+            _ => Ok(kernel_sum(plain(name, max_splits)?)),
+        }
+    }
+
+    /// The strip kernel `v` on `ncols` (at most 32) BF16 columns, launched as
+    /// [`GpuExecMatrix::tc_strip_choice`] says.
+    pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
+        let TcStripChoice { name, plan, sum } = self.tc_strip_choice(v, ncols)?;
+        let launch =
+            SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true, sum };
+        self.split_launch(launch, x, ncols, bias, out_bf16, y)
+    }
+}
+
+/// Bench: a bounded strip launch's plan as `--exec-batch` prints it.
+#[cfg(feature = "bench")]
+#[derive(Clone, Copy, Debug)]
+pub struct TcStripPlanInfo {
+    pub warps: u32,
+    pub splits: u32,
+    /// CTAs (row groups x splits).
+    pub grid: u32,
+    /// CTAs the device holds at once at this plan (a cluster launch: resident clusters x splits).
+    pub resident: u64,
+    /// The splits are added in a thread-block cluster (else by the summing kernel).
+    pub cluster: bool,
+}
+
+#[cfg(feature = "bench")]
+impl GpuExecMatrix {
+    /// Bench: the launch of the bounded strip kernel on `ncols` (1..=32) columns, production's or,
+    /// with `cluster`, the cluster variant's (its own plan, counting resident clusters).
+    pub fn tc_strip_plan_info(&self, ncols: u32, cluster: bool) -> Result<TcStripPlanInfo, GpuError> {
+        let v = if cluster { StripVariant::Cluster } else { StripVariant::Production };
+        let TcStripChoice { name, plan: p, sum } = self.tc_strip_choice(v, ncols)?;
+        let (threads, smem) = (32 * p.warps, p.smem);
+        let clustered = sum == SplitSum::Cluster && p.splits > 1;
+        let resident = if clustered {
+            u64::from(self.gpu.clusters_resident(name, threads, smem, p.splits)?) * u64::from(p.splits)
+        } else {
+            u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)
+        };
+        Ok(TcStripPlanInfo { warps: p.warps, splits: p.splits, grid: p.grid, resident, cluster: clustered })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::tensor_strip::tc_strip_smem;
+
+    #[test]
+    fn a_split_runs_in_clusters_only_where_they_leave_the_plan_as_it_is() {
+        let plan = |warps, splits, grid| TcStripPlan { warps, splits, grid, smem: tc_strip_smem(u64::from(warps), 1) as u32 };
+        // 2560x9728 at 8 columns on the H200: W = 6, S = 3 either way
+        assert!(cluster_keeps_plan(&plan(6, 3, 480), &plan(6, 3, 480)));
+        // 2816x8192: the resident clusters move W from 6 to 4 (measured 10% slower in clusters)
+        assert!(!cluster_keeps_plan(&plan(6, 3, 528), &plan(4, 3, 528)));
+        // 2144x12288: 9 splits, more than a cluster holds (8)
+        assert!(!cluster_keeps_plan(&plan(2, 9, 1206), &plan(4, 8, 1072)));
+        // one split: nothing to add
+        assert!(!cluster_keeps_plan(&plan(11, 1, 256), &plan(11, 1, 256)));
+    }
+}
