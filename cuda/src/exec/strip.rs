@@ -176,10 +176,10 @@ const W1_TAIL_PLAN: (u64, u64) = (4, 8);
 
 impl GpuExecMatrix {
     /// The production strip plan for one column ([`GpuExecMatrix::strip_choice`] of the
-    /// production kernels, launched as exec/pair.rs says), chosen once per matrix and kept: up to 60 occupancy lookups behind the
-    /// cache's mutex, 2.5-6.8 us per launch on the H200 machine's host where the CTA kernel runs,
-    /// which eager callers (no CUDA graph) paid on every launch until session 20 (docs/results.md,
-    /// session 20: an eager enqueue 4.0-5.2 us against 7.0-14.0).
+    /// production kernels, launched as exec/pair.rs says), chosen once per matrix and kept: up to
+    /// 60 occupancy lookups behind the cache's mutex, 2.5-6.8 us per launch on the H200 machine's
+    /// host where the CTA kernel runs, which eager callers (no CUDA graph) paid on every launch
+    /// until session 20 (docs/results.md, session 20: an eager enqueue 4.0-5.2 us against 7.0-14.0).
     pub(super) fn one_column_plan(&self) -> Result<Option<Plan>, GpuError> {
         if let Some(p) = self.one_column.get() {
             return Ok(*p);
