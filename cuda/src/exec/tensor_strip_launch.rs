@@ -122,7 +122,10 @@ impl GpuExecMatrix {
             StripVariant::Production => {
                 let choose = || -> Result<TcStripChoice, GpuError> {
                     let p = plain(name, max_splits)?;
-                    Ok(match clustered()? {
+                    // a plan of more splits than a cluster holds is never the cluster plan: no
+                    // resident-cluster lookups for it
+                    let fits = (2..=MAX_CLUSTER_SPLITS).contains(&u64::from(p.splits));
+                    Ok(match if fits { clustered()? } else { None } {
                         Some(c) if cluster_keeps_plan(&p, &c) => {
                             TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster }
                         }
