@@ -209,20 +209,20 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
     else if (lane < 2u * n) exec_prefetch_l2(codes + (exec_u64)(m0 + lane - n) * (K16 >> 1) + (c0 >> 1), bytes >> 1);
 }
 
-// CTAs of W warps (the default): a CTA covers RB = RS x slices rows and all CB tiles, its warps take
-// the CB x slices units (cb, slice) round-robin, slices = max(1, W / CB); the tile partials meet in
-// shared memory and one thread per row adds them after the CTA barrier.
+// CTAs of W warps (the default): a CTA covers RB = RS x S rows (S row slices, exec/strip.rs picks
+// them) and all CB tiles, its warps take the CB x S units (cb, slice) round-robin; the tile
+// partials meet in shared memory and one thread per row adds them after the CTA barrier.
 // LATE: 0 = the next kernel on the stream may launch (grid_dependency_release) once every CTA has started,
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
 template <int PROBE, int LATE, class XT>
-__device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {
+__device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-    const exec_u32 slices = max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
+    const exec_u32 slices = max(1u, S), RB = RS * slices, m0 = blockIdx.x * RB;
     if (warp < CB * slices) {  // the first rows of the warp's first unit, before the wait
         const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
         if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
@@ -314,14 +314,15 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
     exec_strip_w1_store(S, r0, lane, M, bias, y, out_bf16);
 }
 
-// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) in place of G. 80
+// Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) and S (row slices per
+// CTA, at least 1) in place of G. 80
 // registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills). XT: the activations'
 // type, float or exec_u16 (BF16, the `_xbf16` entry points: the exact class on nwc.torch's
 // activations without a widening launch).
 #define EXEC_STRIP_X(NAME, PROBE, LATE, XT)                                                               \
     extern "C" __global__ void __maxnreg__(80)                                                             \
-        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {                   \
-        exec_strip_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, flags); \
+        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
+        exec_strip_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, S, flags); \
     }
 #define EXEC_STRIP(NAME, PROBE, LATE) EXEC_STRIP_X(NAME, PROBE, LATE, float)
 
@@ -330,10 +331,10 @@ EXEC_STRIP(exec_matvec_strip_release_end, 0, 1)
 EXEC_STRIP_X(exec_matvec_strip_xbf16, 0, 0, exec_u16)
 EXEC_STRIP_X(exec_matvec_strip_release_end_xbf16, 0, 1, exec_u16)
 
-// Same argument list as EXEC_STRIP (RS unused: always 4).
+// Same argument list as EXEC_STRIP (RS and S unused: 4 rows per CTA).
 #define EXEC_STRIP_W1_X(NAME, PROBE, LATE, XT)                                                            \
     extern "C" __global__ void __maxnreg__(80)                                                             \
-        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, const exec_u8* __restrict__ flags) {                   \
+        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
         exec_strip_w1_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
 #define EXEC_STRIP_W1(NAME, PROBE, LATE) EXEC_STRIP_W1_X(NAME, PROBE, LATE, float)

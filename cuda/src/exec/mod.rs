@@ -28,6 +28,7 @@ mod tensor_strip;
 mod tensor_strip_launch;
 #[cfg(feature = "bench")]
 mod variant;
+mod w1;
 
 pub use crate::DependentLaunch;
 pub use derived::TileFlagRule;
@@ -88,10 +89,10 @@ pub struct GpuExecMatrix {
     /// The bounded strip kernel's production launches (plan and split sum) at 1, 2 and 4 n-tiles
     /// (`tensor_strip_launch::tc_strip_choice`), kept likewise.
     tc_strip_plans: [OnceLock<tensor_strip_launch::TcStripChoice>; 3],
-    /// Bench: the launch shape (warps per CTA, rows per unit) that
-    /// [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's (`force_strip_plan`).
+    /// Bench: the launch shape that [`ExecMatvecKernel::VarStripCta`] takes instead of its plan's
+    /// (`force_strip_plan`).
     #[cfg(feature = "bench")]
-    strip_force: Option<(u64, u64)>,
+    strip_force: Option<ForcedStrip>,
     /// Bench: the warps per CTA the bounded strip kernel takes instead of its plan's
     /// (`force_tc_strip_warps`).
     #[cfg(feature = "bench")]
@@ -150,12 +151,24 @@ impl crate::gpu::Resident for GpuExecMatrix {
     }
 }
 
-/// Bench: a launch shape the CTA strip kernel can be forced to (W warps per CTA, RS rows per
-/// unit): W in 1..=16 (the kernel's 512 threads at most), RS a positive multiple of 4 (its groups).
+/// Bench: a launch shape the CTA strip kernel can be forced to (`--exec-strip-plans W:RS[:S]`).
 #[cfg(feature = "bench")]
-pub fn check_strip_plan((w, rs): (u64, u64)) -> Result<(), GpuError> {
-    if !(1..=strip::MAX_WARPS).contains(&w) || rs == 0 || rs % 4 != 0 {
-        return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps and rows a positive multiple of 4"));
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForcedStrip {
+    /// Warps per CTA.
+    pub warps: u64,
+    /// Rows per unit.
+    pub rows: u64,
+    /// Row slices per CTA; None: production's, max(1, W / CB).
+    pub slices: Option<u64>,
+}
+
+/// Bench: checks a forced launch shape of the CTA strip kernel: W in 1..=16 (the kernel's 512
+/// threads at most), RS a positive multiple of 4 (its groups), S (where given) at least 1.
+#[cfg(feature = "bench")]
+pub fn check_strip_plan(f: ForcedStrip) -> Result<(), GpuError> {
+    if !(1..=strip::MAX_WARPS).contains(&f.warps) || f.rows == 0 || f.rows % 4 != 0 || f.slices == Some(0) {
+        return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps, rows a positive multiple of 4 and at least one slice"));
     }
     Ok(())
 }
@@ -332,9 +345,10 @@ impl GpuExecMatrix {
     }
 
     /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of W warps with units of RS rows
-    /// (`plan`, checked by [`check_strip_plan`]) instead of its plan's; None goes back to the plan.
+    /// and S slices (`plan`, checked by [`check_strip_plan`]) instead of its plan's; None goes back
+    /// to the plan.
     #[cfg(feature = "bench")]
-    pub fn force_strip_plan(&mut self, plan: Option<(u64, u64)>) -> Result<(), GpuError> {
+    pub fn force_strip_plan(&mut self, plan: Option<ForcedStrip>) -> Result<(), GpuError> {
         if let Some(p) = plan {
             check_strip_plan(p)?;
         }

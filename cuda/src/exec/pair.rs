@@ -60,8 +60,11 @@ impl GpuExecMatrix {
     /// is a two-warp launch of the CTA kernel at RS = 4 that it takes, else `p` spread and
     /// released as exec/spread.rs says (`spread_release`).
     pub(super) fn one_column_launch(&self, p: Plan) -> Result<Plan, GpuError> {
-        if p.name == "exec_matvec_strip" && p.threads == 64 && p.tail == Tail::RowsFlags(4) {
-            if let Some(three) = self.strip_plan_with(p.name, 3, 4) {
+        if p.name == "exec_matvec_strip"
+            && p.threads == 64
+            && p.tail == (Tail::Strip { rows: 4, slices: strip_slices(2, self.col_tiles) as u32 })
+        {
+            if let Some(three) = self.strip_plan_with(p.name, self.per_warps(3, 4)) {
                 let rule = pair_launch(
                     self.col_tiles,
                     u64::from(p.grid),

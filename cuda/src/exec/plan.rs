@@ -32,22 +32,30 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
-    /// `EXEC_STRIP` (exec_matvec_strip.cu): RS, the rows per unit, then the tile flags.
-    RowsFlags(u32),
+    /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu): RS, the rows per unit, S, the row
+    /// slices per CTA, then the tile flags.
+    Strip { rows: u32, slices: u32 },
 }
 
 impl Tail {
     fn groups(self) -> Option<u32> {
         match self {
             Tail::Bare => None,
-            Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::RowsFlags(g) => Some(g),
+            Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::Strip { rows: g, .. } => Some(g),
+        }
+    }
+
+    fn slices(self) -> Option<u32> {
+        match self {
+            Tail::Strip { slices, .. } => Some(slices),
+            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
         }
     }
 
     fn flags(self) -> bool {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
-            Tail::GroupsFlags(_) | Tail::RowsFlags(_) => true,
+            Tail::GroupsFlags(_) | Tail::Strip { .. } => true,
         }
     }
 
@@ -56,7 +64,7 @@ impl Tail {
     /// the strip kernels and their probes.
     fn waits(self) -> bool {
         match self {
-            Tail::RowsFlags(_) => true,
+            Tail::Strip { .. } => true,
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => false,
         }
     }
@@ -213,6 +221,17 @@ impl GpuExecMatrix {
         Ok((p.name, p.threads))
     }
 
+    /// Bench: the strip kernels' rows per unit and row slices per CTA of the one-column launch
+    /// (None for the other kernels).
+    #[cfg(feature = "bench")]
+    pub fn one_column_strip_rows(&self) -> Result<Option<(u32, u32)>, GpuError> {
+        let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
+        Ok(match p.tail {
+            Tail::Strip { rows, slices } => Some((rows, slices)),
+            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
+        })
+    }
+
     /// Bench: the one-column launch's CTAs over the CTAs the device holds at once (its rounds).
     #[cfg(feature = "bench")]
     pub fn one_column_rounds(&self) -> Result<f64, GpuError> {
@@ -292,6 +311,10 @@ impl GpuExecMatrix {
         if let Some(g) = &groups {
             params.push(param(g));
         }
+        let slices = p.tail.slices();
+        if let Some(s) = &slices {
+            params.push(param(s));
+        }
         let flags_guard = p.tail.flags().then(|| self.derived.flags.device_ptr(s));
         if let Some((fp, _)) = &flags_guard {
             params.push(param(fp));
@@ -301,9 +324,9 @@ impl GpuExecMatrix {
         // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
         // Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN and the bench probes on
         // its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M rounded up to 4 bytes)
-        // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::RowsFlags: RS a multiple of 4, then
-        // the tile flags; the CTA kernel's shared memory RS x slices x CB f32 with slices as the
-        // kernel derives it, the one-warp kernel's none, a capped plan (spread::capped) more, within the
+        // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::Strip: RS a multiple of 4, S >= 1,
+        // then the tile flags; the CTA kernel's shared memory RS x S x CB f32, the one-warp
+        // kernel's none, a capped plan (spread::capped) more, within the
         // kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M

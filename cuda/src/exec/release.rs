@@ -160,7 +160,13 @@ mod tests {
 
     #[test]
     fn only_the_cta_kernel_of_four_warps_or_more_is_wide() {
-        let plan = |name, warps: u32| Plan { name, grid: 1, threads: 32 * warps, smem: 0, tail: super::super::plan::Tail::RowsFlags(4) };
+        let plan = |name, warps: u32| Plan {
+            name,
+            grid: 1,
+            threads: 32 * warps,
+            smem: 0,
+            tail: super::super::plan::Tail::Strip { rows: 4, slices: 1 },
+        };
         assert_eq!(breadth(&plan("exec_matvec_strip", 4)), Breadth::Wide);
         assert_eq!(breadth(&plan("exec_matvec_strip_release_end", 12)), Breadth::Wide);
         assert_eq!(breadth(&plan("exec_matvec_strip", 3)), Breadth::Narrow);

@@ -52,6 +52,15 @@ pub enum ExecMatvecKernel {
     /// 29: production until session 28). Exact class.
     #[cfg(feature = "bench")]
     VarStripNoPairRule,
+    /// Bench: the production one-column plan with the CTA kernel's row slices tied to its warps
+    /// (`strip::SliceRule::PerWarps`, S = max(1, W / CB): production until session 29). Exact
+    /// class.
+    #[cfg(feature = "bench")]
+    VarStripPerWarpSlices,
+    /// Bench: the CTA kernel with free row slices at every shape, W1's domain included (one round
+    /// where an RS of at most 16 allows; session 30's candidate for W1's domain). Exact class.
+    #[cfg(feature = "bench")]
+    VarStripNoW1,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -195,6 +204,10 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripNoPairRule,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripPerWarpSlices,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripNoW1,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -258,6 +271,10 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripNoPairRule => "var-strip-no-pair-rule",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripPerWarpSlices => "var-strip-per-warp-slices",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripNoW1 => "var-strip-no-w1",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -316,7 +333,9 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripReleaseStart
             | ExecMatvecKernel::VarStripReleaseEnd
             | ExecMatvecKernel::VarStripUncapped
-            | ExecMatvecKernel::VarStripNoPairRule => true,
+            | ExecMatvecKernel::VarStripNoPairRule
+            | ExecMatvecKernel::VarStripPerWarpSlices
+            | ExecMatvecKernel::VarStripNoW1 => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -1,10 +1,11 @@
 //! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu), the exact one-column matvec
 //! of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): CTAs of one warp (W1) where the
 //! groups of 4 rows fill at least half a round of resident warps (but for a band just past one
-//! round), else CTAs of W warps with warps per CTA, row slices and rows per unit from the matrix's
-//! shape and the device's resident CTAs.
+//! round; the rules in exec/w1.rs), else CTAs of W warps with warps per CTA, row slices and rows
+//! per unit from the matrix's shape and the device's resident CTAs.
 
 use super::plan::{Plan, Tail};
+use super::w1::{fills_warp_slots, strip_w1, strip_w1_tail, TailLaunch, W1_TAIL_PLAN};
 use super::GpuExecMatrix;
 use crate::GpuError;
 use std::cmp::Reverse;
@@ -33,6 +34,39 @@ pub(super) fn strip_rows(rows: u64, slices: u64, mut ctas: impl FnMut(u64) -> Re
 /// Most warps per CTA of the CTA kernel (its 512 threads of launch bounds).
 pub(super) const MAX_WARPS: u64 = 16;
 
+/// A launch shape of the CTA kernel: warps per CTA W, rows per unit RS, row slices per CTA S (a
+/// CTA covers RS x S rows; its warps take the CB x S units round-robin).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct StripShape {
+    pub warps: u64,
+    pub rows: u64,
+    pub slices: u64,
+}
+
+/// Which row slices [`strip_launch`] weighs for each W.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SliceRule {
+    /// S = max(1, W / CB) ([`strip_slices`]): a CTA holds as many row strips as its warps cover
+    /// with one unit each (production until session 29; W1's tail band keeps it).
+    PerWarps,
+    /// Every S of 1..=[`MAX_FREE_SLICES`]: a CTA may hold more units than its warps, so that
+    /// units of few rows spread over more warps per SM, and more evenly (12 warps on 5 strips of
+    /// 9 tiles run 4 units at most where 2 warps on one strip run 5 and 4).
+    Free,
+}
+
+/// The row slices of the CTA kernel's one-round plans (W1's tail band keeps
+/// [`SliceRule::PerWarps`], the rule it was measured with). Measured on the H200 (docs/gpu.md,
+/// session 30): on 32 fresh shapes whose plan it moves (all with M = 4,200..5,300 at 0.67-0.95
+/// of a round, where the shapes of [`SliceRule::PerWarps`] ran units of 8 or 16 rows or 2 warps
+/// per CTA), faster on every one of 64 rows, synthetic and real, by 2-28%; 5040x4480 0.891x ->
+/// 1.091x of cuBLAS, 4680x4224 1.007x -> 1.178x. The bench shapes keep their plans.
+pub(super) const PRODUCTION_SLICES: SliceRule = SliceRule::Free;
+
+/// Most row slices [`SliceRule::Free`] weighs (on an H200-like grid of M up to 6,336 rows no
+/// plan takes more than 5; 7 appear in W1's domain).
+pub(super) const MAX_FREE_SLICES: u64 = 16;
+
 /// Which rows per unit [`strip_launch`] weighs for each W.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum UnitRows {
@@ -43,16 +77,18 @@ pub(super) enum UnitRows {
     Any,
 }
 
-/// The CTA kernel's launch shape (W warps per CTA, RS rows per unit) for `rows` rows of CB tiles
-/// on `sms` SMs; `ctas(w, rs)`: the device's resident CTAs per SM at that shape (0 where its tile
-/// partials do not fit shared memory). For each W in 2..=16, RS by `unit_rows` (`OneRound`: by
+/// The CTA kernel's launch shape (W warps per CTA, RS rows per unit, S row slices per CTA) for `rows` rows
+/// of CB tiles on `sms` SMs; `ctas(w, rs, s)`: the device's resident CTAs per SM at that shape (0
+/// where its tile partials do not fit shared memory). For each W in 2..=16 and S by `slice_rule`,
+/// RS by `unit_rows` (`OneRound`: by
 /// [`strip_rows`], all CTAs in one round where an RS of at most 16 allows; `Any`: each of 4, 8, 16
 /// and 32, in as many rounds as it takes); then the shape whose warps each run the least work in
 /// sequence: ceil(CB x S / W) units of RS / 4 groups of 4 rows, each unit costing about a
 /// quarter of a group more (its tile of activations loaded, its partials written), so units x
 /// (RS + 1) per round of CTAs. On a tie, the least work on the busiest SM (its CTAs x CB x S x
 /// (RS + 1): fewer CTAs than SMs leave some SMs doing twice the work of others), then the most
-/// working warps resident per SM (a warp past CB x S units is idle), then the fewest warps. None
+/// working warps resident per SM (a warp past CB x S units is idle), then the fewest warps, then the
+/// fewest slices. None
 /// where no shape fits shared memory (K above ~7 M on the H200).
 ///
 /// Measured on the H200 (docs/gpu.md, session 19: every W in 2..16 and RS in 4, 8, 16 forced on
@@ -67,22 +103,30 @@ pub(super) fn strip_launch(
     cb: u64,
     sms: u64,
     unit_rows: UnitRows,
-    mut ctas: impl FnMut(u64, u64) -> Result<u64, GpuError>,
-) -> Result<Option<(u64, u64)>, GpuError> {
-    // work per warp, on the busiest SM, working warps per SM (more first), warps: compared in order
-    type Key = (u64, u64, Reverse<u64>, u64);
-    let mut best: Option<(Key, (u64, u64))> = None;
-    for w in 2..=MAX_WARPS {
-        let s = strip_slices(w, cb);
-        // (RS, resident CTAs per SM) of the shapes this W may take
+    slice_rule: SliceRule,
+    mut ctas: impl FnMut(u64, u64, u64) -> Result<u64, GpuError>,
+) -> Result<Option<StripShape>, GpuError> {
+    // work per warp, on the busiest SM, working warps per SM (more first), warps, slices: compared
+    // in order
+    type Key = (u64, u64, Reverse<u64>, u64, u64);
+    let mut best: Option<(Key, StripShape)> = None;
+    let pairs = (2..=MAX_WARPS).flat_map(|w| {
+        let slices = match slice_rule {
+            SliceRule::PerWarps => strip_slices(w, cb)..=strip_slices(w, cb),
+            SliceRule::Free => 1..=MAX_FREE_SLICES,
+        };
+        slices.map(move |s| (w, s))
+    });
+    for (w, s) in pairs {
+        // (RS, resident CTAs per SM) of the shapes this W and S may take
         let mut shapes = Vec::with_capacity(4);
         match unit_rows {
             UnitRows::OneRound => {
-                let one_round = strip_rows(rows, s, |rs| Ok(sms * ctas(w, rs)?))?;
+                let one_round = strip_rows(rows, s, |rs| Ok(sms * ctas(w, rs, s)?))?;
                 // where RS = 32 does not fit shared memory, the largest RS that does, in more rounds
                 for rs in [32u64, 16, 8, 4] {
                     if rs <= one_round && shapes.is_empty() {
-                        let n = ctas(w, rs)?;
+                        let n = ctas(w, rs, s)?;
                         if n > 0 {
                             shapes.push((rs, n));
                         }
@@ -91,7 +135,7 @@ pub(super) fn strip_launch(
             }
             UnitRows::Any => {
                 for rs in [4u64, 8, 16, 32] {
-                    let n = ctas(w, rs)?;
+                    let n = ctas(w, rs, s)?;
                     if n > 0 {
                         shapes.push((rs, n));
                     }
@@ -105,75 +149,14 @@ pub(super) fn strip_launch(
             let warp = (cb * s).div_ceil(w) * unit * rounds;
             let busiest_sm = grid.div_ceil(sms) * cb * s * unit;
             let working = w.min(cb * s) * per_sm;
-            let key = (warp, busiest_sm, Reverse(working), w);
+            let key = (warp, busiest_sm, Reverse(working), w, s);
             if best.as_ref().is_none_or(|(b, _)| key < *b) {
-                best = Some((key, (w, rs)));
+                best = Some((key, StripShape { warps: w, rows: rs, slices: s }));
             }
         }
     }
     Ok(best.map(|(_, shape)| shape))
 }
-
-/// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
-/// round of resident warps (`w1_slots`; 24 per SM on the H200): W1 has no CTA barrier, but a warp
-/// runs all CB tiles of its rows one after the other, so with too few groups the SMs hold too few
-/// warps. Measured on the H200 (docs/gpu-history.md, session 16: a grid of M = 3072..10240 x K =
-/// 2048..14336): W1 was faster by 7-25% at every K from 0.65 of a round (M = 8192, 10240); at 0.48
-/// (M = 6144) faster by 6-8% with 4 and 8 tiles per row but slower by 11-13% with 16 and 28; at
-/// 0.40 and below slower but for 4 tiles per row (3-4% faster). Until session 16 the threshold was
-/// one whole round.
-pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
-    rows.div_ceil(4) * 2 >= w1_slots
-}
-
-/// How the CTA kernel serves W1's tail band ([`strip_w1_tail`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum TailLaunch {
-    /// CTAs of 4 warps with units of 8 rows ([`W1_TAIL_PLAN`]).
-    Fixed,
-    /// The shape of [`strip_launch`] over every RS ([`UnitRows::Any`]).
-    LeastWork,
-}
-
-/// Where [`strip_w1`] holds but W1's groups of 4 rows overrun one round of its warps, with at
-/// least 8 tiles per row: there the last, partial round of W1 runs warps that each take every
-/// tile of their rows, a tail as long as a whole round on a few SMs, and the CTA kernel takes its
-/// place. Where a row's tiles split evenly over 4 warps (CB a multiple of 4), up to 40% past one
-/// round, CTAs of 4 warps with units of 8 rows (session 17, M = 8192..28672 x K = 2048..12288, 24
-/// one-warp CTAs per SM: 2-11% faster than W1 on all 16 shapes at 1.01-1.37 rounds with CB = 8,
-/// 12, 16 or 24; slower with CB = 4, 7 or 10 and beyond 1.4 rounds). Other CB, up to a third past
-/// one round: the least-work shape over every RS (session 19: fixed on 38 shapes with every
-/// launch forced, then on 16 fresh shapes at 1.01-1.31 rounds 0.995x -> 1.028x of cuBLAS with CB
-/// from 5; held to CB >= 8, as the fixed band, 8 of its 11 shapes there gained 2.9-19% and 3 lost
-/// 1.3-3.0%; with CB = 5..7 it lost on 4 of 6 shapes of two calls). Its shape is taken only where
-/// it keeps the SM's warp slots working ([`fills_warp_slots`], session 22), W1 otherwise.
-pub(super) fn strip_w1_tail(rows: u64, cb: u64, w1_slots: u64) -> Option<TailLaunch> {
-    let groups = rows.div_ceil(4);
-    if cb < 8 || groups <= w1_slots {
-        return None;
-    }
-    if cb % W1_TAIL_PLAN.0 == 0 {
-        return (10 * groups <= 14 * w1_slots).then_some(TailLaunch::Fixed);
-    }
-    (3 * groups <= 4 * w1_slots).then_some(TailLaunch::LeastWork)
-}
-
-/// Whether CTAs of `w` warps, `per_sm` of them resident per SM, keep as many warps working on
-/// `cb` tiles per row as W1 keeps resident (`w1_per_sm`): a warp past the CTA's CB x S units has
-/// none, and W x CTAs per SM may fall short of the SM's warp slots (W = 10: 2 CTAs, 20 of 24). In
-/// W1's tail band ([`TailLaunch::LeastWork`]) a shape that does not is not taken, W1 runs
-/// instead. Measured on the H200 (docs/gpu.md, session 22): where CB = 10 or 11 the least-work
-/// shape was CTAs of 10 or 11 warps at RS = 8 in 6-7 rounds, 16-26% slower than W1 on all four
-/// shapes (13824x5120: 0.790x of cuBLAS against W1's 0.999x); the shape work per warp does not
-/// count the idle slots.
-pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> bool {
-    w.min(cb * strip_slices(w, cb)) * per_sm >= w1_per_sm
-}
-
-/// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
-/// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
-const W1_TAIL_PLAN: (u64, u64) = (4, 8);
-
 impl GpuExecMatrix {
     /// The production strip plan for one column ([`GpuExecMatrix::strip_choice`] of the
     /// production kernels, launched as exec/pair.rs says), chosen once per matrix and kept: up to
@@ -184,7 +167,7 @@ impl GpuExecMatrix {
         if let Some(p) = self.one_column.get() {
             return Ok(*p);
         }
-        let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")?;
+        let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)?;
         let p = match p {
             Some(p) => Some(self.one_column_launch(p)?),
             None => None,
@@ -196,7 +179,7 @@ impl GpuExecMatrix {
     /// `nwc-gpu-bench --exec-host`); the kernel's name and threads per CTA.
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
-        match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+        match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
             Some(p) => Ok(Some(self.one_column_launch(p).map(|p| (p.name, p.threads))?)),
             None => Ok(None),
         }
@@ -204,12 +187,12 @@ impl GpuExecMatrix {
 
     /// The strip kernel for one column: W1 (`w1`) or CTAs of W warps (`cta`) by [`strip_w1`] and
     /// [`strip_w1_tail`]; None where neither fits.
-    pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str) -> Result<Option<Plan>, GpuError> {
+    pub(super) fn strip_choice(&self, w1: &'static str, cta: &'static str, slice_rule: SliceRule) -> Result<Option<Plan>, GpuError> {
         let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(w1, 32, 0)?);
         if strip_w1(self.shape.rows, slots) {
             let tail = match strip_w1_tail(self.shape.rows, self.col_tiles, slots) {
-                Some(TailLaunch::Fixed) => self.strip_plan_with(cta, W1_TAIL_PLAN.0, W1_TAIL_PLAN.1),
-                Some(TailLaunch::LeastWork) => match self.strip_plan(cta, UnitRows::Any)? {
+                Some(TailLaunch::Fixed) => self.strip_plan_with(cta, self.per_warps(W1_TAIL_PLAN.0, W1_TAIL_PLAN.1)),
+                Some(TailLaunch::LeastWork) => match self.strip_plan(cta, UnitRows::Any, SliceRule::PerWarps)? {
                     Some(p) => {
                         let (w, per_sm) = (u64::from(p.threads / 32), u64::from(self.gpu.ctas_per_sm(p.name, p.threads, p.smem)?));
                         let w1_per_sm = slots / u64::from(self.gpu.sm_count);
@@ -221,43 +204,48 @@ impl GpuExecMatrix {
             };
             return Ok(Some(tail.unwrap_or_else(|| self.strip_w1_plan(w1))));
         }
-        self.strip_plan(cta, UnitRows::OneRound)
+        self.strip_plan(cta, UnitRows::OneRound, slice_rule)
     }
 
     /// The W1 kernel's plan: one CTA of one warp per 4 rows.
     pub(super) fn strip_w1_plan(&self, name: &'static str) -> Plan {
         let grid = self.shape.rows.div_ceil(4);
-        Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::RowsFlags(4) }
+        Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::Strip { rows: 4, slices: 1 } }
     }
 
     /// The plan of the strip kernel `name` (production or its bench probe) for one column: the
-    /// launch shape by [`strip_launch`] with `unit_rows`; None where no shape's tile partials (RS x S x CB f32 per
-    /// CTA) fit shared memory (K above ~7 M at RS = 4 on the H200).
-    pub(super) fn strip_plan(&self, name: &'static str, unit_rows: UnitRows) -> Result<Option<Plan>, GpuError> {
+    /// launch shape by [`strip_launch`] with `unit_rows` and `slice_rule`; None where no shape's
+    /// tile partials (RS x S x CB f32 per CTA) fit shared memory (K above ~7 M at RS = 4 on the
+    /// H200).
+    pub(super) fn strip_plan(&self, name: &'static str, unit_rows: UnitRows, slice_rule: SliceRule) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
         let optin = u64::from(self.gpu.smem_optin);
-        let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), unit_rows, |w, rs| {
-            let smem = rs * strip_slices(w, cb) * cb * 4;
+        let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), unit_rows, slice_rule, |w, rs, s| {
+            let smem = rs * s * cb * 4;
             if smem > optin {
                 return Ok(0);
             }
             Ok(u64::from(self.gpu.ctas_per_sm(name, 32 * w as u32, smem as u32)?))
         })?;
-        Ok(shape.and_then(|(w, rs)| self.strip_plan_with(name, w, rs)))
+        Ok(shape.and_then(|shape| self.strip_plan_with(name, shape)))
     }
 
-    /// The strip kernel `name` with W warps per CTA and RS rows per unit (W1's tail band and the
-    /// bench's forced shapes take them as given), its slices by [`strip_slices`]; None where its
-    /// tile partials do not fit shared memory.
-    pub(super) fn strip_plan_with(&self, name: &'static str, w: u64, rs: u64) -> Option<Plan> {
-        let cb = self.col_tiles;
-        let slices = strip_slices(w, cb);
-        let smem = rs * slices * cb * 4;
+    /// The shape of W warps and RS rows per unit with [`strip_slices`]'s S.
+    pub(super) fn per_warps(&self, w: u64, rs: u64) -> StripShape {
+        StripShape { warps: w, rows: rs, slices: strip_slices(w, self.col_tiles) }
+    }
+
+    /// The strip kernel `name` at `shape` (W1's tail band and the bench's forced shapes take it as
+    /// given); None where its tile partials do not fit shared memory.
+    pub(super) fn strip_plan_with(&self, name: &'static str, shape: StripShape) -> Option<Plan> {
+        let StripShape { warps: w, rows: rs, slices } = shape;
+        let smem = rs * slices * self.col_tiles * 4;
         if smem > u64::from(self.gpu.smem_optin) {
             return None;
         }
         let grid = self.shape.rows.div_ceil(rs * slices);
-        Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail: Tail::RowsFlags(rs as u32) })
+        let tail = Tail::Strip { rows: rs as u32, slices: slices as u32 };
+        Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail })
     }
 }
 
@@ -266,12 +254,24 @@ mod tests {
     use super::*;
 
     /// Resident CTAs per SM of the H200 at 80 registers: 24 warps.
-    fn h200(w: u64, _rs: u64) -> Result<u64, GpuError> {
+    fn h200(w: u64, _rs: u64, _s: u64) -> Result<u64, GpuError> {
         Ok(24 / w)
     }
 
+    /// (W, RS) of a production shape, whose S is [`strip_slices`]'s.
+    fn ws(shape: Option<StripShape>) -> (u64, u64) {
+        let s = shape.unwrap();
+        (s.warps, s.rows)
+    }
+
+    /// The production plan's (W, RS) where its S is [`strip_slices`]'s, as under
+    /// [`SliceRule::PerWarps`].
     fn launch(rows: u64, k: u64) -> (u64, u64) {
-        strip_launch(rows, k.div_ceil(512), 132, UnitRows::OneRound, h200).unwrap().unwrap()
+        let cb = k.div_ceil(512);
+        let shape = strip_launch(rows, cb, 132, UnitRows::OneRound, PRODUCTION_SLICES, h200).unwrap();
+        let per_warps = strip_launch(rows, cb, 132, UnitRows::OneRound, SliceRule::PerWarps, h200).unwrap();
+        assert_eq!(shape, per_warps, "{rows}x{k}");
+        ws(shape)
     }
 
     #[test]
@@ -305,81 +305,49 @@ mod tests {
     #[test]
     fn a_shape_whose_partials_do_not_fit_is_never_taken() {
         // RS = 32 never fits: 1 M rows run at RS = 16 in more rounds
-        let no32 = |w: u64, rs: u64| Ok(if rs == 32 { 0 } else { 24 / w });
-        let (_, rs) = strip_launch(1_000_000, 8, 132, UnitRows::OneRound, no32).unwrap().unwrap();
-        assert_eq!(rs, 16);
+        type Ctas = fn(u64, u64, u64) -> Result<u64, GpuError>;
+        let one_round = |rows, cb, ctas: Ctas| strip_launch(rows, cb, 132, UnitRows::OneRound, SliceRule::PerWarps, ctas).unwrap();
+        let no32 = |w: u64, rs: u64, _s: u64| Ok(if rs == 32 { 0 } else { 24 / w });
+        assert_eq!(one_round(1_000_000, 8, no32).unwrap().rows, 16);
         // only 2 warps fit: they are taken
-        let two = |w: u64, _rs: u64| Ok(if w == 2 { 12 } else { 0 });
-        assert_eq!(strip_launch(4096, 8, 132, UnitRows::OneRound, two).unwrap(), Some((2, 4)));
+        let two = |w: u64, _rs: u64, _s: u64| Ok(if w == 2 { 12 } else { 0 });
+        assert_eq!(ws(one_round(4096, 8, two)), (2, 4));
         // nothing fits: no plan
-        assert_eq!(strip_launch(4096, 8, 132, UnitRows::OneRound, |_, _| Ok(0)).unwrap(), None);
+        assert_eq!(one_round(4096, 8, |_, _, _| Ok(0)), None);
     }
 
     #[test]
     fn where_one_round_is_possible_the_shape_takes_one() {
         for cb in 1..=64u64 {
             for rows in [1u64, 3, 100, 1000, 2560, 4096, 6000, 20000] {
-                let (w, rs) = strip_launch(rows, cb, 132, UnitRows::OneRound, h200).unwrap().unwrap();
-                assert!((2..=MAX_WARPS).contains(&w) && [4, 8, 16, 32].contains(&rs), "{rows}x{cb}: {w}:{rs}");
-                let grid = rows.div_ceil(rs * strip_slices(w, cb));
-                assert!(grid <= 132 * (24 / w), "{rows}x{cb}: {w}:{rs}, {grid} CTAs");
+                for rule in [SliceRule::PerWarps, SliceRule::Free] {
+                    let StripShape { warps: w, rows: rs, slices: s } =
+                        strip_launch(rows, cb, 132, UnitRows::OneRound, rule, h200).unwrap().unwrap();
+                    assert!((2..=MAX_WARPS).contains(&w) && [4, 8, 16, 32].contains(&rs), "{rows}x{cb}: {w}:{rs}");
+                    assert!((1..=MAX_FREE_SLICES).contains(&s), "{rows}x{cb}: {w}:{rs}:{s}");
+                    let grid = rows.div_ceil(rs * s);
+                    assert!(grid <= 132 * (24 / w), "{rows}x{cb}: {w}:{rs}:{s}, {grid} CTAs");
+                }
             }
         }
     }
 
     #[test]
-    fn one_warp_ctas_only_where_the_rows_fill_half_a_round() {
-        let slots = 132 * 24;
-        assert!(strip_w1(151936, slots));
-        assert!(strip_w1(24576, slots));
-        assert!(strip_w1(19456, slots));
-        // half a round: 6336 rows
-        assert!(strip_w1(8192, slots));
-        assert!(strip_w1(6336, slots));
-        assert!(!strip_w1(6332, slots));
-        assert!(!strip_w1(6144, slots));
-        assert!(!strip_w1(4096, slots));
-        assert!(!strip_w1(3, slots));
-    }
-
-    #[test]
-    fn the_cta_kernel_takes_w1s_tail_band() {
-        // 3168 one-warp CTAs resident; 13824 rows: 3456 groups, 1.09 rounds; 16384: 1.29; 17740: 1.40
-        let slots = 132 * 24;
-        let tail = |rows, cb| strip_w1_tail(rows, cb, slots);
-        // a row's tiles split evenly over 4 warps: 4:8 to 1.4 rounds
-        assert_eq!(tail(13824, 8), Some(TailLaunch::Fixed));
-        assert_eq!(tail(16384, 16), Some(TailLaunch::Fixed));
-        assert_eq!(tail(17740, 12), Some(TailLaunch::Fixed));
-        assert_eq!(tail(17744, 12), None);
-        // one round or less
-        assert_eq!(tail(12672, 8), None);
-        assert_eq!(tail(12676, 8), Some(TailLaunch::Fixed));
-        assert_eq!(tail(12672, 10), None);
-        // other tile counts from 8: the least-work shape to 4/3 of a round (16896 rows)
-        assert_eq!(tail(14848, 10), Some(TailLaunch::LeastWork));
-        assert_eq!(tail(16896, 9), Some(TailLaunch::LeastWork));
-        assert_eq!(tail(16900, 9), None);
-        assert_eq!(tail(17024, 22), None);
-        // too few tiles
-        assert_eq!(tail(14336, 4), None);
-        assert_eq!(tail(14848, 7), None);
-        assert_eq!(tail(14592, 5), None);
-        // the bench shapes W1 serves keep it: 24576 (1.94 rounds), 19456 (1.54), 151936
-        assert_eq!(tail(24576, 8), None);
-        assert_eq!(tail(19456, 5), None);
-        assert_eq!(tail(151936, 8), None);
-    }
-
-    #[test]
-    fn in_the_tail_band_the_shape_may_take_several_rounds() {
-        // 13440 x 31 tiles (1.06 rounds of W1): 8 warps of 4 units at RS = 8, 1680 CTAs in 5 rounds
-        // of 396, 4 x 9 x 5 = 180 quarters of a group, against 4 x 33 x 2 = 264 at RS = 32
-        // (measured 1.137x of cuBLAS against 0.872x, W1 0.964x)
-        let any = |rows: u64, k: u64| strip_launch(rows, k.div_ceil(512), 132, UnitRows::Any, h200).unwrap().unwrap();
-        assert_eq!(any(13440, 15872), (8, 8));
-        assert_eq!(any(16512, 7424), (3, 16));
-        assert_eq!(any(15744, 8960), (6, 32));
+    fn free_slices_share_a_ctas_units_more_evenly() {
+        let one_round = |rows, cb, rule| strip_launch(rows, cb, 132, UnitRows::OneRound, rule, h200).unwrap().unwrap();
+        let shape = |warps, rows, slices| StripShape { warps, rows, slices };
+        // 5040x4480 (CB = 9): 2 warps at RS = 4 run 5 and 4 units (25 quarters of a group); 12
+        // warps on 5 slices share 45 units, 4 each at most (20), in 252 CTAs of 264 resident
+        // (measured 0.891x -> 1.091x of cuBLAS)
+        assert_eq!(one_round(5040, 9, SliceRule::PerWarps), shape(2, 4, 1));
+        assert_eq!(one_round(5040, 9, SliceRule::Free), shape(12, 4, 5));
+        // 4588x14509 (CB = 29): 8 warps of 4 units at RS = 16 (68) against 8 warps on 3 slices,
+        // 11 units of 4 rows each (55) (measured 1.502x -> 1.763x)
+        assert_eq!(one_round(4588, 29, SliceRule::PerWarps), shape(8, 16, 1));
+        assert_eq!(one_round(4588, 29, SliceRule::Free), shape(8, 4, 3));
+        // where a strip's units already spread evenly, the same shape
+        assert_eq!(one_round(4096, 8, SliceRule::Free), shape(3, 4, 1));
+        assert_eq!(one_round(2560, 19, SliceRule::Free), shape(4, 4, 1));
     }
 
     #[test]
@@ -400,24 +368,5 @@ mod tests {
         assert_eq!(strip_rows(1_000_000, 1, ctas).unwrap(), 32);
         // an RS whose tile partials do not fit shared memory counts no resident CTA
         assert_eq!(strip_rows(100, 1, |rs| Ok(if rs < 16 { 0 } else { 396 })).unwrap(), 16);
-    }
-
-    #[test]
-    fn the_tail_band_takes_no_shape_that_leaves_warp_slots_idle() {
-        // 13824x5120 (CB = 10, 1.09 rounds of W1): the least-work shape is 10 warps at RS = 8,
-        // 2 CTAs per SM, 20 of 24 warps: W1 instead
-        let cb = 10;
-        assert_eq!(strip_w1_tail(13824, cb, 3168), Some(TailLaunch::LeastWork));
-        let (w, rs) = strip_launch(13824, cb, 132, UnitRows::Any, h200).unwrap().unwrap();
-        assert_eq!((w, rs), (10, 8));
-        assert!(!fills_warp_slots(w, cb, h200(w, rs).unwrap(), 24));
-        // 12 warps on 10 tiles: 2 of them without a unit
-        assert!(!fills_warp_slots(12, cb, 2, 24));
-        // 14500x8704 (CB = 17): 6 warps at RS = 32, 4 CTAs per SM, all 24 working: taken
-        let (w, rs) = strip_launch(14500, 17, 132, UnitRows::Any, h200).unwrap().unwrap();
-        assert_eq!((w, rs), (6, 32));
-        assert!(fills_warp_slots(w, 17, h200(w, rs).unwrap(), 24));
-        // the fixed band's 4 warps of units of 8 rows: 6 CTAs, 24 warps
-        assert!(fills_warp_slots(W1_TAIL_PLAN.0, 8, 6, 24));
     }
 }

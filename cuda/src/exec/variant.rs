@@ -1,12 +1,14 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
-//! production plan without its CTAs per SM capped (session 25) and without the two-warp rule of
-//! exec/pair.rs (session 29). The equal-share kernel of session 22 (`VarStripEven`, measured
+//! production plan without its CTAs per SM capped (session 25), without the two-warp rule of
+//! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29) and
+//! the CTA kernel at every shape (session 30). The equal-share kernel of session 22 (`VarStripEven`, measured
 //! slower) is in git history (before session 24's removal), as are the cap by a small shared
 //! memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
 use super::release::Release;
+use super::strip::{SliceRule, StripShape, UnitRows, PRODUCTION_SLICES};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
@@ -18,30 +20,46 @@ impl GpuExecMatrix {
     pub(super) fn variant_plan(&self, k: ExecMatvecKernel) -> Result<Option<Plan>, GpuError> {
         match k {
             ExecMatvecKernel::ProbeStripNoDecode => {
-                return self.strip_choice("bench_exec_probe_strip_w1_nodecode", "bench_exec_probe_strip_nodecode")
+                return self.strip_choice("bench_exec_probe_strip_w1_nodecode", "bench_exec_probe_strip_nodecode", PRODUCTION_SLICES)
             }
             ExecMatvecKernel::VarStripCta => {
                 return match self.strip_force {
-                    Some((w, rs)) => Ok(self.strip_plan_with("exec_matvec_strip", w, rs)),
-                    None => self.strip_plan("exec_matvec_strip", super::strip::UnitRows::OneRound),
+                    Some(f) => {
+                        let shape = self.per_warps(f.warps, f.rows);
+                        let shape = StripShape { slices: f.slices.unwrap_or(shape.slices), ..shape };
+                        Ok(self.strip_plan_with("exec_matvec_strip", shape))
+                    }
+                    None => self.strip_plan("exec_matvec_strip", UnitRows::OneRound, PRODUCTION_SLICES),
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripUncapped => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
                     None => Ok(None),
                 }
             }
             ExecMatvecKernel::VarStripNoPairRule => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.spread_release(p)?)),
+                    None => Ok(None),
+                }
+            }
+            ExecMatvecKernel::VarStripPerWarpSlices => {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", SliceRule::PerWarps)? {
+                    Some(p) => Ok(Some(self.one_column_launch(p)?)),
+                    None => Ok(None),
+                }
+            }
+            ExecMatvecKernel::VarStripNoW1 => {
+                return match self.strip_plan("exec_matvec_strip", UnitRows::OneRound, SliceRule::Free)? {
+                    Some(p) => Ok(Some(self.one_column_launch(p)?)),
                     None => Ok(None),
                 }
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip")? {
+                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.capped(self.with_release(p, Some(release))?)?)),
                     None => Ok(None),
                 };

@@ -14,13 +14,15 @@ use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 6] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 8] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
     ExecMatvecKernel::VarStripReleaseEnd,
     ExecMatvecKernel::VarStripUncapped,
     ExecMatvecKernel::VarStripNoPairRule,
+    ExecMatvecKernel::VarStripPerWarpSlices,
+    ExecMatvecKernel::VarStripNoW1,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].

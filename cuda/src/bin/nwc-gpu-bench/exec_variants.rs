@@ -12,7 +12,7 @@ use super::timing::{cublas_matvec_us, gaussian_bf16, rotation, tile, time_us};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix, TileFlagRule};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, ForcedStrip, GpuExecMatrix, TileFlagRule};
 use nwc_cuda::Gpu;
 use nwc_reference::Shape;
 use std::sync::Arc;
@@ -38,7 +38,7 @@ const OTHERS: [ExecMatvecKernel; 8] = [
 /// its label.
 pub struct Entry {
     kernel: ExecMatvecKernel,
-    plan: Option<(u64, u64)>,
+    plan: Option<ForcedStrip>,
     launch: DependentLaunch,
     flags: TileFlagRule,
     label: String,
@@ -50,7 +50,7 @@ pub enum Entries<'a> {
     All,
     /// The production default, W1 forced, the CTA kernel at each forced (W, RS) and the strip
     /// kernels' no-decode probe (`--exec-strip-plans`).
-    Plans(&'a [(u64, u64)]),
+    Plans(&'a [ForcedStrip]),
     /// The production default with programmatic dependent launch and without, with the next
     /// kernel released at every launch's start or end, the production plan without its CTAs per
     /// SM capped (`VarStripUncapped`, session 25) with either launch, and production again, last
@@ -80,9 +80,12 @@ pub fn entries(which: Entries) -> Vec<Entry> {
         Entries::All => v.extend(STRIP_VARIANTS.into_iter().chain(OTHERS).map(plain)),
         Entries::Plans(list) => {
             v.push(plain(ExecMatvecKernel::VarStripW1));
-            v.extend(list.iter().map(|&(w, rs)| Entry {
-                plan: Some((w, rs)),
-                label: format!("cta-w{w}-rs{rs}"),
+            v.extend(list.iter().map(|&f| Entry {
+                plan: Some(f),
+                label: match f.slices {
+                    Some(s) => format!("cta-w{}-rs{}-s{s}", f.warps, f.rows),
+                    None => format!("cta-w{}-rs{}", f.warps, f.rows),
+                },
                 ..plain(ExecMatvecKernel::VarStripCta)
             }));
             v.push(plain(ExecMatvecKernel::ProbeStripNoDecode));
@@ -169,7 +172,11 @@ fn measure(gpu: &Arc<Gpu>, blas: &CudaBlas, kernels: &[Entry], label: String, m:
             e.set_tile_flag_rule(entry.flags)?;
         }
         let (name, threads) = mats[0].one_column_kernel()?;
-        names.push(format!("{name}/{}w/{:.2}r", threads / 32, mats[0].one_column_rounds()?));
+        let strip = match mats[0].one_column_strip_rows()? {
+            Some((rs, slices)) => format!("/rs{rs}s{slices}"),
+            None => String::new(),
+        };
+        names.push(format!("{name}/{}w{strip}/{:.2}r", threads / 32, mats[0].one_column_rounds()?));
         s.memset_zeros(&mut y16)?;
         let t = time_us(gpu, &mut |i| Ok(mats[i % copies].matvec_into_bf16(&xd, None, &mut y16)?))?;
         let got = s.clone_dtoh(&y16)?;

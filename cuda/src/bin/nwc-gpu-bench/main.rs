@@ -34,6 +34,7 @@
 //! with CU_EVENT_DEFAULT, rotating among copies of the weights that together exceed 3x the L2.
 
 use cudarc::cublas::CudaBlas;
+use nwc_cuda::exec::ForcedStrip;
 use nwc_cuda::Gpu;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -78,14 +79,19 @@ fn profile_shape() -> Res<(u64, u64)> {
     Ok((m.parse()?, k.parse()?))
 }
 
-/// `--exec-strip-plans`'s list `W:RS,W:RS,...` (warps per CTA, rows per unit), each checked by
-/// `nwc_cuda::exec::check_strip_plan`.
-fn parse_plans(list: &str) -> Res<Vec<(u64, u64)>> {
+/// `--exec-strip-plans`'s list `W:RS[:S],...` (warps per CTA, rows per unit, row slices per CTA;
+/// without S the kernel's default), each checked by `nwc_cuda::exec::check_strip_plan`.
+fn parse_plans(list: &str) -> Res<Vec<ForcedStrip>> {
     list.split(',')
         .map(|v| {
-            let bad = || format!("--exec-strip-plans {v}: expected W:RS");
-            let (w, rs) = v.split_once(':').ok_or_else(bad)?;
-            let plan = (w.parse::<u64>().map_err(|_| bad())?, rs.parse::<u64>().map_err(|_| bad())?);
+            let bad = || format!("--exec-strip-plans {v}: expected W:RS or W:RS:S");
+            let num = |t: &str| t.parse::<u64>().map_err(|_| bad());
+            let parts: Vec<&str> = v.split(':').collect();
+            let plan = match parts[..] {
+                [w, rs] => ForcedStrip { warps: num(w)?, rows: num(rs)?, slices: None },
+                [w, rs, s] => ForcedStrip { warps: num(w)?, rows: num(rs)?, slices: Some(num(s)?) },
+                _ => return Err(bad().into()),
+            };
             nwc_cuda::exec::check_strip_plan(plan).map_err(|e| format!("--exec-strip-plans {v}: {e}"))?;
             Ok(plan)
         })
@@ -143,7 +149,7 @@ fn main() -> Res<()> {
     // the kernel list of `--exec-variants` other than the default, with the flag that chose it
     let mut list: Option<(String, List)> = None;
     let mut exec_shapes: Option<Vec<(String, u64, u64)>> = None;
-    let mut strip_plans: Option<Vec<(u64, u64)>> = None;
+    let mut strip_plans: Option<Vec<ForcedStrip>> = None;
     let mut tc_warps: Option<Vec<u64>> = None;
     let mut exec_only = false;
     let mut exec_host = false;
@@ -177,7 +183,7 @@ fn main() -> Res<()> {
             }
             "--exec-shapes" => exec_shapes = Some(parse_shapes(&args.next().ok_or("--exec-shapes needs MxK,MxK,...")?)?),
             "--exec-tc-warps" => tc_warps = Some(parse_warps(&args.next().ok_or("--exec-tc-warps needs W,W,...")?)?),
-            "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS,W:RS,...")?)?),
+            "--exec-strip-plans" => strip_plans = Some(parse_plans(&args.next().ok_or("--exec-strip-plans needs W:RS[:S],...")?)?),
             "--exec-sweep" => {
                 let a = args.next().ok_or("--exec-sweep needs a count")?;
                 let (n, w) = a.split_once(':').unwrap_or((&a, "8000000"));
