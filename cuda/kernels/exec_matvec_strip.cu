@@ -271,12 +271,29 @@ __device__ __forceinline__ void exec_strip_w1_store(float S, exec_u32 r0, exec_u
     }
 }
 
+// W1's group of one tile: its 4 rows' words at ps / pc, their tile flags at pf, row (lane & 3)'s
+// escape offset at pe.
+__device__ __forceinline__ void exec_strip_w1_tile(ExecStripGroup& g, const exec_u8* ps, const exec_u8* pc, const exec_u8* pf,
+                                                   const exec_u32* pe, exec_u32 K16, bool full, exec_u32 nrows, bool active) {
+    exec_strip_load(g, ps, pc, K16, full, nrows, active);
+    g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
+    g.eo = __ldg(pe);
+}
+
 // CTAs of one warp (W1): the warp takes 4 rows through every tile in ascending cb, adding each
 // tile partial to its row's sum as it comes (spec 15.4.5): no shared memory, no CTA barrier, so no
 // warp waits for the slowest of its CTA (Nsight Compute, session 12: 15% of the CTA kernel's stall
 // samples at that barrier). Needs 4 rows per warp to fill the device (exec/strip.rs). The rows'
 // bases are loaded once and the rows' pointers advance by one tile per step.
-template <int PROBE, int LATE, class XT>
+// AHEAD = 1 ("W1 ahead"): the next tile's group is loaded before this tile's decode, two groups of
+// words in registers per warp, so twice W1's bytes in flight per warp, at up to 112 registers (no
+// spills with the CI's NVRTC; the main path 389-397 SASS instructions against W1's 362; 16 warps
+// per SM on the H200 as its driver compiles it, against W1's 24). exec/w1.rs takes it for W1's
+// launches that fit one round of its slots, where W1 leaves slots idle anyway (session 30: 1.8-6.5%
+// faster on every such shape, 8-21% slower where it would need a second round). At 80 registers
+// the same schedule spilled (session 27). The decode, chain and adds are the same, in the same
+// order.
+template <int PROBE, int LATE, int AHEAD, class XT>
 __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const exec_u8* __restrict__ flags) {
     if (ncols == 0) return;  // no output
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
@@ -293,19 +310,31 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
     // a row past M reads the last row's escape offsets: a row past M loads as code 1 (plain), so
     // its offset is never used, and the load needs no predicate
     const exec_u32* pe = esc_start + (exec_u64)min(r0 + l3, M - 1u) * CB;
+    ExecStripGroup g;
+    if (AHEAD) exec_strip_w1_tile(g, ps, pc, pf, pe, K16, rows && 512u <= K, M - r0, lane * 16u < K16);
     float S = 0.0f;
     for (exec_u32 c0 = 0; c0 < K; c0 += 512u) {  // c0: the tile's first column
-        const exec_u32 kc = c0 + lane * 16u;
+        const exec_u32 kc = c0 + lane * 16u, c1 = c0 + 512u;
         const bool active = kc < K16;
-        const bool whole = c0 + 512u <= K;  // warp-uniform
-        if (LATE && c0 + 512u >= K) grid_dependency_release();
+        const bool whole = c1 <= K;  // warp-uniform
         float xv[16];
-        exec_strip_x(xv, x, kc, whole, active);
-        ExecStripGroup g;
-        exec_strip_load(g, ps, pc, K16, rows && whole, M - r0, active);
-        g.fl = __ldg(reinterpret_cast<const exec_u32*>(pf));
-        g.eo = __ldg(pe);
-        S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
+        if (AHEAD) {
+            ExecStripGroup n;
+            if (c1 < K) {  // warp-uniform: the next tile's group, before this one's decode
+                exec_strip_w1_tile(n, ps + 512, pc + 256, pf + M4, pe + 1, K16, rows && c1 + 512u <= K, M - r0, c1 + lane * 16u < K16);
+            } else {
+                if (LATE) grid_dependency_release();
+                n = g;
+            }
+            exec_strip_x(xv, x, kc, whole, active);
+            S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
+            g = n;
+        } else {
+            if (LATE && c1 >= K) grid_dependency_release();
+            exec_strip_x(xv, x, kc, whole, active);
+            exec_strip_w1_tile(g, ps, pc, pf, pe, K16, rows && whole, M - r0, active);
+            S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
+        }
         ps += 512;
         pc += 256;
         pf += M4;
@@ -335,7 +364,7 @@ EXEC_STRIP_X(exec_matvec_strip_release_end_xbf16, 0, 1, exec_u16)
 #define EXEC_STRIP_W1_X(NAME, PROBE, LATE, XT)                                                            \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
-        exec_strip_w1_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+        exec_strip_w1_body<PROBE, LATE, 0, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
     }
 #define EXEC_STRIP_W1(NAME, PROBE, LATE) EXEC_STRIP_W1_X(NAME, PROBE, LATE, float)
 
@@ -343,3 +372,15 @@ EXEC_STRIP_W1(exec_matvec_strip_w1, 0, 0)
 EXEC_STRIP_W1(exec_matvec_strip_w1_release_end, 0, 1)
 EXEC_STRIP_W1_X(exec_matvec_strip_w1_xbf16, 0, 0, exec_u16)
 EXEC_STRIP_W1_X(exec_matvec_strip_w1_release_end_xbf16, 0, 1, exec_u16)
+
+// Same argument list as EXEC_STRIP (RS and S unused: 4 rows per CTA); 112 registers.
+#define EXEC_STRIP_W1_AHEAD(NAME, LATE, XT)                                                               \
+    extern "C" __global__ void __maxnreg__(112)                                                            \
+        NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
+        exec_strip_w1_body<0, LATE, 1, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, flags); \
+    }
+
+EXEC_STRIP_W1_AHEAD(exec_matvec_strip_w1_ahead, 0, float)
+EXEC_STRIP_W1_AHEAD(exec_matvec_strip_w1_ahead_release_end, 1, float)
+EXEC_STRIP_W1_AHEAD(exec_matvec_strip_w1_ahead_xbf16, 0, exec_u16)
+EXEC_STRIP_W1_AHEAD(exec_matvec_strip_w1_ahead_release_end_xbf16, 1, exec_u16)

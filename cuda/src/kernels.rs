@@ -157,7 +157,7 @@ pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
 }
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 67] = [
+pub const PRODUCTION: [(&str, u32); 71] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -224,6 +224,11 @@ pub const PRODUCTION: [(&str, u32); 67] = [
     ("exec_matvec_strip_w1_xbf16", 0),
     ("exec_matvec_strip_release_end_xbf16", SMEM_OPTIN),
     ("exec_matvec_strip_w1_release_end_xbf16", 0),
+    // W1 with the next tile's group loaded ahead (exec_matvec_strip.cu), both activation types.
+    ("exec_matvec_strip_w1_ahead", 0),
+    ("exec_matvec_strip_w1_ahead_release_end", 0),
+    ("exec_matvec_strip_w1_ahead_xbf16", 0),
+    ("exec_matvec_strip_w1_ahead_release_end_xbf16", 0),
     // BF16 activations widened to f32 for the other exact kernels (exec_matvec.cu).
     ("exec_widen_bf16", 0),
     // Exact matvec, version 1 ("rows": short CTAs of 2 rows), one column per launch (exec_matvec_rows.cu).

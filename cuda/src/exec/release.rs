@@ -73,6 +73,9 @@ pub(super) enum StripEntry {
     Cta,
     /// The one-warp kernel (`exec_matvec_strip_w1`, `exec_matvec_strip_w1_release_end`).
     W1,
+    /// The one-warp kernel with the next tile's group loaded ahead (`exec_matvec_strip_w1_ahead`,
+    /// `exec_matvec_strip_w1_ahead_release_end`).
+    W1Ahead,
 }
 
 /// The strip kernel the production entry point `name` runs; None for any other kernel (the
@@ -81,11 +84,12 @@ pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
     match name {
         "exec_matvec_strip" | "exec_matvec_strip_release_end" => Some(StripEntry::Cta),
         "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => Some(StripEntry::W1),
+        "exec_matvec_strip_w1_ahead" | "exec_matvec_strip_w1_ahead_release_end" => Some(StripEntry::W1Ahead),
         _ => None,
     }
 }
 
-/// The entry point of the strip kernel `name` (either release point, CTA or W1) that releases the
+/// The entry point of the strip kernel `name` (either release point, CTA, W1 or W1 ahead) that releases the
 /// next kernel at `release`; None for any other kernel.
 fn release_entry(name: &str, release: Release) -> Option<&'static str> {
     Some(match (strip_entry(name)?, release) {
@@ -93,6 +97,8 @@ fn release_entry(name: &str, release: Release) -> Option<&'static str> {
         (StripEntry::Cta, Release::End) => "exec_matvec_strip_release_end",
         (StripEntry::W1, Release::Start) => "exec_matvec_strip_w1",
         (StripEntry::W1, Release::End) => "exec_matvec_strip_w1_release_end",
+        (StripEntry::W1Ahead, Release::Start) => "exec_matvec_strip_w1_ahead",
+        (StripEntry::W1Ahead, Release::End) => "exec_matvec_strip_w1_ahead_release_end",
     })
 }
 
@@ -105,6 +111,8 @@ pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
         "exec_matvec_strip_release_end" => "exec_matvec_strip_release_end_xbf16",
         "exec_matvec_strip_w1" => "exec_matvec_strip_w1_xbf16",
         "exec_matvec_strip_w1_release_end" => "exec_matvec_strip_w1_release_end_xbf16",
+        "exec_matvec_strip_w1_ahead" => "exec_matvec_strip_w1_ahead_xbf16",
+        "exec_matvec_strip_w1_ahead_release_end" => "exec_matvec_strip_w1_ahead_release_end_xbf16",
         _ => return None,
     })
 }
@@ -134,6 +142,16 @@ impl GpuExecMatrix {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The production strip entry points on f32 activations.
+    const STRIP_ENTRIES: [&str; 6] = [
+        "exec_matvec_strip",
+        "exec_matvec_strip_w1",
+        "exec_matvec_strip_w1_ahead",
+        "exec_matvec_strip_release_end",
+        "exec_matvec_strip_w1_release_end",
+        "exec_matvec_strip_w1_ahead_release_end",
+    ];
 
     #[test]
     fn the_next_kernel_is_released_at_the_start_only_where_the_launch_fills_the_device() {
@@ -177,18 +195,18 @@ mod tests {
     #[test]
     fn each_strip_kernel_has_both_release_points_among_the_production_entry_points() {
         let loaded = |n: &str| crate::kernels::PRODUCTION.iter().any(|&(k, _)| k == n);
-        for name in ["exec_matvec_strip", "exec_matvec_strip_w1", "exec_matvec_strip_release_end", "exec_matvec_strip_w1_release_end"] {
+        for name in STRIP_ENTRIES {
             for release in [Release::Start, Release::End] {
                 let e = release_entry(name, release).unwrap();
                 assert!(loaded(e), "{e}");
-                // the same kernel (CTA or W1), only the release point differs
-                assert_eq!(e.contains("_w1"), name.contains("_w1"));
+                // the same kernel (CTA, W1 or W1 ahead), only the release point differs
+                assert_eq!(strip_entry(e), strip_entry(name));
                 assert_eq!(release_entry(e, release), Some(e));
             }
         }
         assert_eq!(release_entry("exec_matvec_rows", Release::End), None);
         // every strip entry point has its BF16 twin among the production entry points
-        for name in ["exec_matvec_strip", "exec_matvec_strip_w1", "exec_matvec_strip_release_end", "exec_matvec_strip_w1_release_end"] {
+        for name in STRIP_ENTRIES {
             let b = bf16_entry(name).unwrap();
             assert!(loaded(b), "{b}");
             assert_eq!(b, format!("{name}_xbf16"));

@@ -61,6 +61,10 @@ pub enum ExecMatvecKernel {
     /// where an RS of at most 16 allows; session 30's candidate for W1's domain). Exact class.
     #[cfg(feature = "bench")]
     VarStripNoW1,
+    /// Bench: the production one-column plan with W1's launches on W1 where production runs W1
+    /// ahead (exec/w1.rs, session 30), released as W1's rule says. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1Plain,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -208,6 +212,8 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripNoW1,
         #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarStripW1Plain,
+        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -275,6 +281,8 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripNoW1 => "var-strip-no-w1",
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarStripW1Plain => "var-strip-w1-plain",
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -335,7 +343,8 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripUncapped
             | ExecMatvecKernel::VarStripNoPairRule
             | ExecMatvecKernel::VarStripPerWarpSlices
-            | ExecMatvecKernel::VarStripNoW1 => true,
+            | ExecMatvecKernel::VarStripNoW1
+            | ExecMatvecKernel::VarStripW1Plain => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

@@ -169,7 +169,7 @@ impl GpuExecMatrix {
         }
         let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)?;
         let p = match p {
-            Some(p) => Some(self.one_column_launch(p)?),
+            Some(p) => Some(self.one_column_launch(self.w1_ahead_launch(p)?)?),
             None => None,
         };
         Ok(*self.one_column.get_or_init(|| p))
@@ -180,7 +180,7 @@ impl GpuExecMatrix {
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
         match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
-            Some(p) => Ok(Some(self.one_column_launch(p).map(|p| (p.name, p.threads))?)),
+            Some(p) => Ok(Some(self.one_column_launch(self.w1_ahead_launch(p)?).map(|p| (p.name, p.threads))?)),
             None => Ok(None),
         }
     }

@@ -1,13 +1,13 @@
 //! Bench: launch plans of the one-column kernels' ceiling probes (the lean and the strip kernel's,
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
 //! production plan without its CTAs per SM capped (session 25), without the two-warp rule of
-//! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29) and
-//! the CTA kernel at every shape (session 30). The equal-share kernel of session 22 (`VarStripEven`, measured
+//! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29), the
+//! CTA kernel at every shape and W1 without its variant that loads ahead (session 30). The equal-share kernel of session 22 (`VarStripEven`, measured
 //! slower) is in git history (before session 24's removal), as are the cap by a small shared
 //! memory carve-out and the whole carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
-use super::release::Release;
+use super::release::{strip_entry, Release, StripEntry};
 use super::strip::{SliceRule, StripShape, UnitRows, PRODUCTION_SLICES};
 use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
@@ -55,6 +55,14 @@ impl GpuExecMatrix {
                 return match self.strip_plan("exec_matvec_strip", UnitRows::OneRound, SliceRule::Free)? {
                     Some(p) => Ok(Some(self.one_column_launch(p)?)),
                     None => Ok(None),
+                }
+            }
+            ExecMatvecKernel::VarStripW1Plain => {
+                return match self.one_column_plan()? {
+                    Some(p) if strip_entry(p.name) == Some(StripEntry::W1Ahead) => {
+                        Ok(Some(self.with_release(Plan { name: "exec_matvec_strip_w1", ..p }, None)?))
+                    }
+                    p => Ok(p),
                 }
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {

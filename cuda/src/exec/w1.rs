@@ -1,8 +1,13 @@
 //! Where the one-column matvec runs the W1 kernel (CTAs of one warp that take 4 rows through every
-//! tile, kernels/exec_matvec_strip.cu) and where the CTA kernel takes W1's tail band just past one
-//! round; exec/strip.rs builds the plans.
+//! tile, kernels/exec_matvec_strip.cu), where its variant with the next tile loaded ahead runs
+//! instead, and where the CTA kernel takes W1's tail band just past one round; exec/strip.rs
+//! builds the plans.
 
+use super::plan::Plan;
+use super::release::{strip_entry, StripEntry};
 use super::strip::strip_slices;
+use super::GpuExecMatrix;
+use crate::GpuError;
 
 /// The W1 kernel (a warp per 4 rows, every tile) where the groups of 4 rows fill at least half a
 /// round of resident warps (`w1_slots`; 24 per SM on the H200): W1 has no CTA barrier, but a warp
@@ -63,6 +68,33 @@ pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> 
 /// The CTA kernel's launch shape in W1's tail band where the tiles split over 4 warps
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 pub(super) const W1_TAIL_PLAN: (u64, u64) = (4, 8);
+
+/// W1 with the next tile's group loaded ahead (kernels/exec_matvec_strip.cu; its release points by
+/// exec/release.rs).
+const W1_AHEAD: &str = "exec_matvec_strip_w1_ahead";
+
+/// Whether W1's launch of `groups` one-warp CTAs runs on the W1-ahead kernel: where they fit one
+/// round of that kernel's resident CTAs (`ahead_slots`, the device's occupancy for its entry
+/// point: 16 per SM on the H200 in session 30's calls, against W1's 24 at 80 registers). There
+/// every warp has twice W1's bytes in flight and no warp waits for a slot. Measured on the H200
+/// (docs/gpu.md, session 30): on 20 shapes at 0.51-0.67 of W1's round, as a bench variant, faster
+/// on 40 of 40 rows by 0.8-5.1% (6920x5736 1.108x -> 1.148x of cuBLAS on real weights); in
+/// production on 16 fresh shapes it took, 32 of 32 rows faster by 1.8-6.5%; where it would need a
+/// second round (10633x7310, 12635x7798, 24576x4096, 19456x2560) 8-21% slower.
+pub(super) fn w1_ahead(groups: u64, ahead_slots: u64) -> bool {
+    groups <= ahead_slots
+}
+
+impl GpuExecMatrix {
+    /// `p` on the W1-ahead kernel where `p` is W1's launch and [`w1_ahead`] takes it; else `p`.
+    pub(super) fn w1_ahead_launch(&self, p: Plan) -> Result<Plan, GpuError> {
+        if strip_entry(p.name) != Some(StripEntry::W1) {
+            return Ok(p);
+        }
+        let ahead = Plan { name: W1_AHEAD, ..p };
+        Ok(if w1_ahead(u64::from(p.grid), self.resident_ctas(&ahead)?) { ahead } else { p })
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -153,5 +185,14 @@ mod tests {
         assert!(fills_warp_slots(w, 17, h200(w, rs, 1).unwrap(), 24));
         // the fixed band's 4 warps of units of 8 rows: 6 CTAs, 24 warps
         assert!(fills_warp_slots(W1_TAIL_PLAN.0, 8, 6, 24));
+    }
+
+    #[test]
+    fn w1_runs_ahead_only_in_one_round_of_its_slots() {
+        // 132 SMs x 16 one-warp CTAs: 2112
+        assert!(w1_ahead(1730, 2112)); // 6920x5736
+        assert!(w1_ahead(2112, 2112));
+        assert!(!w1_ahead(2113, 2112));
+        assert!(!w1_ahead(2659, 2112)); // 10633x7310: 1.26 rounds, measured 20% slower
     }
 }
