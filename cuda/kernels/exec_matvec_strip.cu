@@ -209,20 +209,26 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
     else if (lane < 2u * n) exec_prefetch_l2(codes + (exec_u64)(m0 + lane - n) * (K16 >> 1) + (c0 >> 1), bytes >> 1);
 }
 
-// CTAs of W warps (the default): a CTA covers RB = RS x S rows (S row slices, exec/strip.rs picks
-// them) and all CB tiles, its warps take the CB x S units (cb, slice) round-robin; the tile
-// partials meet in shared memory and one thread per row adds them after the CTA barrier.
+// CTAs of W warps (the default): a CTA covers RB = RS x S rows (S row slices) and all CB tiles,
+// its warps take the CB x S units (cb, slice) round-robin; the tile partials meet in shared memory
+// and one thread per row adds them after the CTA barrier. FREE = 0: S = max(1, W / CB), derived
+// here (the argument S, which exec/strip.rs passes equal, is not read); FREE = 1 (the `_slices`
+// entry points): S as passed, for plans whose CTAs hold more row strips (exec/strip.rs,
+// session 30). Two instances because reading S costs the kernel registers: with S from the
+// argument the kernel spills 20 / 48 bytes against 12 / 12 and its group takes 416 SASS
+// instructions against 409, and the launches whose S is max(1, W / CB) ran 1-4% slower (session
+// 30, call G).
 // LATE: 0 = the next kernel on the stream may launch (grid_dependency_release) once every CTA has started,
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
-template <int PROBE, int LATE, class XT>
+template <int PROBE, int LATE, int FREE, class XT>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {
     extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
-    const exec_u32 slices = max(1u, S), RB = RS * slices, m0 = blockIdx.x * RB;
+    const exec_u32 slices = FREE ? max(1u, S) : max(1u, W / CB), RB = RS * slices, m0 = blockIdx.x * RB;
     if (warp < CB * slices) {  // the first rows of the warp's first unit, before the wait
         const exec_u32 cb = warp % CB, r0 = m0 + (warp / CB) * RS;
         if (r0 < M) exec_strip_prefetch(sm, codes, K, r0, min(min(RS, 8u), M - r0), cb * 512u, 512u, lane);
@@ -243,9 +249,9 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32
     for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
         const exec_u32 m = m0 + t;
         if (m < M) {
-            float S = 0.0f;
-            for (exec_u32 cb = 0; cb < CB; ++cb) S = __fadd_rn(S, exec_strip_pbuf[t * CB + cb]);
-            exec_output(S, m, 0u, 0u, bias, y, out_bf16);
+            float sum = 0.0f;
+            for (exec_u32 cb = 0; cb < CB; ++cb) sum = __fadd_rn(sum, exec_strip_pbuf[t * CB + cb]);
+            exec_output(sum, m, 0u, 0u, bias, y, out_bf16);
         }
     }
 }
@@ -348,17 +354,21 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
 // registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills). XT: the activations'
 // type, float or exec_u16 (BF16, the `_xbf16` entry points: the exact class on nwc.torch's
 // activations without a widening launch).
-#define EXEC_STRIP_X(NAME, PROBE, LATE, XT)                                                               \
+#define EXEC_STRIP_X(NAME, PROBE, LATE, FREE, XT)                                                         \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
-        exec_strip_body<PROBE, LATE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, S, flags); \
+        exec_strip_body<PROBE, LATE, FREE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, S, flags); \
     }
-#define EXEC_STRIP(NAME, PROBE, LATE) EXEC_STRIP_X(NAME, PROBE, LATE, float)
+#define EXEC_STRIP(NAME, PROBE, LATE, FREE) EXEC_STRIP_X(NAME, PROBE, LATE, FREE, float)
 
-EXEC_STRIP(exec_matvec_strip, 0, 0)
-EXEC_STRIP(exec_matvec_strip_release_end, 0, 1)
-EXEC_STRIP_X(exec_matvec_strip_xbf16, 0, 0, exec_u16)
-EXEC_STRIP_X(exec_matvec_strip_release_end_xbf16, 0, 1, exec_u16)
+EXEC_STRIP(exec_matvec_strip, 0, 0, 0)
+EXEC_STRIP(exec_matvec_strip_release_end, 0, 1, 0)
+EXEC_STRIP_X(exec_matvec_strip_xbf16, 0, 0, 0, exec_u16)
+EXEC_STRIP_X(exec_matvec_strip_release_end_xbf16, 0, 1, 0, exec_u16)
+EXEC_STRIP(exec_matvec_strip_slices, 0, 0, 1)
+EXEC_STRIP(exec_matvec_strip_slices_release_end, 0, 1, 1)
+EXEC_STRIP_X(exec_matvec_strip_slices_xbf16, 0, 0, 1, exec_u16)
+EXEC_STRIP_X(exec_matvec_strip_slices_release_end_xbf16, 0, 1, 1, exec_u16)
 
 // Same argument list as EXEC_STRIP (RS and S unused: 4 rows per CTA).
 #define EXEC_STRIP_W1_X(NAME, PROBE, LATE, XT)                                                            \

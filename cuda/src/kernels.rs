@@ -157,7 +157,7 @@ pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
 }
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 71] = [
+pub const PRODUCTION: [(&str, u32); 75] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -224,6 +224,12 @@ pub const PRODUCTION: [(&str, u32); 71] = [
     ("exec_matvec_strip_w1_xbf16", 0),
     ("exec_matvec_strip_release_end_xbf16", SMEM_OPTIN),
     ("exec_matvec_strip_w1_release_end_xbf16", 0),
+    // The CTA kernel reading its row slices from the argument, for plans with more row strips per
+    // CTA than max(1, W / CB) (exec_matvec_strip.cu), both activation types.
+    ("exec_matvec_strip_slices", SMEM_OPTIN),
+    ("exec_matvec_strip_slices_release_end", SMEM_OPTIN),
+    ("exec_matvec_strip_slices_xbf16", SMEM_OPTIN),
+    ("exec_matvec_strip_slices_release_end_xbf16", SMEM_OPTIN),
     // W1 with the next tile's group loaded ahead (exec_matvec_strip.cu), both activation types.
     ("exec_matvec_strip_w1_ahead", 0),
     ("exec_matvec_strip_w1_ahead_release_end", 0),

@@ -8,8 +8,9 @@
 
 EXEC_LEAN(bench_exec_probe_nodecode_d4, 4, 1)
 EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
-// The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes.
-EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 0)
+// The strip kernel (exec_matvec_strip.cu) with the loaded words as weights: no decode, no escapes
+// (the CTA kernel's instance that reads S, so that it covers any plan's rows).
+EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 0, 1)
 EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1, 0)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads

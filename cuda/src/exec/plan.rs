@@ -324,9 +324,10 @@ impl GpuExecMatrix {
         // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
         // Tail::Bare), EXEC_MV3 (exec_matvec.cu, Tail::Groups), EXEC_LEAN and the bench probes on
         // its list (Tail::GroupsFlags: G >= 1, then the tile flags, CB x M rounded up to 4 bytes)
-        // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::Strip: RS a multiple of 4, S >= 1,
-        // then the tile flags; the CTA kernel's shared memory RS x S x CB f32, the one-warp
-        // kernel's none, a capped plan (spread::capped) more, within the
+        // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::Strip: RS a multiple of 4, S >= 1
+        // and, on the CTA kernel's entry points that derive S (not `_slices`), equal to max(1,
+        // W / CB) (strip_plan_with), then the tile flags; the CTA kernel's shared memory RS x S x
+        // CB f32, the one-warp kernel's none, a capped plan (spread::capped) more, within the
         // kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M

@@ -34,7 +34,7 @@ pub(super) const WIDE_MIN_WARPS: u32 = 4;
 
 /// The breadth of the strip launch `p` ([`Breadth::Narrow`] for any other kernel too).
 pub(super) fn breadth(p: &Plan) -> Breadth {
-    if strip_entry(p.name) == Some(StripEntry::Cta) && p.threads / 32 >= WIDE_MIN_WARPS {
+    if matches!(strip_entry(p.name), Some(StripEntry::Cta | StripEntry::CtaSlices)) && p.threads / 32 >= WIDE_MIN_WARPS {
         Breadth::Wide
     } else {
         Breadth::Narrow
@@ -69,8 +69,11 @@ pub(super) fn release_point(grid: u64, slots: u64, breadth: Breadth) -> Release 
 /// Which strip kernel an entry point runs, whatever its release point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StripEntry {
-    /// The CTA kernel (`exec_matvec_strip`, `exec_matvec_strip_release_end`).
+    /// The CTA kernel with S = max(1, W / CB) (`exec_matvec_strip`, `exec_matvec_strip_release_end`).
     Cta,
+    /// The CTA kernel with S as passed (`exec_matvec_strip_slices`,
+    /// `exec_matvec_strip_slices_release_end`).
+    CtaSlices,
     /// The one-warp kernel (`exec_matvec_strip_w1`, `exec_matvec_strip_w1_release_end`).
     W1,
     /// The one-warp kernel with the next tile's group loaded ahead (`exec_matvec_strip_w1_ahead`,
@@ -83,18 +86,21 @@ pub(super) enum StripEntry {
 pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
     match name {
         "exec_matvec_strip" | "exec_matvec_strip_release_end" => Some(StripEntry::Cta),
+        "exec_matvec_strip_slices" | "exec_matvec_strip_slices_release_end" => Some(StripEntry::CtaSlices),
         "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => Some(StripEntry::W1),
         "exec_matvec_strip_w1_ahead" | "exec_matvec_strip_w1_ahead_release_end" => Some(StripEntry::W1Ahead),
         _ => None,
     }
 }
 
-/// The entry point of the strip kernel `name` (either release point, CTA, W1 or W1 ahead) that releases the
+/// The entry point of the strip kernel `name` (either release point, any of [`StripEntry`]) that releases the
 /// next kernel at `release`; None for any other kernel.
 fn release_entry(name: &str, release: Release) -> Option<&'static str> {
     Some(match (strip_entry(name)?, release) {
         (StripEntry::Cta, Release::Start) => "exec_matvec_strip",
         (StripEntry::Cta, Release::End) => "exec_matvec_strip_release_end",
+        (StripEntry::CtaSlices, Release::Start) => "exec_matvec_strip_slices",
+        (StripEntry::CtaSlices, Release::End) => "exec_matvec_strip_slices_release_end",
         (StripEntry::W1, Release::Start) => "exec_matvec_strip_w1",
         (StripEntry::W1, Release::End) => "exec_matvec_strip_w1_release_end",
         (StripEntry::W1Ahead, Release::Start) => "exec_matvec_strip_w1_ahead",
@@ -109,6 +115,8 @@ pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
     Some(match name {
         "exec_matvec_strip" => "exec_matvec_strip_xbf16",
         "exec_matvec_strip_release_end" => "exec_matvec_strip_release_end_xbf16",
+        "exec_matvec_strip_slices" => "exec_matvec_strip_slices_xbf16",
+        "exec_matvec_strip_slices_release_end" => "exec_matvec_strip_slices_release_end_xbf16",
         "exec_matvec_strip_w1" => "exec_matvec_strip_w1_xbf16",
         "exec_matvec_strip_w1_release_end" => "exec_matvec_strip_w1_release_end_xbf16",
         "exec_matvec_strip_w1_ahead" => "exec_matvec_strip_w1_ahead_xbf16",
@@ -144,11 +152,13 @@ mod tests {
     use super::*;
 
     /// The production strip entry points on f32 activations.
-    const STRIP_ENTRIES: [&str; 6] = [
+    const STRIP_ENTRIES: [&str; 8] = [
         "exec_matvec_strip",
+        "exec_matvec_strip_slices",
         "exec_matvec_strip_w1",
         "exec_matvec_strip_w1_ahead",
         "exec_matvec_strip_release_end",
+        "exec_matvec_strip_slices_release_end",
         "exec_matvec_strip_w1_release_end",
         "exec_matvec_strip_w1_ahead_release_end",
     ];
@@ -188,6 +198,7 @@ mod tests {
         assert_eq!(breadth(&plan("exec_matvec_strip", 4)), Breadth::Wide);
         assert_eq!(breadth(&plan("exec_matvec_strip_release_end", 12)), Breadth::Wide);
         assert_eq!(breadth(&plan("exec_matvec_strip", 3)), Breadth::Narrow);
+        assert_eq!(breadth(&plan("exec_matvec_strip_slices", 12)), Breadth::Wide);
         assert_eq!(breadth(&plan("exec_matvec_strip_w1", 1)), Breadth::Narrow);
         assert_eq!(breadth(&plan("exec_matvec_rows", 8)), Breadth::Narrow);
     }

@@ -15,6 +15,17 @@ pub(super) fn strip_slices(w: u64, cb: u64) -> u64 {
     (w / cb).max(1)
 }
 
+/// The CTA kernel's entry point for a plan whose row slices are not [`strip_slices`]'s (`free`):
+/// `exec_matvec_strip_slices`, the instance that reads S from its argument (kernels/
+/// exec_matvec_strip.cu: the other derives it, and keeps its registers); any other name unchanged
+/// (the bench probe reads S always).
+pub(super) fn slices_entry(name: &'static str, free: bool) -> &'static str {
+    match (name, free) {
+        ("exec_matvec_strip", true) => "exec_matvec_strip_slices",
+        _ => name,
+    }
+}
+
 /// Rows per unit RS: the smallest of 4, 8 and 16 whose CTAs (`rows` / (RS x `slices`)) fit one
 /// round of resident CTAs, else 32. So every CTA starts at once and no second round leaves SMs idle
 /// at its tail, and each warp takes as few units as that allows. `ctas(rs)`: the device's resident
@@ -236,7 +247,8 @@ impl GpuExecMatrix {
     }
 
     /// The strip kernel `name` at `shape` (W1's tail band and the bench's forced shapes take it as
-    /// given); None where its tile partials do not fit shared memory.
+    /// given), on its entry point for the shape's slices ([`slices_entry`]); None where its tile
+    /// partials do not fit shared memory.
     pub(super) fn strip_plan_with(&self, name: &'static str, shape: StripShape) -> Option<Plan> {
         let StripShape { warps: w, rows: rs, slices } = shape;
         let smem = rs * slices * self.col_tiles * 4;
@@ -245,6 +257,7 @@ impl GpuExecMatrix {
         }
         let grid = self.shape.rows.div_ceil(rs * slices);
         let tail = Tail::Strip { rows: rs as u32, slices: slices as u32 };
+        let name = slices_entry(name, slices != strip_slices(w, self.col_tiles));
         Some(Plan { name, grid: grid as u32, threads: 32 * w as u32, smem: smem as u32, tail })
     }
 }
@@ -330,6 +343,26 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn only_plans_with_other_slices_take_the_kernel_that_reads_them() {
+        assert_eq!(slices_entry("exec_matvec_strip", false), "exec_matvec_strip");
+        assert_eq!(slices_entry("exec_matvec_strip", true), "exec_matvec_strip_slices");
+        assert_eq!(slices_entry("bench_exec_probe_strip_nodecode", true), "bench_exec_probe_strip_nodecode");
+        // over a grid, a production plan's S differs from max(1, W / CB) only where free slices
+        // moved it, and every such plan is named for the instance that reads S
+        let mut free = 0;
+        for cb in 1..=40u64 {
+            for rows in (16..6336u64).step_by(96) {
+                let s = strip_launch(rows, cb, 132, UnitRows::OneRound, PRODUCTION_SLICES, h200).unwrap().unwrap();
+                let moved = s.slices != strip_slices(s.warps, cb);
+                let name = slices_entry("exec_matvec_strip", moved);
+                assert_eq!(name == "exec_matvec_strip_slices", moved, "{rows}x{cb}: {s:?}");
+                free += u64::from(moved);
+            }
+        }
+        assert!(free > 100, "{free}");
     }
 
     #[test]
