@@ -69,7 +69,8 @@ pub(super) fn release_point(grid: u64, slots: u64, breadth: Breadth) -> Release 
 /// Which strip kernel an entry point runs, whatever its release point.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum StripEntry {
-    /// The CTA kernel with S = max(1, W / CB) (`exec_matvec_strip`, `exec_matvec_strip_release_end`).
+    /// The CTA kernel with S = max(1, W / CB) (`exec_matvec_strip`,
+    /// `exec_matvec_strip_release_end`).
     Cta,
     /// The CTA kernel with S as passed (`exec_matvec_strip_slices`,
     /// `exec_matvec_strip_slices_release_end`).
@@ -93,8 +94,8 @@ pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
     }
 }
 
-/// The entry point of the strip kernel `name` (either release point, any of [`StripEntry`]) that releases the
-/// next kernel at `release`; None for any other kernel.
+/// The entry point of the strip kernel `name` (either release point, any of [`StripEntry`]) that
+/// releases the next kernel at `release`; None for any other kernel.
 fn release_entry(name: &str, release: Release) -> Option<&'static str> {
     Some(match (strip_entry(name)?, release) {
         (StripEntry::Cta, Release::Start) => "exec_matvec_strip",

@@ -88,19 +88,18 @@ pub(super) enum UnitRows {
     Any,
 }
 
-/// The CTA kernel's launch shape (W warps per CTA, RS rows per unit, S row slices per CTA) for `rows` rows
-/// of CB tiles on `sms` SMs; `ctas(w, rs, s)`: the device's resident CTAs per SM at that shape (0
-/// where its tile partials do not fit shared memory). For each W in 2..=16 and S by `slice_rule`,
-/// RS by `unit_rows` (`OneRound`: by
-/// [`strip_rows`], all CTAs in one round where an RS of at most 16 allows; `Any`: each of 4, 8, 16
-/// and 32, in as many rounds as it takes); then the shape whose warps each run the least work in
+/// The CTA kernel's launch shape (W warps per CTA, RS rows per unit, S row slices per CTA) for
+/// `rows` rows of CB tiles on `sms` SMs; `ctas(w, rs, s)`: the device's resident CTAs per SM at
+/// that shape (0 where its tile partials do not fit shared memory). For each W in 2..=16 and S by
+/// `slice_rule`, RS by `unit_rows` (`OneRound`: by [`strip_rows`], all CTAs in one round where an
+/// RS of at most 16 allows; `Any`: each of 4, 8, 16 and 32, in as many rounds as it takes); then
+/// the shape whose warps each run the least work in
 /// sequence: ceil(CB x S / W) units of RS / 4 groups of 4 rows, each unit costing about a
 /// quarter of a group more (its tile of activations loaded, its partials written), so units x
 /// (RS + 1) per round of CTAs. On a tie, the least work on the busiest SM (its CTAs x CB x S x
 /// (RS + 1): fewer CTAs than SMs leave some SMs doing twice the work of others), then the most
-/// working warps resident per SM (a warp past CB x S units is idle), then the fewest warps, then the
-/// fewest slices. None
-/// where no shape fits shared memory (K above ~7 M on the H200).
+/// working warps resident per SM (a warp past CB x S units is idle), then the fewest warps, then
+/// the fewest slices. None where no shape fits shared memory (K above ~7 M on the H200).
 ///
 /// Measured on the H200 (docs/gpu.md, session 19: every W in 2..16 and RS in 4, 8, 16 forced on
 /// 81 shapes with M = 1000..6272, then 30 more against the tree before): the rule before it (one

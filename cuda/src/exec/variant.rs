@@ -2,9 +2,10 @@
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
 //! production plan without its CTAs per SM capped (session 25), without the two-warp rule of
 //! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29), the
-//! CTA kernel at every shape and W1 without its variant that loads ahead (session 30). The equal-share kernel of session 22 (`VarStripEven`, measured
-//! slower) is in git history (before session 24's removal), as are the cap by a small shared
-//! memory carve-out and the whole carve-out alone (session 25).
+//! CTA kernel at every shape and W1 without its variant that loads ahead (session 30). The
+//! equal-share kernel of session 22 (`VarStripEven`, measured slower) is in git history (before
+//! session 24's removal), as are the cap by a small shared memory carve-out and the whole
+//! carve-out alone (session 25).
 
 use super::plan::{Plan, Tail};
 use super::release::{strip_entry, Release, StripEntry};

@@ -26,7 +26,8 @@ pub(super) fn strip_w1(rows: u64, w1_slots: u64) -> bool {
 pub(super) enum TailLaunch {
     /// CTAs of 4 warps with units of 8 rows ([`W1_TAIL_PLAN`]).
     Fixed,
-    /// The shape of [`strip_launch`](super::strip::strip_launch) over every RS ([`UnitRows::Any`](super::strip::UnitRows::Any)).
+    /// The shape of [`strip_launch`](super::strip::strip_launch) over every RS
+    /// ([`UnitRows::Any`](super::strip::UnitRows::Any)).
     LeastWork,
 }
 
