@@ -35,6 +35,8 @@ pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
 #[cfg(feature = "bench")]
 pub use tensor_strip_launch::TcStripPlanInfo;
+#[cfg(feature = "bench")]
+pub use variant::{check_strip_plan, ForcedStrip};
 
 use crate::gpu::Gpu;
 use crate::launch::param;
@@ -149,28 +151,6 @@ impl crate::gpu::Resident for GpuExecMatrix {
     fn device_slot(&mut self) -> &mut Arc<Gpu> {
         &mut self.gpu
     }
-}
-
-/// Bench: a launch shape the CTA strip kernel can be forced to (`--exec-strip-plans W:RS[:S]`).
-#[cfg(feature = "bench")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ForcedStrip {
-    /// Warps per CTA.
-    pub warps: u64,
-    /// Rows per unit.
-    pub rows: u64,
-    /// Row slices per CTA; None: production's, max(1, W / CB).
-    pub slices: Option<u64>,
-}
-
-/// Bench: checks a forced launch shape of the CTA strip kernel: W in 1..=16 (the kernel's 512
-/// threads at most), RS a positive multiple of 4 (its groups), S (where given) at least 1.
-#[cfg(feature = "bench")]
-pub fn check_strip_plan(f: ForcedStrip) -> Result<(), GpuError> {
-    if !(1..=strip::MAX_WARPS).contains(&f.warps) || f.rows == 0 || f.rows % 4 != 0 || f.slices == Some(0) {
-        return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps, rows a positive multiple of 4 and at least one slice"));
-    }
-    Ok(())
 }
 
 /// Bench: a forced warp count of the bounded strip kernel (`--exec-tc-warps`,

@@ -14,6 +14,26 @@ use super::{ExecMatvecKernel, GpuExecMatrix};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
+/// Bench: a launch shape the CTA strip kernel can be forced to (`--exec-strip-plans W:RS[:S]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ForcedStrip {
+    /// Warps per CTA.
+    pub warps: u64,
+    /// Rows per unit.
+    pub rows: u64,
+    /// Row slices per CTA; None: max(1, W / CB).
+    pub slices: Option<u64>,
+}
+
+/// Bench: checks a forced launch shape of the CTA strip kernel: W in 1..=16 (the kernel's 512
+/// threads at most), RS a positive multiple of 4 (its groups), S (where given) at least 1.
+pub fn check_strip_plan(f: ForcedStrip) -> Result<(), GpuError> {
+    if !(1..=super::strip::MAX_WARPS).contains(&f.warps) || f.rows == 0 || f.rows % 4 != 0 || f.slices == Some(0) {
+        return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps, rows a positive multiple of 4 and at least one slice"));
+    }
+    Ok(())
+}
+
 impl GpuExecMatrix {
     /// Bench: the plan of a one-column variant or probe, or None where it does not apply (the lean
     /// probes: K16 % 32 != 0 or x does not fit; the strip kernel's: its tile partials do not fit;
