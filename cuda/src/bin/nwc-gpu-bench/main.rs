@@ -14,7 +14,7 @@
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
 //! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
-//! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS,...`,
+//! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS[:S],...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
 //! the production default with programmatic dependent launch, with serial launches, and with the
 //! next kernel released at every launch's start or end (each launch's rounds printed), session
