@@ -80,7 +80,7 @@ const W1_AHEAD: &str = "exec_matvec_strip_w1_ahead";
 /// every warp has twice W1's bytes in flight and no warp waits for a slot. Measured on the H200
 /// (docs/gpu.md, session 30): on 20 shapes at 0.51-0.67 of W1's round, as a bench variant, faster
 /// on 40 of 40 rows by 0.8-5.1% (6920x5736 1.108x -> 1.148x of cuBLAS on real weights); in
-/// production on 16 fresh shapes it took, 32 of 32 rows faster by 1.8-6.5%; where it would need a
+/// production on 13 fresh shapes it took, 25 of 25 rows faster by 1.8-6.5%; where it would need a
 /// second round (10633x7310, 12635x7798, 24576x4096, 19456x2560) 8-21% slower.
 pub(super) fn w1_ahead(groups: u64, ahead_slots: u64) -> bool {
     groups <= ahead_slots
