@@ -68,9 +68,9 @@ pub(super) enum SliceRule {
 
 /// The row slices of the CTA kernel's one-round plans (W1's tail band keeps
 /// [`SliceRule::PerWarps`], the rule it was measured with). Measured on the H200 (docs/gpu.md,
-/// session 30): on 32 fresh shapes whose plan it moves (all with M = 4,200..5,300 at 0.67-0.95
+/// session 30): on 28 fresh shapes whose plan it moves (all with M = 4,200..5,300 at 0.67-0.95
 /// of a round, where the shapes of [`SliceRule::PerWarps`] ran units of 8 or 16 rows or 2 warps
-/// per CTA), faster on every one of 64 rows, synthetic and real, by 2-28%; 5040x4480 0.891x ->
+/// per CTA), faster on all 55 rows measured, synthetic and real, by 2-28%; 5040x4480 0.891x ->
 /// 1.091x of cuBLAS, 4680x4224 1.007x -> 1.178x. The bench shapes keep their plans.
 pub(super) const PRODUCTION_SLICES: SliceRule = SliceRule::Free;
 
@@ -177,20 +177,30 @@ impl GpuExecMatrix {
         if let Some(p) = self.one_column.get() {
             return Ok(*p);
         }
-        let p = self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)?;
-        let p = match p {
-            Some(p) => Some(self.one_column_launch(self.w1_ahead_launch(p)?)?),
+        let p = match self.production_choice(PRODUCTION_SLICES)? {
+            Some(p) => Some(self.one_column_launch(p)?),
             None => None,
         };
         Ok(*self.one_column.get_or_init(|| p))
+    }
+
+    /// The production strip kernel and shape for one column with `slice_rule`, before the launch
+    /// rules of exec/pair.rs, exec/spread.rs and exec/release.rs: [`Self::strip_choice`], W1's
+    /// launches on W1 ahead where exec/w1.rs takes it. The bench variants that change one launch
+    /// rule start from it too.
+    pub(super) fn production_choice(&self, slice_rule: SliceRule) -> Result<Option<Plan>, GpuError> {
+        match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", slice_rule)? {
+            Some(p) => Ok(Some(self.w1_ahead_launch(p)?)),
+            None => Ok(None),
+        }
     }
 
     /// Bench: the production one-column plan chosen again, without the kept one (its host cost,
     /// `nwc-gpu-bench --exec-host`); the kernel's name and threads per CTA.
     #[cfg(feature = "bench")]
     pub fn one_column_plan_uncached(&self) -> Result<Option<(&'static str, u32)>, GpuError> {
-        match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
-            Some(p) => Ok(Some(self.one_column_launch(self.w1_ahead_launch(p)?).map(|p| (p.name, p.threads))?)),
+        match self.production_choice(PRODUCTION_SLICES)? {
+            Some(p) => Ok(Some(self.one_column_launch(p).map(|p| (p.name, p.threads))?)),
             None => Ok(None),
         }
     }

@@ -55,19 +55,19 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
             ExecMatvecKernel::VarStripUncapped => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
+                return match self.production_choice(PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
                     None => Ok(None),
                 }
             }
             ExecMatvecKernel::VarStripNoPairRule => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
+                return match self.production_choice(PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.spread_release(p)?)),
                     None => Ok(None),
                 }
             }
             ExecMatvecKernel::VarStripPerWarpSlices => {
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", SliceRule::PerWarps)? {
+                return match self.production_choice(SliceRule::PerWarps)? {
                     Some(p) => Ok(Some(self.one_column_launch(p)?)),
                     None => Ok(None),
                 }
@@ -88,7 +88,7 @@ impl GpuExecMatrix {
             }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
-                return match self.strip_choice("exec_matvec_strip_w1", "exec_matvec_strip", PRODUCTION_SLICES)? {
+                return match self.production_choice(PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.capped(self.with_release(p, Some(release))?)?)),
                     None => Ok(None),
                 };
