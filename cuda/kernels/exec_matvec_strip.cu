@@ -350,10 +350,9 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
 }
 
 // Same argument list as EXEC_LEAN, with RS (rows per unit, a multiple of 4) and S (row slices per
-// CTA, at least 1) in place of G. 80
-// registers: 3 CTAs of 8 warps per SM (the kernel needs 80 without spills). XT: the activations'
-// type, float or exec_u16 (BF16, the `_xbf16` entry points: the exact class on nwc.torch's
-// activations without a widening launch).
+// CTA, at least 1) in place of G. 80 registers: 3 CTAs of 8 warps per SM (the kernel needs 80
+// without spills). XT: the activations' type, float or exec_u16 (BF16, the `_xbf16` entry points:
+// the exact class on nwc.torch's activations without a widening launch).
 #define EXEC_STRIP_X(NAME, PROBE, LATE, FREE, XT)                                                         \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
