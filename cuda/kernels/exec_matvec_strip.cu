@@ -297,8 +297,8 @@ __device__ __forceinline__ void exec_strip_w1_tile(ExecStripGroup& g, const exec
 // per SM on the H200 as its driver compiles it, against W1's 24). exec/w1.rs takes it for W1's
 // launches that fit one round of its slots, where W1 leaves slots idle anyway (session 30: 1.8-6.5%
 // faster on every such shape, 8-21% slower where it would need a second round). At 80 registers
-// the same schedule spilled (session 27). AHEAD = 2 (bench, session 31): the two next tiles'
-// groups, three in registers. The decode, chain and adds are the same, in the same order.
+// the same schedule spilled (session 27). The decode, chain and adds are the same, in the same
+// order.
 template <int PROBE, int LATE, int AHEAD, class XT>
 __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const exec_u8* __restrict__ flags) {
     if (ncols == 0) return;  // no output
@@ -316,39 +316,9 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
     // a row past M reads the last row's escape offsets: a row past M loads as code 1 (plain), so
     // its offset is never used, and the load needs no predicate
     const exec_u32* pe = esc_start + (exec_u64)min(r0 + l3, M - 1u) * CB;
-    float S = 0.0f;
-    if (AHEAD == 2) {
-        // the group of the tile d tiles after the pointers' one (columns from c)
-        auto tile = [&](ExecStripGroup& t, exec_u32 d, exec_u32 c) {
-            exec_strip_w1_tile(t, ps + 512u * d, pc + 256u * d, pf + M4 * d, pe + d, K16, rows && c + 512u <= K, M - r0,
-                               c + lane * 16u < K16);
-        };
-        ExecStripGroup g, n1;
-        tile(g, 0u, 0u);
-        if (512u < K) tile(n1, 1u, 512u);  // warp-uniform
-        else n1 = g;
-        for (exec_u32 c0 = 0; c0 < K; c0 += 512u) {
-            const exec_u32 kc = c0 + lane * 16u, c1 = c0 + 512u;
-            const bool active = kc < K16, whole = c1 <= K;  // whole: warp-uniform
-            if (LATE && c1 >= K) grid_dependency_release();
-            ExecStripGroup n2;
-            if (c1 + 512u < K) tile(n2, 2u, c1 + 512u);  // warp-uniform: two tiles on, before this one's decode
-            else n2 = n1;
-            float xv[16];
-            exec_strip_x(xv, x, kc, whole, active);
-            S = __fadd_rn(S, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
-            g = n1;
-            n1 = n2;
-            ps += 512;
-            pc += 256;
-            pf += M4;
-            ++pe;
-        }
-        exec_strip_w1_store(S, r0, lane, M, bias, y, out_bf16);
-        return;
-    }
     ExecStripGroup g;
     if (AHEAD) exec_strip_w1_tile(g, ps, pc, pf, pe, K16, rows && 512u <= K, M - r0, lane * 16u < K16);
+    float S = 0.0f;
     for (exec_u32 c0 = 0; c0 < K; c0 += 512u) {  // c0: the tile's first column
         const exec_u32 kc = c0 + lane * 16u, c1 = c0 + 512u;
         const bool active = kc < K16;

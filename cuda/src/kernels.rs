@@ -265,7 +265,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 43] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -302,9 +302,6 @@ pub const BENCH: [(&str, u32); 43] = [
     // The strip kernel's ceiling probe: no decode (exec_matvec_variants.cu).
     ("bench_exec_probe_strip_nodecode", SMEM_OPTIN),
     ("bench_exec_probe_strip_w1_nodecode", 0),
-    // W1 with the two next tiles' groups loaded ahead (exec_matvec_variants.cu, session 31).
-    ("bench_exec_strip_w1_ahead2", 0),
-    ("bench_exec_strip_w1_ahead2_release_end", 0),
     // Streaming probes: the copy pipeline alone, items of 4 x 1, 2 x 2 and 1 x 4 tile-rows.
     ("bench_exec_probe_stream4x1_d4", SMEM_OPTIN),
     ("bench_exec_probe_stream2x2_d4", SMEM_OPTIN),

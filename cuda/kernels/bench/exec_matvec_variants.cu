@@ -12,10 +12,6 @@ EXEC_LEAN(bench_exec_probe_loads_d4, 4, 2)
 // (the CTA kernel's instance that reads S, so that it covers any plan's rows).
 EXEC_STRIP(bench_exec_probe_strip_nodecode, 1, 0, 1)
 EXEC_STRIP_W1(bench_exec_probe_strip_w1_nodecode, 1, 0)
-// W1 with the two next tiles' groups loaded ahead (exec_strip_w1_body's AHEAD = 2; session 31),
-// 128 registers: on the H200 as many resident warps as W1 ahead at 112 (4 per scheduler).
-EXEC_STRIP_W1_X(bench_exec_strip_w1_ahead2, 0, 0, 2, 128, float)
-EXEC_STRIP_W1_X(bench_exec_strip_w1_ahead2_release_end, 0, 1, 2, 128, float)
 
 // Streaming probes (not a matvec; never compared): how fast the lean kernel's copy pipeline reads
 // the sm and code planes when an item (4 pieces of one tile-row each: 512 sm bytes and 256 code

@@ -65,11 +65,6 @@ pub enum ExecMatvecKernel {
     /// ahead (exec/w1.rs, session 30), released as W1's rule says. Exact class.
     #[cfg(feature = "bench")]
     VarStripW1Plain,
-    /// Bench: the production one-column plan with W1 ahead's launches on W1 with the two next
-    /// tiles' groups loaded ahead (`bench_exec_strip_w1_ahead2`, 128 registers; session 31), same
-    /// release point. Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1Ahead2,
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -219,8 +214,6 @@ impl ExecMatvecKernel {
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripW1Plain,
         #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarStripW1Ahead2,
-        #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeStripNoDecode,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeNoDecode,
@@ -290,8 +283,6 @@ impl ExecMatvecKernel {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripW1Plain => "var-strip-w1-plain",
             #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarStripW1Ahead2 => "var-strip-w1-ahead2",
-            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeStripNoDecode => "probe-strip-nodecode",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeNoDecode => "probe-nodecode",
@@ -353,8 +344,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarStripNoPairRule
             | ExecMatvecKernel::VarStripPerWarpSlices
             | ExecMatvecKernel::VarStripNoW1
-            | ExecMatvecKernel::VarStripW1Plain
-            | ExecMatvecKernel::VarStripW1Ahead2 => true,
+            | ExecMatvecKernel::VarStripW1Plain => true,
             #[cfg(feature = "bench")]
             ExecMatvecKernel::BoundedTile
             | ExecMatvecKernel::BoundedStep

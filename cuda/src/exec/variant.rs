@@ -86,13 +86,6 @@ impl GpuExecMatrix {
                     p => Ok(p),
                 }
             }
-            ExecMatvecKernel::VarStripW1Ahead2 => {
-                return Ok(self.one_column_plan()?.map(|p| match p.name {
-                    "exec_matvec_strip_w1_ahead" => Plan { name: "bench_exec_strip_w1_ahead2", ..p },
-                    "exec_matvec_strip_w1_ahead_release_end" => Plan { name: "bench_exec_strip_w1_ahead2_release_end", ..p },
-                    _ => p,
-                }));
-            }
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.production_choice(PRODUCTION_SLICES)? {

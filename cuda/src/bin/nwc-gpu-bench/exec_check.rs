@@ -14,7 +14,7 @@ use nwc_reference::{encode, DecodedMatrix, Elements, Mode, Shape, Weights};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
@@ -24,7 +24,6 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripPerWarpSlices,
     ExecMatvecKernel::VarStripNoW1,
     ExecMatvecKernel::VarStripW1Plain,
-    ExecMatvecKernel::VarStripW1Ahead2,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
