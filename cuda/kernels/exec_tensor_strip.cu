@@ -76,7 +76,10 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
 // decode. (The range alone one item ahead, at 8 and 32 columns, measured in session 25: -1.2% at
 // 8, +0.5% at 32; removed.)
 // CLUSTER (bench, session 28): launched in clusters of `splits` CTAs (exec_tcs_finish).
-template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false, bool CLUSTER = false>
+// EARLY: the next kernel released at the CTA's start instead of after its items (the
+// `_release_start` entry points; exec/tensor_strip_launch.rs takes them where the launch fills at
+// least 0.9 of the device's resident CTAs, session 31).
+template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false, bool CLUSTER = false, bool EARLY = false>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
                                               const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
@@ -104,7 +107,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
     // Programmatic dependent launch (grid_dependency_wait, common.cu): the warp's first item (lane
     // l < 16: row l's sm bytes, l >= 16: row l - 16's code bytes) asked of L2 before the wait;
     // activations, outputs and partial sums after it. The next kernel is released once the CTA's
-    // warps are done with their items.
+    // warps are done with their items, or with EARLY before the wait.
     if (i0 + warp < i1) {
         const exec_u32 c0 = ((i0 + warp) >> 2) * 512u + ((i0 + warp) & 3u) * 128u;
         const exec_u64 m = (exec_u64)gr * 16 + (lane & 15u);
@@ -119,6 +122,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         rng_n = make_uint2(__ldg(prow + i0 + warp), __ldg(prow + i0 + warp + 1));
         if (rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
+    if (EARLY) grid_dependency_release();
     grid_dependency_wait();
     for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
@@ -171,7 +175,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         exec_tcs_item<NT, XCHUNK, PROBE, AHEAD>(sv, cv, xv, rv, rbase, range, first, g, t, lane, esc, pent, x, ldx, ncols, K16, c0, acc);
         if (AHEAD && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
-    grid_dependency_release();
+    if (!EARLY) grid_dependency_release();
     exec_tcs_finish<NT, CLUSTER>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 
@@ -181,13 +185,14 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
 // 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER)                                                 \
+#define EXEC_TCS_EARLY(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER, EARLY)                                        \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
-        exec_tcs_body<NT, XCHUNK, PROBE, AHEAD, CLUSTER>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, \
-                                 out_bf16, poff, pent, part, splits);                                       \
+        exec_tcs_body<NT, XCHUNK, PROBE, AHEAD, CLUSTER, EARLY>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, \
+                                 ldy, out_bf16, poff, pent, part, splits);                                  \
     }
+#define EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER) EXEC_TCS_EARLY(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER, false)
 #define EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD) EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, false)
 #define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, false)
 
@@ -207,3 +212,10 @@ EXEC_TCS(exec_tensor_strip_n4, 4, true)
 EXEC_TCS_FULL(exec_tensor_strip_cluster_n1, 1, false, 0, __maxnreg__(80), false, true)
 EXEC_TCS_FULL(exec_tensor_strip_cluster_n2, 2, false, 0, __launch_bounds__(512, 1), true, true)
 EXEC_TCS_FULL(exec_tensor_strip_cluster_n4, 4, true, 0, __launch_bounds__(512, 1), false, true)
+// The same six, each releasing the next kernel at its CTAs' start (EARLY).
+EXEC_TCS_EARLY(exec_tensor_strip_n1_release_start, 1, false, 0, __maxnreg__(80), false, false, true)
+EXEC_TCS_EARLY(exec_tensor_strip_n2_release_start, 2, false, 0, __launch_bounds__(512, 1), true, false, true)
+EXEC_TCS_EARLY(exec_tensor_strip_n4_release_start, 4, true, 0, __launch_bounds__(512, 1), false, false, true)
+EXEC_TCS_EARLY(exec_tensor_strip_cluster_n1_release_start, 1, false, 0, __maxnreg__(80), false, true, true)
+EXEC_TCS_EARLY(exec_tensor_strip_cluster_n2_release_start, 2, false, 0, __launch_bounds__(512, 1), true, true, true)
+EXEC_TCS_EARLY(exec_tensor_strip_cluster_n4_release_start, 4, true, 0, __launch_bounds__(512, 1), false, true, true)

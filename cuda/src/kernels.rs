@@ -157,7 +157,7 @@ pub fn smem_allowance(limit: u32, optin: u32) -> u32 {
 }
 
 /// Every production entry point and the dynamic shared memory limit it is given (0: the default).
-pub const PRODUCTION: [(&str, u32); 75] = [
+pub const PRODUCTION: [(&str, u32); 81] = [
     // Gather (spec 15.3), both layouts (gather.cu).
     ("nwc_gather_bf16_l0", 0),
     ("nwc_gather_fp8_l0", 0),
@@ -253,6 +253,13 @@ pub const PRODUCTION: [(&str, u32); 75] = [
     ("exec_tensor_strip_cluster_n1", 0),
     ("exec_tensor_strip_cluster_n2", 0),
     ("exec_tensor_strip_cluster_n4", 0),
+    // The same, releasing the next kernel at their CTAs' start (launches that fill the device).
+    ("exec_tensor_strip_n1_release_start", 0),
+    ("exec_tensor_strip_n2_release_start", 0),
+    ("exec_tensor_strip_n4_release_start", 0),
+    ("exec_tensor_strip_cluster_n1_release_start", 0),
+    ("exec_tensor_strip_cluster_n2_release_start", 0),
+    ("exec_tensor_strip_cluster_n4_release_start", 0),
     // Dequant and gather (exec_dequant.cu).
     ("exec_dequant_d4", SMEM_OPTIN),
     ("exec_dequant_rows", 0),

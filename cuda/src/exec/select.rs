@@ -144,6 +144,11 @@ pub enum ExecMatvecKernel {
     /// (production until session 28).
     #[cfg(feature = "bench")]
     VarTcStripSumKernel,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode, production's launch with
+    /// the strip kernel releasing the next kernel after its items everywhere (production until
+    /// session 31, which releases launches that fill the device at their CTAs' start).
+    #[cfg(feature = "bench")]
+    VarTcStripReleaseEnd,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -195,6 +200,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripCluster,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripSumKernel,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripReleaseEnd,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -264,6 +271,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripCluster => "var-tc-strip-cluster",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripSumKernel => "var-tc-strip-sum-kernel",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripReleaseEnd => "var-tc-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -354,6 +363,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarTcStripXChunk
             | ExecMatvecKernel::VarTcStripCluster
             | ExecMatvecKernel::VarTcStripSumKernel
+            | ExecMatvecKernel::VarTcStripReleaseEnd
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

@@ -4,6 +4,7 @@
 //! ([`cluster_keeps_plan`]), else by the summing kernel (`exec_tensor_panel_sum`); the bench's
 //! variants of either.
 
+use super::release::{release_point, Breadth, Release};
 use super::tensor::{SplitLaunch, SplitSum};
 use super::tensor_strip::{tc_strip_plan, tc_strip_splits, TcStripGeometry, TcStripPlan, MAX_SPLITS};
 use super::GpuExecMatrix;
@@ -47,6 +48,10 @@ pub(super) enum StripVariant {
     /// session 28).
     #[cfg(feature = "bench")]
     SumKernel,
+    /// Production's launch on the entry point that releases the next kernel after its items,
+    /// whatever the launch's rounds (production until session 31).
+    #[cfg(feature = "bench")]
+    ReleaseEnd,
     /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
     /// 16 columns.
     #[cfg(feature = "bench")]
@@ -79,6 +84,20 @@ fn cluster_kernel(nt: u64) -> &'static str {
         2 => "exec_tensor_strip_cluster_n2",
         _ => "exec_tensor_strip_cluster_n4",
     }
+}
+
+/// The entry point of the strip kernel `name` that releases the next kernel at its CTAs' start
+/// (the production entry points release it after their items), None for any other.
+fn release_start_entry(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "exec_tensor_strip_n1" => "exec_tensor_strip_n1_release_start",
+        "exec_tensor_strip_n2" => "exec_tensor_strip_n2_release_start",
+        "exec_tensor_strip_n4" => "exec_tensor_strip_n4_release_start",
+        "exec_tensor_strip_cluster_n1" => "exec_tensor_strip_cluster_n1_release_start",
+        "exec_tensor_strip_cluster_n2" => "exec_tensor_strip_cluster_n2_release_start",
+        "exec_tensor_strip_cluster_n4" => "exec_tensor_strip_cluster_n4_release_start",
+        _ => return None,
+    })
 }
 
 /// A bounded strip launch as chosen: entry point, plan and how its splits are added.
@@ -118,20 +137,21 @@ impl GpuExecMatrix {
         };
         let (name, max_splits) = v.kernel(nt);
         let kernel_sum = |plan| TcStripChoice { name, plan, sum: SplitSum::Kernel };
+        // the plan, its splits added in a cluster where the cluster rule says so; the next kernel
+        // released after the items
+        let place = || -> Result<TcStripChoice, GpuError> {
+            let p = plain(name, max_splits)?;
+            // a plan of more splits than a cluster holds is never the cluster plan: no
+            // resident-cluster lookups for it
+            let fits = (2..=MAX_CLUSTER_SPLITS).contains(&u64::from(p.splits));
+            Ok(match if fits { clustered()? } else { None } {
+                Some(c) if cluster_keeps_plan(&p, &c) => TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster },
+                _ => kernel_sum(p),
+            })
+        };
         match v {
             StripVariant::Production => {
-                let choose = || -> Result<TcStripChoice, GpuError> {
-                    let p = plain(name, max_splits)?;
-                    // a plan of more splits than a cluster holds is never the cluster plan: no
-                    // resident-cluster lookups for it
-                    let fits = (2..=MAX_CLUSTER_SPLITS).contains(&u64::from(p.splits));
-                    Ok(match if fits { clustered()? } else { None } {
-                        Some(c) if cluster_keeps_plan(&p, &c) => {
-                            TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster }
-                        }
-                        _ => kernel_sum(p),
-                    })
-                };
+                let choose = || self.with_tc_release(place()?);
                 // The choice depends on the shape, the device and NT alone: kept with the matrix
                 // per NT (up to 32 occupancy lookups a launch otherwise).
                 match (warps, self.tc_strip_plans.get(nt.trailing_zeros() as usize)) {
@@ -151,8 +171,44 @@ impl GpuExecMatrix {
                 None => kernel_sum(plain(name, MAX_CLUSTER_SPLITS)?),
             }),
             #[cfg(feature = "bench")]
+            StripVariant::ReleaseEnd => place(),
+            #[cfg(feature = "bench")]
             _ => Ok(kernel_sum(plain(name, max_splits)?)),
         }
+    }
+
+    /// The CTAs of the launch `c` the device holds at once: for a cluster launch its resident
+    /// clusters x S, else SMs x resident CTAs per SM.
+    fn tc_strip_resident(&self, c: &TcStripChoice) -> Result<u64, GpuError> {
+        let TcStripChoice { name, plan: p, sum } = *c;
+        let threads = 32 * p.warps;
+        Ok(if sum == SplitSum::Cluster && p.splits > 1 {
+            u64::from(self.gpu.clusters_resident(name, threads, p.smem, p.splits)?) * u64::from(p.splits)
+        } else {
+            u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, threads, p.smem)?)
+        })
+    }
+
+    /// `c` on the entry point that releases the next kernel at its CTAs' start where its launch is
+    /// programmatic (one split, or splits added in a cluster) and fills at least 0.9 of the
+    /// device's resident CTAs ([`release_point`] of a [`Breadth::Narrow`] launch, the one-column
+    /// kernels' rule); elsewhere after its items, where the next kernel's CTAs would otherwise take
+    /// the free slots and sit, waiting, beside this whole kernel. Measured on the H200 (docs/gpu.md,
+    /// session 31; 16 shapes, N = 1..8, the start against the end in one process): at 0.97 of the
+    /// resident CTAs 1-2.5% faster on 5 of 5 shapes (4096x4096 +2%, 12288x1536 +2%) and 2560x9728
+    /// in clusters at 0.98 even; at 0.71-0.87 from -2% to +3% (14336x4096 -2%, 3584x8192 +3%);
+    /// under one round with few warps 9-11% slower (19456x2560 at 0.77 of the slots, 1000x3000 at
+    /// 0.48).
+    fn with_tc_release(&self, c: TcStripChoice) -> Result<TcStripChoice, GpuError> {
+        let programmatic = c.plan.splits == 1 || c.sum == SplitSum::Cluster;
+        let start = match release_start_entry(c.name) {
+            Some(start) if programmatic => {
+                let slots = self.tc_strip_resident(&c)?;
+                (release_point(u64::from(c.plan.grid), slots, Breadth::Narrow) == Release::Start).then_some(start)
+            }
+            _ => None,
+        };
+        Ok(TcStripChoice { name: start.unwrap_or(c.name), ..c })
     }
 
     /// The strip kernel `v` on `ncols` (at most 32) BF16 columns, launched as
@@ -177,6 +233,8 @@ pub struct TcStripPlanInfo {
     pub resident: u64,
     /// The splits are added in a thread-block cluster (else by the summing kernel).
     pub cluster: bool,
+    /// The launch releases the next kernel at its CTAs' start (else after its items).
+    pub release_start: bool,
 }
 
 #[cfg(feature = "bench")]
@@ -185,15 +243,12 @@ impl GpuExecMatrix {
     /// with `cluster`, the cluster variant's (its own plan, counting resident clusters).
     pub fn tc_strip_plan_info(&self, ncols: u32, cluster: bool) -> Result<TcStripPlanInfo, GpuError> {
         let v = if cluster { StripVariant::Cluster } else { StripVariant::Production };
-        let TcStripChoice { name, plan: p, sum } = self.tc_strip_choice(v, ncols)?;
-        let (threads, smem) = (32 * p.warps, p.smem);
-        let clustered = sum == SplitSum::Cluster && p.splits > 1;
-        let resident = if clustered {
-            u64::from(self.gpu.clusters_resident(name, threads, smem, p.splits)?) * u64::from(p.splits)
-        } else {
-            u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)
-        };
-        Ok(TcStripPlanInfo { warps: p.warps, splits: p.splits, grid: p.grid, resident, cluster: clustered })
+        let c = self.tc_strip_choice(v, ncols)?;
+        let resident = self.tc_strip_resident(&c)?;
+        let p = c.plan;
+        let cluster = c.sum == SplitSum::Cluster && p.splits > 1;
+        let release_start = c.name.ends_with("_release_start");
+        Ok(TcStripPlanInfo { warps: p.warps, splits: p.splits, grid: p.grid, resident, cluster, release_start })
     }
 }
 
@@ -201,6 +256,21 @@ impl GpuExecMatrix {
 mod tests {
     use super::*;
     use crate::exec::tensor_strip::tc_strip_smem;
+
+    #[test]
+    fn every_strip_entry_point_has_a_loaded_release_start_twin() {
+        let loaded = |name: &str| crate::kernels::PRODUCTION.iter().any(|&(n, _)| n == name);
+        for nt in [1, 2, 4] {
+            for name in [StripVariant::Production.kernel(nt).0, cluster_kernel(nt)] {
+                let start = release_start_entry(name).unwrap_or_else(|| panic!("{name}: no release-start entry"));
+                assert!(loaded(name) && loaded(start), "{name} / {start}");
+                assert_eq!(start, format!("{name}_release_start"));
+                // a release-start entry has no twin of its own: the rule applies once
+                assert_eq!(release_start_entry(start), None);
+            }
+        }
+        assert_eq!(release_start_entry("exec_tensor_panel_sum"), None);
+    }
 
     #[test]
     fn a_split_runs_in_clusters_only_where_they_leave_the_plan_as_it_is() {

@@ -82,8 +82,9 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 13] = [
+const TENSOR: [TensorKernel; 14] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
+    ("release-end (bench)", ExecMatvecKernel::VarTcStripReleaseEnd, |n| n <= 32),
     ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
     ("sum-kernel (bench)", ExecMatvecKernel::VarTcStripSumKernel, |n| n <= 32),
     ("stream", ExecMatvecKernel::BoundedStream, |n| n <= 16),
@@ -180,24 +181,31 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         println!("{line}{tag}");
         out.push(BatchRow { cublas_us, exact_us, tensor_us });
     }
-    // the bounded strip kernel's plans where they split: production's and the cluster variant's
-    // (CTAs per resident slot: how evenly each spreads), W as the plans choose it
+    // the bounded strip kernel's plans: production's (its CTAs per resident slot: how evenly it
+    // spreads, and where it releases the next kernel), and where it splits, the cluster variant's
     mats[0].force_tc_strip_warps(None)?;
-    for n in [1u32, 8, 16] {
+    for n in [1u32, 8, 16, 32] {
         let (p, c) = (mats[0].tc_strip_plan_info(n, false)?, mats[0].tc_strip_plan_info(n, true)?);
-        if p.splits > 1 {
-            let show = |i: nwc_cuda::exec::TcStripPlanInfo| {
-                format!(
-                    "W {} S {} grid {} resident {} ({:.2} rounds, {})",
-                    i.warps,
-                    i.splits,
-                    i.grid,
-                    i.resident,
-                    f64::from(i.grid) / i.resident as f64,
-                    if i.cluster { "in clusters" } else { "summing kernel" }
-                )
+        let show = |i: nwc_cuda::exec::TcStripPlanInfo| {
+            let sum = match (i.splits, i.cluster) {
+                (1, _) => "one split",
+                (_, true) => "in clusters",
+                _ => "summing kernel",
             };
+            let release = if i.release_start { "released at the start" } else { "released after the items" };
+            format!(
+                "W {} S {} grid {} resident {} ({:.2} rounds, {sum}, {release})",
+                i.warps,
+                i.splits,
+                i.grid,
+                i.resident,
+                f64::from(i.grid) / i.resident as f64
+            )
+        };
+        if p.splits > 1 {
             println!("  strip plan N = {n}: production {} | cluster {}", show(p), show(c));
+        } else {
+            println!("  strip plan N = {n}: production {}", show(p));
         }
     }
     Ok(out)
