@@ -100,17 +100,40 @@ fn release_start_entry(name: &str) -> Option<&'static str> {
     })
 }
 
-/// A bounded strip launch as chosen: entry point, plan and how its splits are added.
+/// Where a bounded strip launch lets the next kernel launch ([`Release::Start`] on a
+/// `_release_start` entry point, [`Release::End`] after its items): at the start where the launch
+/// is `programmatic` (one split, or splits added in a cluster; a launch followed by the summing
+/// kernel is serial) and its `grid` fills at least 0.9 of the device's resident CTAs (`slots`):
+/// [`release_point`] of a [`Breadth::Narrow`] launch, the one-column kernels' rule. Below it, the
+/// next kernel's CTAs would take the free slots and sit, waiting, beside this whole kernel.
+/// Measured on the H200 (docs/gpu.md, session 31; N = 1..8, the start against the end in one
+/// process): released at the start everywhere, at 0.97 of the resident CTAs 0.6-2.5% faster on 5
+/// of 5 shapes and 2560x9728 in clusters at 0.98 even, at 0.71-0.87 from -2% to +3%, under one
+/// round with few warps 9-11% slower (19456x2560, W = 2 at 0.77; 1000x3000 at 0.24); under this
+/// rule, of the 13 shapes it moved 9 ran 0.6-2.5% faster, 3 within 0.4%, 15744x4480 (W = 3)
+/// 0.6-0.9% slower.
+fn tc_release(grid: u64, slots: u64, programmatic: bool) -> Release {
+    if programmatic {
+        release_point(grid, slots, Breadth::Narrow)
+    } else {
+        Release::End
+    }
+}
+
+/// A bounded strip launch as chosen: entry point, plan, how its splits are added and where it
+/// releases the next kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct TcStripChoice {
     pub name: &'static str,
     pub plan: TcStripPlan,
     pub sum: SplitSum,
+    pub release: Release,
 }
 
 impl GpuExecMatrix {
     /// The launch of the strip kernel `v` on `ncols` BF16 columns: [`tc_strip_plan`] with this
-    /// device's occupancy, and for production the cluster rule (kept with the matrix per NT).
+    /// device's occupancy, and for production the cluster rule and the release rule
+    /// ([`tc_release`]; the choice kept with the matrix per NT).
     fn tc_strip_choice(&self, v: StripVariant, ncols: u32) -> Result<TcStripChoice, GpuError> {
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
         let geo = TcStripGeometry { rows: self.shape.rows, cols: self.shape.cols, items: self.item_columns(), nt };
@@ -136,7 +159,7 @@ impl GpuExecMatrix {
             Ok(Some(plan))
         };
         let (name, max_splits) = v.kernel(nt);
-        let kernel_sum = |plan| TcStripChoice { name, plan, sum: SplitSum::Kernel };
+        let kernel_sum = |plan| TcStripChoice { name, plan, sum: SplitSum::Kernel, release: Release::End };
         // the plan, its splits added in a cluster where the cluster rule says so; the next kernel
         // released after the items
         let place = || -> Result<TcStripChoice, GpuError> {
@@ -145,7 +168,9 @@ impl GpuExecMatrix {
             // resident-cluster lookups for it
             let fits = (2..=MAX_CLUSTER_SPLITS).contains(&u64::from(p.splits));
             Ok(match if fits { clustered()? } else { None } {
-                Some(c) if cluster_keeps_plan(&p, &c) => TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster },
+                Some(c) if cluster_keeps_plan(&p, &c) => {
+                    TcStripChoice { name: cluster_kernel(nt), plan: p, sum: SplitSum::Cluster, release: Release::End }
+                }
                 _ => kernel_sum(p),
             })
         };
@@ -167,7 +192,7 @@ impl GpuExecMatrix {
             }
             #[cfg(feature = "bench")]
             StripVariant::Cluster => Ok(match clustered()? {
-                Some(plan) => TcStripChoice { name: cluster_kernel(nt), plan, sum: SplitSum::Cluster },
+                Some(plan) => TcStripChoice { name: cluster_kernel(nt), plan, sum: SplitSum::Cluster, release: Release::End },
                 None => kernel_sum(plain(name, MAX_CLUSTER_SPLITS)?),
             }),
             #[cfg(feature = "bench")]
@@ -180,7 +205,7 @@ impl GpuExecMatrix {
     /// The CTAs of the launch `c` the device holds at once: for a cluster launch its resident
     /// clusters x S, else SMs x resident CTAs per SM.
     fn tc_strip_resident(&self, c: &TcStripChoice) -> Result<u64, GpuError> {
-        let TcStripChoice { name, plan: p, sum } = *c;
+        let TcStripChoice { name, plan: p, sum, .. } = *c;
         let threads = 32 * p.warps;
         Ok(if sum == SplitSum::Cluster && p.splits > 1 {
             u64::from(self.gpu.clusters_resident(name, threads, p.smem, p.splits)?) * u64::from(p.splits)
@@ -189,32 +214,22 @@ impl GpuExecMatrix {
         })
     }
 
-    /// `c` on the entry point that releases the next kernel at its CTAs' start where its launch is
-    /// programmatic (one split, or splits added in a cluster) and fills at least 0.9 of the
-    /// device's resident CTAs ([`release_point`] of a [`Breadth::Narrow`] launch, the one-column
-    /// kernels' rule); elsewhere after its items, where the next kernel's CTAs would otherwise take
-    /// the free slots and sit, waiting, beside this whole kernel. Measured on the H200 (docs/gpu.md,
-    /// session 31; 16 shapes, N = 1..8, the start against the end in one process): at 0.97 of the
-    /// resident CTAs 1-2.5% faster on 5 of 5 shapes (4096x4096 +2%, 12288x1536 +2%) and 2560x9728
-    /// in clusters at 0.98 even; at 0.71-0.87 from -2% to +3% (14336x4096 -2%, 3584x8192 +3%);
-    /// under one round with few warps 9-11% slower (19456x2560 at 0.77 of the slots, 1000x3000 at
-    /// 0.48).
+    /// `c` released where [`tc_release`] says, on the entry point that releases at its CTAs' start
+    /// where that is the start.
     fn with_tc_release(&self, c: TcStripChoice) -> Result<TcStripChoice, GpuError> {
-        let programmatic = c.plan.splits == 1 || c.sum == SplitSum::Cluster;
-        let start = match release_start_entry(c.name) {
-            Some(start) if programmatic => {
-                let slots = self.tc_strip_resident(&c)?;
-                (release_point(u64::from(c.plan.grid), slots, Breadth::Narrow) == Release::Start).then_some(start)
-            }
-            _ => None,
+        let Some(start) = release_start_entry(c.name) else {
+            return Ok(c);
         };
-        Ok(TcStripChoice { name: start.unwrap_or(c.name), ..c })
+        let programmatic = c.plan.splits == 1 || c.sum == SplitSum::Cluster;
+        let release = tc_release(u64::from(c.plan.grid), self.tc_strip_resident(&c)?, programmatic);
+        let name = if release == Release::Start { start } else { c.name };
+        Ok(TcStripChoice { name, release, ..c })
     }
 
     /// The strip kernel `v` on `ncols` (at most 32) BF16 columns, launched as
     /// [`GpuExecMatrix::tc_strip_choice`] says.
     pub(super) fn tc_strip_launch(&self, v: StripVariant, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        let TcStripChoice { name, plan, sum } = self.tc_strip_choice(v, ncols)?;
+        let TcStripChoice { name, plan, sum, .. } = self.tc_strip_choice(v, ncols)?;
         let launch =
             SplitLaunch { name, grid: plan.grid, threads: 32 * plan.warps, smem: plan.smem, splits: plan.splits, waits: true, sum };
         self.split_launch(launch, x, ncols, bias, out_bf16, y)
@@ -247,7 +262,7 @@ impl GpuExecMatrix {
         let resident = self.tc_strip_resident(&c)?;
         let p = c.plan;
         let cluster = c.sum == SplitSum::Cluster && p.splits > 1;
-        let release_start = c.name.ends_with("_release_start");
+        let release_start = c.release == Release::Start;
         Ok(TcStripPlanInfo { warps: p.warps, splits: p.splits, grid: p.grid, resident, cluster, release_start })
     }
 }
@@ -256,6 +271,21 @@ impl GpuExecMatrix {
 mod tests {
     use super::*;
     use crate::exec::tensor_strip::tc_strip_smem;
+
+    #[test]
+    fn a_launch_that_fills_the_device_releases_at_its_start() {
+        // 4096x4096 at 8 columns on the H200: 256 CTAs of 11 warps, 264 resident
+        assert_eq!(tc_release(256, 264, true), Release::Start);
+        assert_eq!(tc_release(90, 100, true), Release::Start);
+        assert_eq!(tc_release(89, 100, true), Release::End);
+        // 19456x2560: 1216 CTAs of 2 warps, 1584 resident (0.77); 1000x3000: 63 of 264
+        assert_eq!(tc_release(1216, 1584, true), Release::End);
+        assert_eq!(tc_release(63, 264, true), Release::End);
+        // past one round the start too: the next kernel launches once the last wave has started
+        assert_eq!(tc_release(1216, 660, true), Release::Start);
+        // a split launch whose splits the summing kernel adds is serial: no early release
+        assert_eq!(tc_release(480, 489, false), Release::End);
+    }
 
     #[test]
     fn every_strip_entry_point_has_a_loaded_release_start_twin() {
