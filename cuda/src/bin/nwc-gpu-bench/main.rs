@@ -47,6 +47,7 @@ mod batch;
 mod ceiling;
 mod exec;
 mod exec_batch;
+mod exec_chain;
 mod exec_check;
 mod exec_host;
 mod exec_variants;
