@@ -12,7 +12,8 @@
 //! (`--batch`: only the batched comparison, batch 1..16 against cuBLAS GEMM; `--ceiling`: only
 //! where the exact matvec's time goes, `ceiling.rs`; `--exec-profile`, `--exec-sweep N[:W]`: the
 //! execution layout's kernels for Nsight Compute, and against the reference on random shapes,
-//! `exec_check.rs`; `--exec-variants [--real FILE] [--exec-shapes MxK,...]`: the one-column kernels,
+//! `exec_check.rs` (its dependent chains `exec_chain.rs`); `--exec-variants [--real FILE]
+//! [--exec-shapes MxK,...]`: the one-column kernels,
 //! their bench variants and ceiling probes beside cuBLAS on the 8 bench shapes or the shapes listed,
 //! after the sweep when both are given, `exec_variants.rs`; with `--exec-strip-plans W:RS[:S],...`,
 //! the strip kernel's CTAs forced to each launch shape instead of the variants, with `--exec-pdl` only
