@@ -110,8 +110,8 @@ fn release_start_entry(name: &str) -> Option<&'static str> {
 /// process): released at the start everywhere, at 0.97 of the resident CTAs 0.6-2.5% faster on 5
 /// of 5 shapes and 2560x9728 in clusters at 0.98 even, at 0.71-0.87 from -2% to +3%, under one
 /// round with few warps 9-11% slower (19456x2560, W = 2 at 0.77; 1000x3000 at 0.24); under this
-/// rule, of the 13 shapes it moved 9 ran 0.6-2.5% faster, 3 within 0.4%, 15744x4480 (W = 3)
-/// 0.6-0.9% slower.
+/// rule, of the 13 shapes it moved 9 ran 0.4-2.5% faster, 3 within 0.4%, 15744x4480 (W = 3)
+/// 0.6-1.1% slower.
 fn tc_release(grid: u64, slots: u64, programmatic: bool) -> Release {
     if programmatic {
         release_point(grid, slots, Breadth::Narrow)
