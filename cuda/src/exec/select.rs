@@ -149,6 +149,11 @@ pub enum ExecMatvecKernel {
     /// session 31, which releases launches that fill the device at their CTAs' start).
     #[cfg(feature = "bench")]
     VarTcStripReleaseEnd,
+    /// Bench: [`ExecMatvecKernel::Bounded`] up to 32 columns per decode with a split launch held
+    /// to the least splits that spread its row groups, also where its plan then runs more than one
+    /// wave (production until session 32, which takes up to 8 splits where they fit one wave).
+    #[cfg(feature = "bench")]
+    VarTcStripLeastSplits,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -202,6 +207,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripSumKernel,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripReleaseEnd,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripLeastSplits,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -273,6 +280,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripSumKernel => "var-tc-strip-sum-kernel",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripReleaseEnd => "var-tc-strip-release-end",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripLeastSplits => "var-tc-strip-least-splits",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -364,6 +373,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarTcStripCluster
             | ExecMatvecKernel::VarTcStripSumKernel
             | ExecMatvecKernel::VarTcStripReleaseEnd
+            | ExecMatvecKernel::VarTcStripLeastSplits
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

@@ -94,6 +94,8 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripReleaseEnd if nt <= 4 => TensorFamily::Strip(StripVariant::ReleaseEnd),
             #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripLeastSplits if nt <= 4 => TensorFamily::Strip(StripVariant::LeastSplits),
+            #[cfg(feature = "bench")]
             ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
             _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
             _ => TensorFamily::Panel(PanelRows::Auto),

@@ -97,49 +97,111 @@ fn wave_items(items: u64, waves: u64) -> u64 {
     }
 }
 
-/// The splits by [`tc_strip_splits`], then W (1 to 16, at most the split's item columns): the CTAs
-/// run in waves of `resident(threads, smem)` (the device's resident CTAs: SMs x CTAs per SM, or
-/// for a cluster launch the resident clusters x S) and a warp runs ceil(items / S / W)
-/// items one after the other, so the plan takes the W with the fewest waves x items per warp, on
-/// a tie the fewest warps (fewer wait at the CTA's barrier). Where the units outnumber the SMs,
-/// only a W at which an SM holds at least two CTAs (unless none does): with one, each CTA's last
-/// item, partial sums and barrier leave its SM idle until the next CTA starts; measured on the
-/// H200 (docs/gpu.md, session 18, W forced to 2..16), the model's W = 16 at 16 and 32 columns
-/// ran 14-19% slower than W = 4 on 6144x4096 and 21-24% slower than W = 2 or 4 on 14336x4096,
-/// while on the 12 other shapes its choice was within 2% of the best forced W or better. A W that
-/// gives each warp one item per CTA in more than one wave counts two items a wave
-/// ([`wave_items`]). `warps` (bench) holds W to one value (at most the split's item columns).
-pub(super) fn tc_strip_plan(
+/// How a plan takes its splits S.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SplitRule {
+    /// The least S of [`tc_strip_splits`]; where its plan runs the CTAs in more than one wave, the
+    /// S from there to [`ONE_WAVE_MOST_SPLITS`] whose plan fits one wave at no more waves x items
+    /// per warp, the least such cost, on a tie the fewest splits (session 32).
+    OneWave,
+    /// Bench: the least S of [`tc_strip_splits`] alone (production until session 32).
+    #[cfg(feature = "bench")]
+    Least,
+}
+
+/// The most splits [`SplitRule::OneWave`] takes to fit one wave (a thread-block cluster's portable
+/// size). A second wave pays every CTA's start, activations, partial sums and barrier again and
+/// leaves SMs idle between the waves, which waves x items per warp leaves out. Measured on the
+/// H200 (docs/gpu.md, session 32, 19 split shapes at 1..32 columns): where the least S ran 1.8-2.8
+/// waves at 16 and 32 columns (2304x8192, 2320x8256, 2368x15680, 2320x12864: W = 5 or 7 on 5
+/// splits, summing kernel), W = 2 on 7 splits in one wave ran 4-24% faster on 8 of 8 rows; the
+/// same search without the one-wave condition lost up to 19% where it moved one-wave plans (out
+/// of a cluster, or into 2.9 waves of 2 items), and up to 64 splits (CTAs of one warp on 13-31
+/// splits) lost up to 31%.
+const ONE_WAVE_MOST_SPLITS: u64 = 8;
+
+/// A plan and what the model says of it.
+#[derive(Clone, Copy, Debug)]
+struct Costed {
+    plan: TcStripPlan,
+    /// Waves x items per warp ([`wave_items`]).
+    cost: u64,
+    waves: u64,
+}
+
+/// The plan at `s` splits: W (1 to 16, at most the split's item columns) where the CTAs run in
+/// waves of `resident(threads, smem, s)` (the device's resident CTAs: SMs x CTAs per SM, or for a
+/// cluster launch the resident clusters x S) and a warp runs ceil(items / S / W) items one after
+/// the other, so the plan takes the W with the fewest waves x items per warp, on a tie the fewest
+/// warps (fewer wait at the CTA's barrier). Where the units outnumber the SMs, only a W at which
+/// an SM holds at least two CTAs (unless none does): with one, each CTA's last item, partial sums
+/// and barrier leave its SM idle until the next CTA starts; measured on the H200 (docs/gpu.md,
+/// session 18, W forced to 2..16), the model's W = 16 at 16 and 32 columns ran 14-19% slower than
+/// W = 4 on 6144x4096 and 21-24% slower than W = 2 or 4 on 14336x4096, while on the 12 other
+/// shapes its choice was within 2% of the best forced W or better. A W that gives each warp one
+/// item per CTA in more than one wave counts two items a wave ([`wave_items`]). `warps` (bench)
+/// holds W to one value (at most the split's item columns).
+fn tc_strip_plan_at(
     g: TcStripGeometry,
+    s: u64,
     sm_count: u64,
-    max_splits: u64,
     warps: Option<u64>,
-    mut resident: impl FnMut(u32, u32) -> Result<u64, GpuError>,
-) -> Result<TcStripPlan, GpuError> {
-    let s = tc_strip_splits(g, sm_count, max_splits);
+    resident: &mut impl FnMut(u32, u32, u64) -> Result<u64, GpuError>,
+) -> Result<Option<Costed>, GpuError> {
     let per = g.items.div_ceil(s).max(1);
     let units = g.rows.div_ceil(16) * s;
     let (lo, hi) = match warps {
         Some(w) => (w.clamp(1, per), w.clamp(1, per)),
         None => (1, MAX_WARPS.min(per)),
     };
-    // (cost, plan) of the best W with two resident CTAs per SM and of the best of all
-    let mut best: [Option<(u64, TcStripPlan)>; 2] = [None, None];
+    // the best W with two resident CTAs per SM and the best of all
+    let mut best: [Option<Costed>; 2] = [None, None];
     for w in lo..=hi {
         let smem = tc_strip_smem(w, g.nt);
-        let wave = resident(32 * w as u32, smem as u32)?.max(1);
+        let wave = resident(32 * w as u32, smem as u32, s)?.max(1);
         let per_sm = wave / sm_count;
-        let cost = units.div_ceil(wave) * wave_items(per.div_ceil(w), units.div_ceil(wave));
+        let waves = units.div_ceil(wave);
+        let cost = waves * wave_items(per.div_ceil(w), waves);
         let plan = TcStripPlan { warps: w as u32, splits: s as u32, grid: units as u32, smem: smem as u32 };
         for (slot, ok) in best.iter_mut().zip([per_sm >= 2, true]) {
-            if ok && slot.is_none_or(|(b, _)| cost < b) {
-                *slot = Some((cost, plan));
+            if ok && slot.is_none_or(|b| cost < b.cost) {
+                *slot = Some(Costed { plan, cost, waves });
             }
         }
     }
     let [paired, any] = best;
-    let choice = if units > sm_count { paired.or(any) } else { any };
-    choice.map(|(_, plan)| plan).ok_or(GpuError::Unsupported("no CTA of the bounded strip kernel"))
+    Ok(if units > sm_count { paired.or(any) } else { any })
+}
+
+/// The splits by `rule` (the least by [`tc_strip_splits`], and for [`SplitRule::OneWave`] more
+/// where they fit one wave) and W by [`tc_strip_plan_at`].
+pub(super) fn tc_strip_plan(
+    g: TcStripGeometry,
+    sm_count: u64,
+    max_splits: u64,
+    rule: SplitRule,
+    warps: Option<u64>,
+    mut resident: impl FnMut(u32, u32, u64) -> Result<u64, GpuError>,
+) -> Result<TcStripPlan, GpuError> {
+    let least = tc_strip_splits(g, sm_count, max_splits);
+    let none = GpuError::Unsupported("no CTA of the bounded strip kernel");
+    let first = tc_strip_plan_at(g, least, sm_count, warps, &mut resident)?.ok_or(none)?;
+    let mut choice = first;
+    if rule == SplitRule::OneWave && least > 1 && first.waves > 1 {
+        // at most the splits a cluster holds, and no split empty
+        for s in least + 1..=ONE_WAVE_MOST_SPLITS.min(max_splits).min(g.items) {
+            if (s - 1) * g.items.div_ceil(s) >= g.items {
+                continue;
+            }
+            if let Some(c) = tc_strip_plan_at(g, s, sm_count, warps, &mut resident)? {
+                let better = if choice.waves > 1 { c.cost <= first.cost } else { c.cost < choice.cost };
+                if c.waves == 1 && better {
+                    choice = c;
+                }
+            }
+        }
+    }
+    Ok(choice.plan)
 }
 
 #[cfg(test)]
@@ -155,7 +217,7 @@ mod tests {
     /// An H200-like device: 132 SMs, 64 K registers per SM at 96 per thread, at most 32 CTAs and
     /// 64 warps per SM.
     fn h200(rows: u64, cols: u64, ncols: u64) -> TcStripPlan {
-        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, None, |threads, _| {
+        tc_strip_plan(geo(rows, cols, ncols), 132, MAX_SPLITS, SplitRule::OneWave, None, |threads, _, _| {
             Ok(132 * u64::from((65_536 / (96 * threads)).min(32).min(2048 / threads)))
         })
         .unwrap()
@@ -167,8 +229,9 @@ mod tests {
         // 480 units: 4 per SM against 3.64, exactly 10% above
         assert_eq!(h200(2560, 9728, 8).splits, 3);
         assert_eq!(h200(2560, 9728, 8).grid, 480);
-        // 144 row groups (2 against 1.09): 5 x 144 = 720 units, 6 per SM against 5.45
-        assert_eq!(h200(2304, 8192, 8).splits, 5);
+        // 144 row groups (2 against 1.09): 5 x 144 = 720 units, 6 per SM against 5.45 (the least
+        // S; this model's plan, 21 warps per SM, takes 6 to fit one wave)
+        assert_eq!(tc_strip_splits(geo(2304, 8192, 8), 132, MAX_SPLITS), 5);
         // 176 row groups: 2 against 1.33, exactly 50% above, still split
         assert!(h200(2816, 8192, 16).splits > 1);
     }
@@ -224,7 +287,10 @@ mod tests {
         // row groups: one CTA of 16 warps per SM would give the fewest waves x items (3 x 2 and
         // 7 x 2); the plan takes a W with at least two CTAs per SM
         let plan = |m: u64| {
-            tc_strip_plan(geo(m, 4096, 16), 132, MAX_SPLITS, None, |threads, _| Ok(132 * u64::from(65_536 / (128 * threads)))).unwrap()
+            tc_strip_plan(geo(m, 4096, 16), 132, MAX_SPLITS, SplitRule::OneWave, None, |threads, _, _| {
+                Ok(132 * u64::from(65_536 / (128 * threads)))
+            })
+            .unwrap()
         };
         for m in [6144, 14336] {
             assert!(plan(m).warps <= 8, "{m}: {:?}", plan(m));
@@ -237,7 +303,10 @@ mod tests {
     fn one_item_per_warp_in_several_waves_counts_twice() {
         // 80 registers (the kernel at 8 columns on the H200): 24 warps per SM
         let at80 = |m: u64, k: u64| {
-            tc_strip_plan(geo(m, k, 8), 132, MAX_SPLITS, None, |threads, _| Ok(132 * u64::from((768 / threads).min(32)))).unwrap()
+            tc_strip_plan(geo(m, k, 8), 132, MAX_SPLITS, SplitRule::OneWave, None, |threads, _, _| {
+                Ok(132 * u64::from((768 / threads).min(32)))
+            })
+            .unwrap()
         };
         // 134 row groups split 9 ways (11 items each): W = 11 ran them one item per warp in
         // 4.6 waves (5 x 1 against 1 x 6 at W = 2; measured 27.4 us against 18.7)
@@ -253,6 +322,35 @@ mod tests {
         assert_eq!(wave_items(1, 1), 1);
         assert_eq!(wave_items(1, 2), 2);
         assert_eq!(wave_items(3, 5), 3);
+    }
+
+    #[test]
+    fn splits_past_the_least_only_to_fit_one_wave() {
+        // the H200's resident warps per SM: 24 at 8 columns (80 registers), 16 at 16 and 32
+        let at = |m: u64, k: u64, ncols: u64, rule| {
+            let per_sm = if ncols <= 8 { 24 } else { 16 };
+            tc_strip_plan(geo(m, k, ncols), 132, MAX_SPLITS, rule, None, |threads, _, _| {
+                Ok(132 * u64::from((per_sm / (threads / 32)).min(32)))
+            })
+            .unwrap()
+        };
+        let one = |m, k, ncols| {
+            let p = at(m, k, ncols, SplitRule::OneWave);
+            (p.warps, p.splits, p.grid)
+        };
+        // 144 row groups of 64 item columns at 16 columns: the least S (5) gives W = 5 in two
+        // waves of 3 items (720 CTAs, 396 resident); 7 splits W = 2 in one wave of 5
+        assert_eq!(one(2304, 8192, 16), (2, 7, 1008));
+        // at 8 columns the least S's plan is one wave: kept (W = 4, 5 splits)
+        assert_eq!(one(2304, 8192, 8), (4, 5, 720));
+        // 160 row groups: one wave at S = 3 at 8 and 16 columns
+        assert_eq!(one(2560, 9728, 8), (6, 3, 480));
+        assert_eq!(one(2560, 9728, 16), (4, 3, 480));
+        // unsplit matrices stay unsplit, whatever their waves (19456x2560 at 16: W = 3, 2 waves)
+        assert_eq!(one(19456, 2560, 16).1, 1);
+        assert_eq!(one(4096, 4096, 16).1, 1);
+        // a least S past 8 is kept (2144x12288: 9)
+        assert_eq!(one(2144, 12288, 8).1, 9);
     }
 
     #[test]

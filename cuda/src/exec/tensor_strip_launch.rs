@@ -6,7 +6,7 @@
 
 use super::release::{release_point, Breadth, Release};
 use super::tensor::{SplitLaunch, SplitSum};
-use super::tensor_strip::{tc_strip_plan, tc_strip_splits, TcStripGeometry, TcStripPlan, MAX_SPLITS};
+use super::tensor_strip::{tc_strip_plan, tc_strip_splits, SplitRule, TcStripGeometry, TcStripPlan, MAX_SPLITS};
 use super::GpuExecMatrix;
 use crate::GpuError;
 
@@ -52,6 +52,10 @@ pub(super) enum StripVariant {
     /// whatever the launch's rounds (production until session 31).
     #[cfg(feature = "bench")]
     ReleaseEnd,
+    /// Production's launch rules on the least splits alone ([`SplitRule::Least`]; production
+    /// until session 32).
+    #[cfg(feature = "bench")]
+    LeastSplits,
     /// Ceiling probe (not a matvec): the loaded words used as weights, no decode, no patch; up to
     /// 16 columns.
     #[cfg(feature = "bench")]
@@ -141,19 +145,24 @@ impl GpuExecMatrix {
         let warps = self.tc_strip_force;
         #[cfg(not(feature = "bench"))]
         let warps = None;
+        #[cfg(feature = "bench")]
+        let rule = if v == StripVariant::LeastSplits { SplitRule::Least } else { SplitRule::OneWave };
+        #[cfg(not(feature = "bench"))]
+        let rule = SplitRule::OneWave;
         let sms = u64::from(self.gpu.sm_count);
         let plain = |name: &'static str, max_splits: u64| {
-            tc_strip_plan(geo, sms, max_splits, warps, |threads, smem| Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)))
+            tc_strip_plan(geo, sms, max_splits, rule, warps, |threads, smem, _| {
+                Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?))
+            })
         };
         // the plan with W from the resident clusters of S CTAs (compute capability 9.0 and later,
         // S >= 2), None elsewhere
         let clustered = || -> Result<Option<TcStripPlan>, GpuError> {
-            let s = tc_strip_splits(geo, sms, MAX_CLUSTER_SPLITS);
-            if self.gpu.compute_capability.0 < 9 || s < 2 {
+            if self.gpu.compute_capability.0 < 9 || tc_strip_splits(geo, sms, MAX_CLUSTER_SPLITS) < 2 {
                 return Ok(None);
             }
             let name = cluster_kernel(nt);
-            let plan = tc_strip_plan(geo, sms, MAX_CLUSTER_SPLITS, warps, |threads, smem| {
+            let plan = tc_strip_plan(geo, sms, MAX_CLUSTER_SPLITS, rule, warps, |threads, smem, s| {
                 Ok(u64::from(self.gpu.clusters_resident(name, threads, smem, s as u32)?) * s)
             })?;
             Ok(Some(plan))
@@ -197,6 +206,8 @@ impl GpuExecMatrix {
             }),
             #[cfg(feature = "bench")]
             StripVariant::ReleaseEnd => place(),
+            #[cfg(feature = "bench")]
+            StripVariant::LeastSplits => self.with_tc_release(place()?),
             #[cfg(feature = "bench")]
             _ => Ok(kernel_sum(plain(name, max_splits)?)),
         }
@@ -254,10 +265,15 @@ pub struct TcStripPlanInfo {
 
 #[cfg(feature = "bench")]
 impl GpuExecMatrix {
-    /// Bench: the launch of the bounded strip kernel on `ncols` (1..=32) columns, production's or,
-    /// with `cluster`, the cluster variant's (its own plan, counting resident clusters).
-    pub fn tc_strip_plan_info(&self, ncols: u32, cluster: bool) -> Result<TcStripPlanInfo, GpuError> {
-        let v = if cluster { StripVariant::Cluster } else { StripVariant::Production };
+    /// Bench: the launch of the bounded strip kernel on `ncols` (1..=32) columns of `kernel`:
+    /// the cluster variant's (its own plan, counting resident clusters), the least splits', or
+    /// for any other kernel production's.
+    pub fn tc_strip_plan_info(&self, ncols: u32, kernel: super::ExecMatvecKernel) -> Result<TcStripPlanInfo, GpuError> {
+        let v = match kernel {
+            super::ExecMatvecKernel::VarTcStripCluster => StripVariant::Cluster,
+            super::ExecMatvecKernel::VarTcStripLeastSplits => StripVariant::LeastSplits,
+            _ => StripVariant::Production,
+        };
         let c = self.tc_strip_choice(v, ncols)?;
         let resident = self.tc_strip_resident(&c)?;
         let p = c.plan;

@@ -53,28 +53,39 @@ pub fn tensor_runs() -> Vec<TensorRun> {
     v
 }
 
+/// One timed column of `kernel`, at the batch sizes `runs`, warps as its plan says unless `warps`.
+fn column(label: String, kernel: ExecMatvecKernel, runs: fn(usize) -> bool, warps: Option<u64>) -> TensorRun {
+    TensorRun { label, kernel, runs, warps, launch: DependentLaunch::default() }
+}
+
+/// `--exec-batch --exec-kernels`: the production choice, then each tensor-core kernel of `list`
+/// (at the batch sizes of its [`TENSOR`] entry, else all); an exact kernel is refused.
+pub fn named(list: &[ExecMatvecKernel]) -> Res<Vec<TensorRun>> {
+    let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
+    for &kernel in list {
+        if kernel.is_exact() {
+            return Err(format!("--exec-batch --exec-kernels: {} is an exact kernel, not a tensor-core one", kernel.name()).into());
+        }
+        let runs = match TENSOR.iter().find(|t| t.1 == kernel) {
+            Some(t) => t.2,
+            None => |_| true,
+        };
+        v.push(column(kernel.name().to_owned(), kernel, runs, None));
+    }
+    Ok(v)
+}
+
 /// `--exec-tc-warps`: the production choice, then the bounded strip kernel (1..32 columns) with
 /// each of `list`'s warps per CTA forced, its splits as the plan's.
 pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
-    let mut v = vec![TensorRun {
-        label: "bounded".to_owned(),
-        kernel: ExecMatvecKernel::Bounded,
-        runs: |_| true,
-        warps: None,
-        launch: DependentLaunch::default(),
-    }];
-    v.extend(list.iter().map(|&w| TensorRun {
-        label: format!("strip-w{w}"),
-        kernel: ExecMatvecKernel::Bounded,
-        runs: |n| n <= 32,
-        warps: Some(w),
-        launch: DependentLaunch::default(),
-    }));
+    let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
+    v.extend(list.iter().map(|&w| column(format!("strip-w{w}"), ExecMatvecKernel::Bounded, |n| n <= 32, Some(w))));
     v
 }
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
-/// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the stream kernel
+/// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the strip kernel
+/// held to the least splits (production until session 32), the stream kernel
 /// (the choice to 16 columns before session 13), the strip kernel with every split launch in
 /// clusters (session 28) and with none (production until session 28), the strip kernel held to
 /// one split and, at 16
@@ -82,8 +93,9 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 14] = [
+const TENSOR: [TensorKernel; 15] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
+    ("least-splits (bench)", ExecMatvecKernel::VarTcStripLeastSplits, |n| n <= 32),
     ("release-end (bench)", ExecMatvecKernel::VarTcStripReleaseEnd, |n| n <= 32),
     ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
     ("sum-kernel (bench)", ExecMatvecKernel::VarTcStripSumKernel, |n| n <= 32),
@@ -185,7 +197,8 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
     // spreads, and where it releases the next kernel), and where it splits, the cluster variant's
     mats[0].force_tc_strip_warps(None)?;
     for n in [1u32, 8, 16, 32] {
-        let (p, c) = (mats[0].tc_strip_plan_info(n, false)?, mats[0].tc_strip_plan_info(n, true)?);
+        let info = |k| mats[0].tc_strip_plan_info(n, k);
+        let (p, c) = (info(ExecMatvecKernel::Bounded)?, info(ExecMatvecKernel::VarTcStripCluster)?);
         let show = |i: nwc_cuda::exec::TcStripPlanInfo| {
             let sum = match (i.splits, i.cluster) {
                 (1, _) => "one split",
@@ -202,11 +215,15 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
                 f64::from(i.grid) / i.resident as f64
             )
         };
+        let mut line = format!("  strip plan N = {n}: production {}", show(p));
         if p.splits > 1 {
-            println!("  strip plan N = {n}: production {} | cluster {}", show(p), show(c));
-        } else {
-            println!("  strip plan N = {n}: production {}", show(p));
+            line += &format!(" | cluster {}", show(c));
         }
+        let l = info(ExecMatvecKernel::VarTcStripLeastSplits)?;
+        if (l.warps, l.splits, l.cluster) != (p.warps, p.splits, p.cluster) {
+            line += &format!(" | least splits {}", show(l));
+        }
+        println!("{line}");
     }
     Ok(out)
 }

@@ -22,8 +22,8 @@ pub(super) const CHAIN_MIN_WEIGHTS: u64 = 2_000_000;
 /// output while the one before still read it, would differ. Exact chains (the execution layout's
 /// one-column kernels on square matrices of the rows, CTA strip and W1 shapes, ping-pong between
 /// two buffers; format 10's layout 0 kernel likewise) against the reference's chain bit for bit;
-/// bounded chains (tensor cores, 8 columns, a buffer per step; one with a split launch and its
-/// summing kernel) each step against spec 19.6 for the input it read. Returns the number of
+/// bounded chains (tensor cores, 8 or 16 columns, a buffer per step; split launches added in a
+/// cluster and by the summing kernel) each step against spec 19.6 for the input it read. Returns the number of
 /// chains that failed.
 pub(super) fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
     let mut failed = 0;
@@ -31,9 +31,10 @@ pub(super) fn chain(gpu: &Arc<Gpu>) -> Res<usize> {
         failed += usize::from(!exec_chain(gpu, k, i as u64)?);
     }
     failed += usize::from(!format10_chain(gpu)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4, ExecMatvecKernel::Bounded)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::Bounded)?);
-    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, ExecMatvecKernel::VarTcStripSumKernel)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2048, 2048)], 4, 8, ExecMatvecKernel::Bounded)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, 8, ExecMatvecKernel::Bounded)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2560, 9728), (9728, 2560)], 4, 8, ExecMatvecKernel::VarTcStripSumKernel)?);
+    failed += usize::from(!bounded_chain(gpu, &[(2304, 8192), (8192, 2304)], 2, 16, ExecMatvecKernel::Bounded)?);
     for (m, k) in [(2560u64, 9728u64), (2304, 8192)] {
         failed += usize::from(!cluster_matches(gpu, m, k)?);
     }
@@ -157,15 +158,16 @@ fn format10_chain(gpu: &Arc<Gpu>) -> Res<bool> {
     Ok(report_exact(format!("format-10 chain {k}x{k}"), &s.clone_dtoh(last)?, &want))
 }
 
-/// The bounded (tensor-core) matvec on 8 BF16 columns through the matrices `shapes` (M x K) in
+/// The bounded (tensor-core) matvec on `nb` BF16 columns through the matrices `shapes` (M x K) in
 /// turn, each one's K the one before's M (the last's M the first's K), `steps` steps, a buffer per
 /// step; each step's outputs against spec 19.6 for the inputs it read (read back at the end).
 /// 2048x2048 runs the one-split strip kernel; 2560x9728 splits its items in 3 (on the H200 summed
 /// inside a cluster by production, by exec_tensor_panel_sum with `kernel` = the bench's
-/// `var-tc-strip-sum-kernel`), with 9728x2560 to bring its outputs back to 9728 activations.
-fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize, kernel: ExecMatvecKernel) -> Res<bool> {
+/// `var-tc-strip-sum-kernel`), with 9728x2560 to bring its outputs back to 9728 activations;
+/// 2304x8192 at 16 columns in 7 splits, one wave, where the least splits (5) would take two
+/// (session 32; the summing kernel on the H200).
+fn bounded_chain(gpu: &Arc<Gpu>, shapes: &[(u64, u64)], steps: usize, nb: usize, kernel: ExecMatvecKernel) -> Res<bool> {
     let s = &gpu.stream;
-    let nb = 8usize;
     let mut mats = Vec::with_capacity(shapes.len());
     for (i, &(m, k)) in shapes.iter().enumerate() {
         let shape = Shape::new(m, k);

@@ -190,6 +190,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::VarTcStripCluster, [5usize, 32, 16, 8][i % 4]),
             (ExecMatvecKernel::VarTcStripSumKernel, [8usize, 1, 32, 16][i % 4]),
             (ExecMatvecKernel::VarTcStripReleaseEnd, [8usize, 16, 3, 32][i % 4]),
+            (ExecMatvecKernel::VarTcStripLeastSplits, [16usize, 4, 8, 32][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),

@@ -26,7 +26,8 @@
 //! named (`ExecMatvecKernel::name`) and production again, last; `--exec-batch
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
-//! with each W warps per CTA forced; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
+//! with each W warps per CTA forced; with `--exec-kernels NAME,...`, the production choice and the
+//! tensor-core kernels named; `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
 //! kernel; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
@@ -204,8 +205,16 @@ fn main() -> Res<()> {
     if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
-    if (list.is_some() || strip_plans.is_some()) && !exec_variants {
-        return Err("--exec-strip-plans, --exec-pdl, --exec-tile-flags and --exec-kernels need --exec-variants".into());
+    let named_batch = exec_batch && matches!(&list, Some((_, List::Named(_))));
+    if named_batch && tc_warps.is_some() {
+        return Err("--exec-kernels and --exec-tc-warps choose different --exec-batch columns: give one".into());
+    }
+    if let (Some((flag, _)), false) = (&list, exec_variants || named_batch) {
+        let with = if flag == "--exec-kernels" { "--exec-variants or --exec-batch" } else { "--exec-variants" };
+        return Err(format!("{flag} needs {with}").into());
+    }
+    if strip_plans.is_some() && !exec_variants {
+        return Err("--exec-strip-plans needs --exec-variants".into());
     }
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
@@ -269,9 +278,10 @@ fn main() -> Res<()> {
             Some(list) => list.iter().map(|&(_, m, k)| (m, k)).collect(),
             None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
         };
-        let tensor = match &tc_warps {
-            Some(list) => exec_batch::forced_warps(list),
-            None => exec_batch::tensor_runs(),
+        let tensor = match (&tc_warps, &list) {
+            (Some(list), _) => exec_batch::forced_warps(list),
+            (None, Some((_, List::Named(kernels)))) => exec_batch::named(kernels)?,
+            (None, _) => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
         for (m, k) in shapes {
