@@ -117,7 +117,9 @@ pub(super) enum SplitRule {
 /// splits, summing kernel), W = 2 on 7 splits in one wave ran 4-24% faster on 8 of 8 rows; the
 /// same search without the one-wave condition lost up to 19% where it moved one-wave plans (out
 /// of a cluster, or into 2.9 waves of 2 items), and up to 64 splits (CTAs of one warp on 13-31
-/// splits) lost up to 31%.
+/// splits) lost up to 31%. This rule on 13 fresh shapes of the band it moves on the H200 (144..149
+/// row groups): 13 of 13 rows faster at 16 columns (+6% to +27%), 12 of 13 at 32 (2304x9216, whose
+/// 6 splits tie the least S's cost, 6% slower).
 const ONE_WAVE_MOST_SPLITS: u64 = 8;
 
 /// A plan and what the model says of it.
