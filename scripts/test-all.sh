@@ -44,6 +44,7 @@ cargo test --workspace
 cargo test -p nwc-fast --release --features simd # nwc-fast tests again on its `simd` build (its only unsafe code)
 cargo test -p nwc-cuda --features bench --test nvrtc_compile # the bench-only kernels compile too
 cargo test -p nwc-cuda --features bench --lib # the launch plans of the bench-only kernels
+cargo test -p nwc-cuda --features bench --test bench_args # the GPU bench refuses options it cannot honour, before any device
 
 step "conformance: the reference, our CLI and the 0.10.1 library's encoder against the corpus"
 conform=target/debug/nwc-conform

@@ -216,6 +216,12 @@ fn main() -> Res<()> {
     if strip_plans.is_some() && !exec_variants {
         return Err("--exec-strip-plans needs --exec-variants".into());
     }
+    // `--exec-batch`'s columns, checked before any device is opened
+    let tensor = match (&tc_warps, &list) {
+        (Some(list), _) => exec_batch::forced_warps(list),
+        (None, Some((_, List::Named(kernels)))) if exec_batch => exec_batch::named(kernels)?,
+        (None, _) => exec_batch::tensor_runs(),
+    };
     if let Err(why) = Gpu::probe() {
         eprintln!("{why}");
         println!("{}", nwc_cuda::SKIP_NO_DEVICE);
@@ -277,11 +283,6 @@ fn main() -> Res<()> {
         let shapes: Vec<(u64, u64)> = match &exec_shapes {
             Some(list) => list.iter().map(|&(_, m, k)| (m, k)).collect(),
             None => SHAPES.iter().filter(|&&(_, m, k)| !quick || m * k <= 60_000_000).map(|&(_, m, k)| (m, k)).collect(),
-        };
-        let tensor = match (&tc_warps, &list) {
-            (Some(list), _) => exec_batch::forced_warps(list),
-            (None, Some((_, List::Named(kernels)))) => exec_batch::named(kernels)?,
-            (None, _) => exec_batch::tensor_runs(),
         };
         let mut rows = Vec::new();
         for (m, k) in shapes {
