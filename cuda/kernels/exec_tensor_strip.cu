@@ -184,38 +184,44 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
 // splits, at most 16 warps per CTA. BOUNDS: the launch bounds, or at 8 columns a register limit
 // of 80 (24 resident warps per SM against 93 registers' 20; session 23: +4% on the bench shapes,
 // +7% on a grid of 6, at N = 1..8, with 12 bytes of spills, 291 instructions per item; 96 registers at
-// 16 columns: within 1%, mixed; 72 at 8: spills, slower).
-#define EXEC_TCS_EARLY(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER, EARLY)                                        \
+// 16 columns: within 1%, mixed; 72 at 8: spills, slower; session 32 again: 80 / 56 bytes of
+// spills, 28 resident warps, 10% slower).
+#define EXEC_TCS_ENTRY(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER, EARLY)                                        \
     extern "C" __global__ void BOUNDS                                                                                    \
         NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff, const uint2* __restrict__ pent, \
              float* __restrict__ part, exec_u32 splits) {                                                   \
         exec_tcs_body<NT, XCHUNK, PROBE, AHEAD, CLUSTER, EARLY>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, \
                                  ldy, out_bf16, poff, pent, part, splits);                                  \
     }
-#define EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER) EXEC_TCS_EARLY(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, CLUSTER, false)
-#define EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD) EXEC_TCS_FULL(NAME, NT, XCHUNK, PROBE, BOUNDS, AHEAD, false)
-#define EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, BOUNDS) EXEC_TCS_AHEAD(NAME, NT, XCHUNK, PROBE, BOUNDS, false)
+// The production kernel at each NT, one configuration for all its launches (CLUSTER) and release
+// points (EARLY):
+// - 8 columns: held to 80 registers (above);
+// - 16 columns: the patch list's range and first entry one item ahead (AHEAD; session 24: faster
+//   on all 12 shapes of its call at 16 columns, +0.2-3.4%; at 8 columns, capped at 80 registers,
+//   it spilled and lost 2%; at 32 even);
+// - 32 columns: each chunk's activation fragments loaded as its mma need them (XCHUNK).
+#define EXEC_TCS_N1(NAME, CLUSTER, EARLY) EXEC_TCS_ENTRY(NAME, 1, false, 0, __maxnreg__(80), false, CLUSTER, EARLY)
+#define EXEC_TCS_N2(NAME, CLUSTER, EARLY) EXEC_TCS_ENTRY(NAME, 2, false, 0, __launch_bounds__(512, 1), true, CLUSTER, EARLY)
+#define EXEC_TCS_N4(NAME, CLUSTER, EARLY) EXEC_TCS_ENTRY(NAME, 4, true, 0, __launch_bounds__(512, 1), false, CLUSTER, EARLY)
+// Bench variants and probes (kernels/bench/exec_tensor_variants.cu): one split, released after
+// the items, the launch bounds only.
+#define EXEC_TCS_BENCH(NAME, NT, XCHUNK, PROBE) EXEC_TCS_ENTRY(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1), false, false, false)
 
-#define EXEC_TCS_PROBE(NAME, NT, XCHUNK, PROBE) EXEC_TCS_BOUNDED(NAME, NT, XCHUNK, PROBE, __launch_bounds__(512, 1))
-#define EXEC_TCS(NAME, NT, XCHUNK) EXEC_TCS_PROBE(NAME, NT, XCHUNK, 0)
-
-EXEC_TCS_BOUNDED(exec_tensor_strip_n1, 1, false, 0, __maxnreg__(80))
-// 16 columns: the patch list's range and first entry one item ahead (AHEAD; session 24: faster on all
-// 12 shapes of its call at 16 columns, +0.2-3.4%; at 8 columns, capped at 80 registers, it spilled
-// and lost 2%; at 32 even).
-EXEC_TCS_AHEAD(exec_tensor_strip_n2, 2, false, 0, __launch_bounds__(512, 1), true)
-EXEC_TCS(exec_tensor_strip_n4, 4, true)
+// NAME, CLUSTER, EARLY
+EXEC_TCS_N1(exec_tensor_strip_n1, false, false)
+EXEC_TCS_N2(exec_tensor_strip_n2, false, false)
+EXEC_TCS_N4(exec_tensor_strip_n4, false, false)
 // The same kernels whose split launches put a row group's CTAs in one thread-block cluster that
 // adds the splits through distributed shared memory (exec_tc_cluster_out; sm_90; bench in session
 // 28, production in session 29 where the cluster count leaves the launch's plan as it is: no
 // partial-sum buffer, no summing kernel, programmatic like one split).
-EXEC_TCS_FULL(exec_tensor_strip_cluster_n1, 1, false, 0, __maxnreg__(80), false, true)
-EXEC_TCS_FULL(exec_tensor_strip_cluster_n2, 2, false, 0, __launch_bounds__(512, 1), true, true)
-EXEC_TCS_FULL(exec_tensor_strip_cluster_n4, 4, true, 0, __launch_bounds__(512, 1), false, true)
+EXEC_TCS_N1(exec_tensor_strip_cluster_n1, true, false)
+EXEC_TCS_N2(exec_tensor_strip_cluster_n2, true, false)
+EXEC_TCS_N4(exec_tensor_strip_cluster_n4, true, false)
 // The same six, each releasing the next kernel at its CTAs' start (EARLY).
-EXEC_TCS_EARLY(exec_tensor_strip_n1_release_start, 1, false, 0, __maxnreg__(80), false, false, true)
-EXEC_TCS_EARLY(exec_tensor_strip_n2_release_start, 2, false, 0, __launch_bounds__(512, 1), true, false, true)
-EXEC_TCS_EARLY(exec_tensor_strip_n4_release_start, 4, true, 0, __launch_bounds__(512, 1), false, false, true)
-EXEC_TCS_EARLY(exec_tensor_strip_cluster_n1_release_start, 1, false, 0, __maxnreg__(80), false, true, true)
-EXEC_TCS_EARLY(exec_tensor_strip_cluster_n2_release_start, 2, false, 0, __launch_bounds__(512, 1), true, true, true)
-EXEC_TCS_EARLY(exec_tensor_strip_cluster_n4_release_start, 4, true, 0, __launch_bounds__(512, 1), false, true, true)
+EXEC_TCS_N1(exec_tensor_strip_n1_release_start, false, true)
+EXEC_TCS_N2(exec_tensor_strip_n2_release_start, false, true)
+EXEC_TCS_N4(exec_tensor_strip_n4_release_start, false, true)
+EXEC_TCS_N1(exec_tensor_strip_cluster_n1_release_start, true, true)
+EXEC_TCS_N2(exec_tensor_strip_cluster_n2_release_start, true, true)
+EXEC_TCS_N4(exec_tensor_strip_cluster_n4_release_start, true, true)
