@@ -66,40 +66,7 @@ impl GpuExecMatrix {
 
     fn tensor_launch(&self, k: ExecMatvecKernel, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
         let nt = ncols.div_ceil(8).next_power_of_two();
-        // Measured (docs/gpu.md, "Execution layout"): the strip kernel up to 32 columns per decode
-        // (session 13), the panel kernel at 64 (session 11).
-        let family = match k {
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedStream | ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma if nt <= 2 => {
-                TensorFamily::Stream
-            }
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedWgmma => TensorFamily::Wgmma,
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedPanelRg1 if nt == 8 => TensorFamily::Panel(PanelRows::One),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel(PanelRows::Two),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip(StripVariant::NoSplit),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripCluster if nt <= 4 => TensorFamily::Strip(StripVariant::Cluster),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripSumKernel if nt <= 4 => TensorFamily::Strip(StripVariant::SumKernel),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripReleaseEnd if nt <= 4 => TensorFamily::Strip(StripVariant::ReleaseEnd),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::VarTcStripLeastSplits if nt <= 4 => TensorFamily::Strip(StripVariant::LeastSplits),
-            #[cfg(feature = "bench")]
-            ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
-            _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
-            _ => TensorFamily::Panel(PanelRows::Auto),
-        };
+        let family = tensor_family(k, nt);
         match family {
             TensorFamily::Panel(rows) => self.panel_launch(rows, x, ncols, bias, out_bf16, y),
             TensorFamily::Strip(v) => self.tc_strip_launch(v, x, ncols, bias, out_bf16, y),
@@ -120,6 +87,55 @@ impl GpuExecMatrix {
     }
 }
 
+/// The kernel family that runs `k` at `nt` n-tiles of 8 columns per decode (the launch's, and the
+/// bench's plan report's).
+fn tensor_family(k: ExecMatvecKernel, nt: u32) -> TensorFamily {
+    // Measured (docs/gpu.md, "Execution layout"): the strip kernel up to 32 columns per decode
+    // (session 13), the panel kernel at 64 (session 11).
+    match k {
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedStream | ExecMatvecKernel::ProbeBoundedRaw | ExecMatvecKernel::ProbeBoundedNoMma if nt <= 2 => {
+            TensorFamily::Stream
+        }
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedTile => TensorFamily::Tile,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedWgmma => TensorFamily::Wgmma,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedStep if nt <= 4 => TensorFamily::Step,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedPanelRg1 if nt == 8 => TensorFamily::Panel(PanelRows::One),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::BoundedPanelRg2 if nt == 8 => TensorFamily::Panel(PanelRows::Two),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripNoSplit if nt <= 4 => TensorFamily::Strip(StripVariant::NoSplit),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripXChunk if nt == 2 => TensorFamily::Strip(StripVariant::XChunk),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripCluster if nt <= 4 => TensorFamily::Strip(StripVariant::Cluster),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripSumKernel if nt <= 4 => TensorFamily::Strip(StripVariant::SumKernel),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripReleaseEnd if nt <= 4 => TensorFamily::Strip(StripVariant::ReleaseEnd),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripLeastSplits if nt <= 4 => TensorFamily::Strip(StripVariant::LeastSplits),
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
+        _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
+        _ => TensorFamily::Panel(PanelRows::Auto),
+    }
+}
+
+/// The bounded strip kernel's variant that runs `k` on `ncols` columns, production's where `k` is
+/// no strip variant (bench: the plan report of `--exec-batch`).
+#[cfg(feature = "bench")]
+pub(super) fn strip_variant(k: ExecMatvecKernel, ncols: u32) -> StripVariant {
+    match tensor_family(k, ncols.div_ceil(8).next_power_of_two()) {
+        TensorFamily::Strip(v) => v,
+        _ => StripVariant::Production,
+    }
+}
+
 /// Item columns of 128 columns per row group of a K-column matrix: 4 per tile, none past K16 in a
 /// short last tile (the kernels' `EXEC_ITEM_COLUMNS`, kernels/exec_tensor.cu).
 pub(super) fn item_columns(cols: u64) -> u64 {
@@ -128,7 +144,7 @@ pub(super) fn item_columns(cols: u64) -> u64 {
 }
 
 /// A launch of a kernel whose argument list ends with the f32 partial sums and the splits
-/// (EXEC_PN in kernels/exec_tensor_panel.cu, EXEC_TCS in exec_tensor_strip.cu): `grid` CTAs of
+/// (EXEC_PN in kernels/exec_tensor_panel.cu, EXEC_TCS_ENTRY in exec_tensor_strip.cu): `grid` CTAs of
 /// `threads` threads, `smem` dynamic bytes, a row's items split into `splits` ranges.
 pub(super) struct SplitLaunch {
     pub name: &'static str,
@@ -137,7 +153,7 @@ pub(super) struct SplitLaunch {
     pub smem: u32,
     pub splits: u32,
     /// The kernel waits for the kernel before it before it touches activations, outputs or
-    /// partial sums (EXEC_TCS), so it may be launched programmatically where `splits` is 1.
+    /// partial sums (EXEC_TCS_ENTRY), so it may be launched programmatically where `splits` is 1.
     pub waits: bool,
     /// How the splits of a row group are added where `splits` > 1.
     pub sum: SplitSum,
@@ -149,7 +165,7 @@ pub(super) enum SplitSum {
     /// f32 partial sums in a stream-ordered buffer, added by `exec_tensor_panel_sum`.
     Kernel,
     /// The `splits` CTAs of a row group form one thread-block cluster and add the splits
-    /// themselves (EXEC_TCS with CLUSTER, compute capability 9.0 and later): no partial sums, no
+    /// themselves (EXEC_TCS_ENTRY with CLUSTER, compute capability 9.0 and later): no partial sums, no
     /// summing kernel, programmatic as a one-split launch. At most 8 splits.
     Cluster,
 }
@@ -186,13 +202,13 @@ impl GpuExecMatrix {
         params.extend([param(&poff), param(&pent), param(&pp), param(&l.splits)]);
         let programmatic = l.waits && !summed && self.dependent_launch.programmatic_on(&self.gpu);
         let cluster = if clustered { l.splits } else { 1 };
-        // SAFETY: the argument list matches EXEC_PN / EXEC_TCS (the callers pass only those
+        // SAFETY: the argument list matches EXEC_PN / EXEC_TCS_ENTRY (the callers pass only those
         // kernels), each value of the type it declares and alive for the call; x holds ncols
         // vectors of K16 BF16 activations, y ncols x M outputs, bias M values or null; the patch
         // list is the matrix's own; part holds splits x ncols x M floats where the launch is
         // summed (the kernels do not touch it otherwise: one split, or a cluster launch); the callers' plans keep every split non-empty and the
         // shared memory within what the kernel may have. Programmatic only on one split (no
-        // partial sums, no summing kernel) of a kernel that waits (EXEC_TCS, exec_tcs_body: it
+        // partial sums, no summing kernel) of a kernel that waits (EXEC_TCS_ENTRY, exec_tcs_body: it
         // reads only the matrix's fields before it waits for the kernel before it), or on a
         // cluster launch (the same, its splits added inside the cluster); a cluster of `splits`
         // CTAs only on the cluster entry points, whose grid is row groups x splits.
@@ -205,5 +221,21 @@ impl GpuExecMatrix {
             unsafe { b.launch(cfg) }?;
         }
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "bench"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_plan_report_names_the_strip_variant_the_launch_runs() {
+        assert!(strip_variant(ExecMatvecKernel::VarTcStripCluster, 8) == StripVariant::Cluster);
+        assert!(strip_variant(ExecMatvecKernel::VarTcStripLeastSplits, 32) == StripVariant::LeastSplits);
+        assert!(strip_variant(ExecMatvecKernel::Bounded, 16) == StripVariant::Production);
+        // the 16-column variant only at 16 columns; kernels of other families report production's
+        assert!(strip_variant(ExecMatvecKernel::VarTcStripXChunk, 16) == StripVariant::XChunk);
+        assert!(strip_variant(ExecMatvecKernel::VarTcStripXChunk, 8) == StripVariant::Production);
+        assert!(strip_variant(ExecMatvecKernel::BoundedTile, 8) == StripVariant::Production);
     }
 }

@@ -265,16 +265,10 @@ pub struct TcStripPlanInfo {
 
 #[cfg(feature = "bench")]
 impl GpuExecMatrix {
-    /// Bench: the launch of the bounded strip kernel on `ncols` (1..=32) columns of `kernel`:
-    /// the cluster variant's (its own plan, counting resident clusters), the least splits', or
-    /// for any other kernel production's.
+    /// Bench: the launch of the bounded strip kernel on `ncols` (1..=32) columns as `kernel` runs
+    /// it (its strip variant, production's for any other kernel).
     pub fn tc_strip_plan_info(&self, ncols: u32, kernel: super::ExecMatvecKernel) -> Result<TcStripPlanInfo, GpuError> {
-        let v = match kernel {
-            super::ExecMatvecKernel::VarTcStripCluster => StripVariant::Cluster,
-            super::ExecMatvecKernel::VarTcStripLeastSplits => StripVariant::LeastSplits,
-            _ => StripVariant::Production,
-        };
-        let c = self.tc_strip_choice(v, ncols)?;
+        let c = self.tc_strip_choice(super::tensor::strip_variant(kernel, ncols), ncols)?;
         let resident = self.tc_strip_resident(&c)?;
         let p = c.plan;
         let cluster = c.sum == SplitSum::Cluster && p.splits > 1;
