@@ -12,7 +12,7 @@ fn run(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn options_it_cannot_honour_are_errors_that_say_why() {
-    let cases: [(&[&str], &str); 8] = [
+    let cases: [(&[&str], &str); 9] = [
         (&["--exec-kernels", "var-tc-strip-least-splits"], "--exec-kernels needs --exec-variants or --exec-batch"),
         (&["--exec-pdl"], "--exec-pdl needs --exec-variants"),
         (&["--exec-strip-plans", "4:4"], "--exec-strip-plans needs --exec-variants"),
@@ -20,6 +20,7 @@ fn options_it_cannot_honour_are_errors_that_say_why() {
         (&["--exec-batch", "--exec-kernels", "strip"], "strip is an exact kernel"),
         (&["--exec-batch", "--exec-kernels", "bounded", "--exec-tc-warps", "4"], "give one"),
         (&["--exec-batch", "--exec-kernels", "bogus"], "unknown execution-layout matvec kernel"),
+        (&["--exec-batch", "--exec-variants", "--exec-kernels", "bounded"], "two runs: give one"),
         (&["--no-such-option"], "unknown argument"),
     ];
     for (args, says) in cases {

@@ -205,6 +205,9 @@ fn main() -> Res<()> {
     if let (Some((flag, _)), true) = (&list, strip_plans.is_some()) {
         return Err(format!("--exec-strip-plans and {flag} choose different kernel lists: give one").into());
     }
+    if exec_variants && exec_batch {
+        return Err("--exec-variants and --exec-batch are two runs: give one".into());
+    }
     let named_batch = exec_batch && matches!(&list, Some((_, List::Named(_))));
     if named_batch && tc_warps.is_some() {
         return Err("--exec-kernels and --exec-tc-warps choose different --exec-batch columns: give one".into());
