@@ -24,6 +24,8 @@ mod strip;
 mod tensor;
 #[cfg(feature = "bench")]
 mod tensor_bench;
+#[cfg(feature = "bench")]
+mod tensor_share;
 mod tensor_strip;
 mod tensor_strip_launch;
 #[cfg(feature = "bench")]
@@ -33,6 +35,8 @@ mod w1;
 pub use crate::DependentLaunch;
 pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
+#[cfg(feature = "bench")]
+pub use tensor_share::SharePlanInfo;
 #[cfg(feature = "bench")]
 pub use tensor_strip_launch::TcStripPlanInfo;
 #[cfg(feature = "bench")]
@@ -99,6 +103,10 @@ pub struct GpuExecMatrix {
     /// (`force_tc_strip_warps`).
     #[cfg(feature = "bench")]
     tc_strip_force: Option<u64>,
+    /// Bench: one counter per row group for the share kernel (exec/tensor_share.rs), zero
+    /// between its launches.
+    #[cfg(feature = "bench")]
+    share_counters: CudaSlice<u32>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -215,6 +223,8 @@ impl GpuExecMatrix {
             strip_force: None,
             #[cfg(feature = "bench")]
             tc_strip_force: None,
+            #[cfg(feature = "bench")]
+            share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(16).max(1) as usize)?,
         })
     }
 
@@ -266,6 +276,8 @@ impl GpuExecMatrix {
             strip_force: self.strip_force,
             #[cfg(feature = "bench")]
             tc_strip_force: self.tc_strip_force,
+            #[cfg(feature = "bench")]
+            share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(16).max(1) as usize)?,
         })
     }
 

@@ -154,6 +154,12 @@ pub enum ExecMatvecKernel {
     /// wave (production until session 32, which takes up to 8 splits where they fit one wave).
     #[cfg(feature = "bench")]
     VarTcStripLeastSplits,
+    /// Bench (session 33): [`ExecMatvecKernel::Bounded`]'s strip kernel up to 32 columns per
+    /// decode on an even share of all row groups' items: CTA c takes the items c x P .. of the
+    /// row groups' items in one sequence, and each row group's parts are added by the last CTA
+    /// to finish one (kernels/bench/exec_tensor_share.cu, exec/tensor_share.rs).
+    #[cfg(feature = "bench")]
+    VarTcStripShare,
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -209,6 +215,8 @@ impl ExecMatvecKernel {
         ExecMatvecKernel::VarTcStripReleaseEnd,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarTcStripLeastSplits,
+        #[cfg(feature = "bench")]
+        ExecMatvecKernel::VarTcStripShare,
         #[cfg(feature = "bench")]
         ExecMatvecKernel::VarStripCta,
         #[cfg(feature = "bench")]
@@ -282,6 +290,8 @@ impl ExecMatvecKernel {
             ExecMatvecKernel::VarTcStripReleaseEnd => "var-tc-strip-release-end",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarTcStripLeastSplits => "var-tc-strip-least-splits",
+            #[cfg(feature = "bench")]
+            ExecMatvecKernel::VarTcStripShare => "var-tc-strip-share",
             #[cfg(feature = "bench")]
             ExecMatvecKernel::VarStripCta => "var-strip-cta",
             #[cfg(feature = "bench")]
@@ -374,6 +384,7 @@ impl ExecMatvecKernel {
             | ExecMatvecKernel::VarTcStripSumKernel
             | ExecMatvecKernel::VarTcStripReleaseEnd
             | ExecMatvecKernel::VarTcStripLeastSplits
+            | ExecMatvecKernel::VarTcStripShare
             | ExecMatvecKernel::BoundedStream
             | ExecMatvecKernel::BoundedWgmma
             | ExecMatvecKernel::ProbeBoundedRaw

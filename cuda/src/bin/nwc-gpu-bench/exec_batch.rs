@@ -85,7 +85,8 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the strip kernel
-/// held to the least splits (production until session 32), the stream kernel
+/// held to the least splits (production until session 32), the strip kernel on an even share of
+/// all row groups' items (session 33), the stream kernel
 /// (the choice to 16 columns before session 13), the strip kernel with every split launch in
 /// clusters (session 28) and with none (production until session 28), the strip kernel held to
 /// one split and, at 16
@@ -93,9 +94,10 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 15] = [
+const TENSOR: [TensorKernel; 16] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("least-splits (bench)", ExecMatvecKernel::VarTcStripLeastSplits, |n| n <= 32),
+    ("share (bench)", ExecMatvecKernel::VarTcStripShare, |n| n <= 32),
     ("release-end (bench)", ExecMatvecKernel::VarTcStripReleaseEnd, |n| n <= 32),
     ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
     ("sum-kernel (bench)", ExecMatvecKernel::VarTcStripSumKernel, |n| n <= 32),
@@ -222,6 +224,11 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         let l = info(ExecMatvecKernel::VarTcStripLeastSplits)?;
         if (l.warps, l.splits, l.cluster) != (p.warps, p.splits, p.cluster) {
             line += &format!(" | least splits {}", show(l));
+        }
+        if tensor.iter().any(|r| r.kernel == ExecMatvecKernel::VarTcStripShare) {
+            let sh = mats[0].share_plan_info(n)?;
+            let rounds = f64::from(sh.grid) / sh.resident as f64;
+            line += &format!(" | share W {} q {} grid {} resident {} ({rounds:.2} rounds)", sh.warps, sh.items, sh.grid, sh.resident);
         }
         println!("{line}");
     }

@@ -60,7 +60,7 @@ pub(super) fn activations(k: u64, seed: u64) -> Vec<f32> {
 /// (synthetic BF16), outputs compared between the kernels, then one production bounded matvec at
 /// 8, 16 and 32 columns (a split launch, in clusters or with the summing kernel, where the
 /// shape's plan splits: for Nsight Compute and the sanitizers, which the sweep's small shapes never
-/// split).
+/// split) and one of the share kernel (session 33: its parts added across CTAs).
 pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
     let s = &gpu.stream;
     for &(m, k) in shapes {
@@ -81,14 +81,16 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             e.set_dequant_kernel(*kernel);
             e.dequant_into(&mut deq)?;
         }
-        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
-        for nb in [8usize, 16, 32] {
-            let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
-            let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
-            e.matvec_into_bf16(&xb, None, &mut yb)?;
+        for kernel in [ExecMatvecKernel::Bounded, ExecMatvecKernel::VarTcStripShare] {
+            e.set_matvec_kernel(kernel);
+            for nb in [8usize, 16, 32] {
+                let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
+                let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+                e.matvec_into_bf16(&xb, None, &mut yb)?;
+            }
         }
         s.synchronize()?;
-        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns launched");
+        println!("exec-profile {m}x{k}: bounded matvec and the share kernel at 8, 16 and 32 columns launched");
     }
     Ok(())
 }
@@ -211,6 +213,27 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
             if let Err(why) = level2::check_outputs(&expected, &got, true) {
                 bad.push(format!("{} on {nb} columns: {why}", kernel.name()));
+            }
+        }
+        // the share kernel (session 33): its last CTA of a row group adds the parts and sets the
+        // row group's counter back, so a second launch must give the same bits (a counter left
+        // non-zero would leave outputs unwritten or added twice)
+        for nb in [[8usize, 1, 16, 5][i % 4], [32usize, 12, 3, 16][i % 4]] {
+            let xs = gaussian_bf16(k as usize * nb, 90 + i as u64);
+            let expected = level2::expected(&dec, &widen(&xs), nb, None)?;
+            e.set_matvec_kernel(ExecMatvecKernel::VarTcStripShare);
+            let xd = e.activations_bf16(&xs, nb)?;
+            let mut runs = Vec::new();
+            for _ in 0..2 {
+                let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+                e.matvec_into_bf16(&xd, None, &mut y)?;
+                runs.push(s.clone_dtoh(&y)?);
+            }
+            let got: Vec<u32> = runs[0].iter().map(|&w| u32::from(w)).collect();
+            if let Err(why) = level2::check_outputs(&expected, &got, true) {
+                bad.push(format!("var-tc-strip-share on {nb} columns: {why}"));
+            } else if runs[0] != runs[1] {
+                bad.push(format!("var-tc-strip-share on {nb} columns: a second launch differs"));
             }
         }
         let deq_want = reference.dequant();
