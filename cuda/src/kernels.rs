@@ -49,6 +49,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_variants.cu"),
     include_str!("../kernels/bench/exec_tensor_share.cu"),
+    include_str!("../kernels/bench/exec_matvec_share.cu"),
 );
 
 /// Bench: the warpgroup-MMA ceiling probe (kernels/bench/exec_wgmma_probe.cu), which needs
@@ -273,7 +274,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 44] = [
+pub const BENCH: [(&str, u32); 45] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -335,6 +336,8 @@ pub const BENCH: [(&str, u32); 44] = [
     ("bench_exec_tensor_strip_share_n1", 0),
     ("bench_exec_tensor_strip_share_n2", 0),
     ("bench_exec_tensor_strip_share_n4", 0),
+    // (exec_matvec_share.cu).
+    ("bench_exec_matvec_strip_share", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

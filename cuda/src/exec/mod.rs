@@ -103,8 +103,8 @@ pub struct GpuExecMatrix {
     /// (`force_tc_strip_warps`).
     #[cfg(feature = "bench")]
     tc_strip_force: Option<u64>,
-    /// Bench: one counter per row group for the share kernel (exec/tensor_share.rs), zero
-    /// between its launches.
+    /// Bench: one counter per group of 4 rows for the share kernels (exec/tensor_share.rs counts
+    /// its row groups of 16 in the first ceil(M / 16)), zero between their launches.
     #[cfg(feature = "bench")]
     share_counters: CudaSlice<u32>,
 }
@@ -224,7 +224,7 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             tc_strip_force: None,
             #[cfg(feature = "bench")]
-            share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(16).max(1) as usize)?,
+            share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(4).max(1) as usize)?,
         })
     }
 
@@ -277,7 +277,7 @@ impl GpuExecMatrix {
             #[cfg(feature = "bench")]
             tc_strip_force: self.tc_strip_force,
             #[cfg(feature = "bench")]
-            share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(16).max(1) as usize)?,
+            share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(4).max(1) as usize)?,
         })
     }
 

@@ -35,6 +35,10 @@ pub(super) enum Tail {
     /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu): RS, the rows per unit, S, the row
     /// slices per CTA, then the tile flags.
     Strip { rows: u32, slices: u32 },
+    /// Bench: `bench_exec_matvec_strip_share` (kernels/bench/exec_matvec_share.cu): the tile
+    /// flags, the (group, tile) units per warp, then the tile partials and the groups' counters.
+    #[cfg(feature = "bench")]
+    Share { units: u32 },
 }
 
 impl Tail {
@@ -42,6 +46,8 @@ impl Tail {
         match self {
             Tail::Bare => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::Strip { rows: g, .. } => Some(g),
+            #[cfg(feature = "bench")]
+            Tail::Share { .. } => None,
         }
     }
 
@@ -49,6 +55,8 @@ impl Tail {
         match self {
             Tail::Strip { slices, .. } => Some(slices),
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
+            #[cfg(feature = "bench")]
+            Tail::Share { .. } => None,
         }
     }
 
@@ -56,6 +64,8 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) | Tail::Strip { .. } => true,
+            #[cfg(feature = "bench")]
+            Tail::Share { .. } => true,
         }
     }
 
@@ -66,6 +76,8 @@ impl Tail {
         match self {
             Tail::Strip { .. } => true,
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => false,
+            #[cfg(feature = "bench")]
+            Tail::Share { .. } => true,
         }
     }
 }
@@ -228,7 +240,7 @@ impl GpuExecMatrix {
         let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
         Ok(match p.tail {
             Tail::Strip { rows, slices } => Some((rows, slices)),
-            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
+            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) | Tail::Share { .. } => None,
         })
     }
 
@@ -319,6 +331,22 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             params.push(param(fp));
         }
+        // Bench: the share kernel's units per warp, its tile partials (M x CB f32, stream-ordered)
+        // and the matrix's counters
+        #[cfg(feature = "bench")]
+        let share = match p.tail {
+            // SAFETY: the kernel writes a row's partial of a tile before the warp that adds the
+            // row reads it (a fence and the group's counter between); nothing reads a partial no
+            // warp wrote (exec_strip_share_fold).
+            Tail::Share { units } => Some((units, unsafe { s.alloc::<f32>((self.shape.rows * self.col_tiles) as usize) }?)),
+            _ => None,
+        };
+        #[cfg(feature = "bench")]
+        let share_ptrs = share.as_ref().map(|(units, tp)| (units, tp.device_ptr(s), self.share_counters.device_ptr(s)));
+        #[cfg(feature = "bench")]
+        if let Some((units, (tp, _), (cnt, _))) = &share_ptrs {
+            params.extend([param(*units), param(tp), param(cnt)]);
+        }
         let programmatic = p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu);
         // SAFETY: the argument list matches the entry point's, as its plan's tail says, each value
         // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
@@ -332,7 +360,10 @@ impl GpuExecMatrix {
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
-        // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps.
+        // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps;
+        // bench, Tail::Share: the tile flags, the units per warp (at least 1), M x CB floats of
+        // tile partials, the matrix's ceil(M / 4) counters (zero between launches), CTAs of one
+        // warp, no shared memory.
         // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body and
         // exec_strip_w1_body wait for the kernel before them before they read x or bias or touch
         // y, and read only the matrix's fields before).

@@ -109,6 +109,12 @@ matvec_kernels! {
     /// ahead (exec/w1.rs, session 30), released as W1's rule says. Exact class.
     #[cfg(feature = "bench")]
     VarStripW1Plain = "var-strip-w1-plain", Exact;
+    /// Bench (session 33): the one-column strip kernel on an even share of all groups' tiles: the
+    /// (group of 4 rows, tile) units in one sequence, n per warp (CTAs of one warp), a group shared
+    /// by several warps added by the last of them in W1's order (kernels/bench/exec_matvec_share.cu).
+    /// Exact class.
+    #[cfg(feature = "bench")]
+    VarStripShare = "var-strip-share", Exact;
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]

@@ -86,6 +86,7 @@ impl GpuExecMatrix {
                     p => Ok(p),
                 }
             }
+            ExecMatvecKernel::VarStripShare => return Ok(Some(self.share_exact_plan()?)),
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.production_choice(PRODUCTION_SLICES)? {
@@ -131,5 +132,41 @@ impl GpuExecMatrix {
             }
         }
         Ok(None)
+    }
+
+    /// Bench: the plan of [`ExecMatvecKernel::VarStripShare`]: CTAs of one warp, each on n of the
+    /// groups' (group of 4 rows, tile) units, n the fewest whose warps fit one round of the
+    /// kernel's resident CTAs ([`share_units`]).
+    fn share_exact_plan(&self) -> Result<Plan, GpuError> {
+        let name = "bench_exec_matvec_strip_share";
+        let units = self.shape.rows.div_ceil(4) * self.col_tiles;
+        if units > u64::from(u32::MAX) {
+            return Err(GpuError::Unsupported("the share kernel numbers a matrix's tiles in 32 bits"));
+        }
+        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, 32, 0)?);
+        let n = share_units(units, slots);
+        Ok(Plan { name, grid: units.div_ceil(n) as u32, threads: 32, smem: 0, tail: Tail::Share { units: n as u32 } })
+    }
+}
+
+/// Units per warp of the one-column share kernel: `units` over `slots` resident warps, at least 1.
+fn share_units(units: u64, slots: u64) -> u64 {
+    units.div_ceil(slots.max(1)).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share_units;
+
+    #[test]
+    fn the_share_kernel_takes_the_fewest_units_of_one_round() {
+        // 6400x5120 on the H200 (24 warps per SM): 1,600 groups of 10 tiles over 3,168 warps,
+        // 6 tiles each (W1: 10)
+        assert_eq!(share_units(1600 * 10, 3168), 6);
+        // 8192x4096: 2,048 groups of 8 tiles, 6 each (W1: 8); a small matrix: 1 each
+        assert_eq!(share_units(2048 * 8, 3168), 6);
+        assert_eq!(share_units(10, 3168), 1);
+        // past one round of groups, whole groups and more per warp
+        assert_eq!(share_units(37_984 * 8, 3168), 96);
     }
 }

@@ -16,7 +16,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
@@ -26,6 +26,7 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripPerWarpSlices,
     ExecMatvecKernel::VarStripNoW1,
     ExecMatvecKernel::VarStripW1Plain,
+    ExecMatvecKernel::VarStripShare,
 ];
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
