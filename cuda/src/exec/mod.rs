@@ -40,7 +40,7 @@ pub use tensor_share::SharePlanInfo;
 #[cfg(feature = "bench")]
 pub use tensor_strip_launch::TcStripPlanInfo;
 #[cfg(feature = "bench")]
-pub use variant::{check_strip_plan, ForcedStrip};
+pub use variant::{check_strip_plan, check_tc_strip_warps, ForcedStrip};
 
 use crate::gpu::Gpu;
 use crate::launch::param;
@@ -161,17 +161,6 @@ impl crate::gpu::Resident for GpuExecMatrix {
     }
 }
 
-/// Bench: a forced warp count of the bounded strip kernel (`--exec-tc-warps`,
-/// `GpuExecMatrix::force_tc_strip_warps`): 1 up to the plan's most warps per CTA (the kernel's
-/// launch bounds).
-#[cfg(feature = "bench")]
-pub fn check_tc_strip_warps(w: u64) -> Result<(), GpuError> {
-    if !(1..=tensor_strip::MAX_WARPS).contains(&w) {
-        return Err(GpuError::Unsupported("a forced warp count of the bounded strip kernel needs 1..=16 warps"));
-    }
-    Ok(())
-}
-
 fn base_alloc_len(rows: u64) -> usize {
     (rows.div_ceil(4) * 4).max(4) as usize
 }
@@ -243,13 +232,6 @@ impl GpuExecMatrix {
             esc_start: s.clone_dtoh(&self.esc_start)?,
             esc,
         })
-    }
-
-    /// Bench: the tile flags remade under `rule` (every constructor makes them under
-    /// [`TileFlagRule::SharedByte`]); the results are the same under every rule.
-    #[cfg(feature = "bench")]
-    pub fn set_tile_flag_rule(&mut self, rule: TileFlagRule) -> Result<(), GpuError> {
-        derived::tile_flags(&self.gpu, self.shape, self.col_tiles, &self.codes, &self.esc_start, &self.esc, rule, &mut self.derived.flags)
     }
 
     /// A second device copy (benchmarks rotate copies past the L2 cache).
@@ -334,30 +316,6 @@ impl GpuExecMatrix {
     /// the results are the same either way).
     pub fn set_dependent_launch(&mut self, order: DependentLaunch) {
         self.dependent_launch = order;
-    }
-
-    /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of W warps with units of RS rows
-    /// and S slices (`plan`, checked by [`check_strip_plan`]) instead of its plan's; None goes back
-    /// to the plan.
-    #[cfg(feature = "bench")]
-    pub fn force_strip_plan(&mut self, plan: Option<ForcedStrip>) -> Result<(), GpuError> {
-        if let Some(p) = plan {
-            check_strip_plan(p)?;
-        }
-        self.strip_force = plan;
-        Ok(())
-    }
-
-    /// Bench: the bounded strip kernel launches CTAs of `warps` warps (checked by
-    /// [`check_tc_strip_warps`]; at most the split's item columns) instead of its plan's; None
-    /// goes back to the plan.
-    #[cfg(feature = "bench")]
-    pub fn force_tc_strip_warps(&mut self, warps: Option<u64>) -> Result<(), GpuError> {
-        if let Some(w) = warps {
-            check_tc_strip_warps(w)?;
-        }
-        self.tc_strip_force = warps;
-        Ok(())
     }
 
     pub fn dequant_kernel(&self) -> ExecDequantKernel {

@@ -10,7 +10,7 @@
 use super::plan::{Plan, Tail};
 use super::release::{strip_entry, Release, StripEntry};
 use super::strip::{SliceRule, StripShape, UnitRows, PRODUCTION_SLICES};
-use super::{ExecMatvecKernel, GpuExecMatrix};
+use super::{ExecMatvecKernel, GpuExecMatrix, TileFlagRule};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
 
@@ -32,6 +32,55 @@ pub fn check_strip_plan(f: ForcedStrip) -> Result<(), GpuError> {
         return Err(GpuError::Unsupported("a forced strip plan needs 1..=16 warps, rows a positive multiple of 4 and at least one slice"));
     }
     Ok(())
+}
+
+/// Bench: a forced warp count of the bounded strip kernel (`--exec-tc-warps`,
+/// `GpuExecMatrix::force_tc_strip_warps`): 1 up to the plan's most warps per CTA (the kernel's
+/// launch bounds).
+pub fn check_tc_strip_warps(w: u64) -> Result<(), GpuError> {
+    if !(1..=super::tensor_strip::MAX_WARPS).contains(&w) {
+        return Err(GpuError::Unsupported("a forced warp count of the bounded strip kernel needs 1..=16 warps"));
+    }
+    Ok(())
+}
+
+impl GpuExecMatrix {
+    /// Bench: the tile flags remade under `rule` (every constructor makes them under
+    /// [`TileFlagRule::SharedByte`]); the results are the same under every rule.
+    pub fn set_tile_flag_rule(&mut self, rule: TileFlagRule) -> Result<(), GpuError> {
+        super::derived::tile_flags(
+            &self.gpu,
+            self.shape,
+            self.col_tiles,
+            &self.codes,
+            &self.esc_start,
+            &self.esc,
+            rule,
+            &mut self.derived.flags,
+        )
+    }
+
+    /// Bench: [`ExecMatvecKernel::VarStripCta`] launches CTAs of W warps with units of RS rows
+    /// and S slices (`plan`, checked by [`check_strip_plan`]) instead of its plan's; None goes back
+    /// to the plan.
+    pub fn force_strip_plan(&mut self, plan: Option<ForcedStrip>) -> Result<(), GpuError> {
+        if let Some(p) = plan {
+            check_strip_plan(p)?;
+        }
+        self.strip_force = plan;
+        Ok(())
+    }
+
+    /// Bench: the bounded strip kernel launches CTAs of `warps` warps (checked by
+    /// [`check_tc_strip_warps`]; at most the split's item columns) instead of its plan's; None
+    /// goes back to the plan.
+    pub fn force_tc_strip_warps(&mut self, warps: Option<u64>) -> Result<(), GpuError> {
+        if let Some(w) = warps {
+            check_tc_strip_warps(w)?;
+        }
+        self.tc_strip_force = warps;
+        Ok(())
+    }
 }
 
 impl GpuExecMatrix {
