@@ -23,8 +23,8 @@ pub struct CudaExecMatrix {
     /// Spec 20.2: the row stride of activations and dequant output (K rounded up to 16).
     #[pyo3(get)]
     k16: u64,
-    /// VRAM bytes of the matrix: the five stored fields (spec 20.18) and the derived tile flags
-    /// (one byte per tile; `nwc_cuda::exec::GpuExecMatrix::stored_bytes`).
+    /// VRAM bytes of the matrix: the five stored fields (spec 20.18) and the data derived at load,
+    /// the tile flags and the patch list (`nwc_cuda::exec::GpuExecMatrix::stored_bytes`).
     #[pyo3(get)]
     stored_bytes: u64,
     /// Escaped weights (spec 20.6).
