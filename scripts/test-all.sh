@@ -29,6 +29,7 @@ export NWC_REQUIRE_CXX=1
 
 step "format and lints (rustfmt.toml, [workspace.lints])"
 cargo fmt --all --check
+(cd fuzz && cargo fmt --check) # its own workspace and rustfmt.toml
 cargo clippy --workspace --all-targets -- -D warnings
 cargo clippy -p nwc-fast --all-targets --features bench,simd -- -D warnings # the bench binary and the simd build
 cargo clippy -p nwc-cuda --all-targets --features bench -- -D warnings # bench-only kernels and the GPU bench
@@ -75,6 +76,8 @@ if [ "${NWC_SKIP_FUZZ:-0}" != 1 ]; then
     step "fuzz smoke run (every target, fails on any crash)"
     command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
     bash scripts/fuzz.sh 20
+    # The fuzz crate's own tests (the oracles the targets trust, e.g. the exec rules' reading).
+    (cd fuzz && cargo test --lib -q)
 fi
 
 step "all tests passed"

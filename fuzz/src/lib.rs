@@ -6,8 +6,12 @@
 //! - [`matrices`]: small valid matrices made from fuzz bytes;
 //! - [`mutate`]: structure-aware corruptions of an encoding (target `decode_mutated`);
 //! - [`lut_decoder`]: a second decoding path, through the lookup table (target `differential`);
-//! - [`oracle`]: the properties every target checks.
+//! - [`oracle`]: the properties every target checks;
+//! - [`exec_mutate`]: damaged execution layouts (target `exec_mutated`);
+//! - [`exec_rules`]: an independent reading of the execution layout's rules (target `exec_mutated`).
 
+pub mod exec_mutate;
+pub mod exec_rules;
 pub mod input;
 pub mod lut_decoder;
 pub mod matrices;

@@ -22,9 +22,7 @@
 use crate::input::{le_to_u32s, u32s_to_le, Input};
 use nwc_reference::geometry::{LANES, LUT_ENTRIES, RAW_SLACK, TAIL_SLACK};
 use nwc_reference::lut::widen;
-use nwc_reference::{
-    build_lut, recover_exp_of_rank, EncodedMatrix, Geometry, Mode, Shape,
-};
+use nwc_reference::{build_lut, recover_exp_of_rank, EncodedMatrix, Geometry, Mode, Shape};
 
 pub const FLAG_WIDE_SHAPE: u8 = 1;
 pub const FLAG_EXACT_SIZES: u8 = 2;
