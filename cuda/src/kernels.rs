@@ -274,7 +274,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 45] = [
+pub const BENCH: [(&str, u32); 48] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -336,6 +336,9 @@ pub const BENCH: [(&str, u32); 45] = [
     ("bench_exec_tensor_strip_share_n1", 0),
     ("bench_exec_tensor_strip_share_n2", 0),
     ("bench_exec_tensor_strip_share_n4", 0),
+    ("bench_exec_tensor_strip_share_n1_release_start", 0),
+    ("bench_exec_tensor_strip_share_n2_release_start", 0),
+    ("bench_exec_tensor_strip_share_n4_release_start", 0),
     // (exec_matvec_share.cu).
     ("bench_exec_matvec_strip_share", 0),
 ];

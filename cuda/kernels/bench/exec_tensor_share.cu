@@ -76,15 +76,20 @@ __device__ __noinline__ void exec_tcs_share_finish(float* red, const float (&acc
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries, the parts [CTAs][2][16][8
 // NT] f32, the items per warp (q) and the row groups' counters (zero); grid = ceil(row groups x
 // ceil(item columns / q) / W), W at most a row group's chunks, dynamic shared memory W x 16 x 8 NT
-// f32 (as production). Each NT in production's configuration (EXEC_TCS_N1 / N2 / N4), released
-// after the items.
-#define EXEC_TCS_SHARE(NAME, NT, XCHUNK, BOUNDS, AHEAD)                                                                    \
+// f32 (as production). Each NT in production's configuration (EXEC_TCS_N1 / N2 / N4).
+#define EXEC_TCS_SHARE(NAME, NT, XCHUNK, BOUNDS, AHEAD, EARLY)                                                             \
     extern "C" __global__ void BOUNDS NAME(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,                 \
                                            const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 q,          \
                                            exec_u32* __restrict__ cnt) {                                                  \
-        exec_tcs_body<NT, XCHUNK, 0, AHEAD, false, false, true>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, \
+        exec_tcs_body<NT, XCHUNK, 0, AHEAD, false, EARLY, true>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, \
                                                                ldy, out_bf16, poff, pent, part, q, cnt);                  \
     }
-EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n1, 1, false, __maxnreg__(80), false)
-EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n2, 2, false, __launch_bounds__(512, 1), true)
-EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n4, 4, true, __launch_bounds__(512, 1), false)
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n1, 1, false, __maxnreg__(80), false, false)
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n2, 2, false, __launch_bounds__(512, 1), true, false)
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n4, 4, true, __launch_bounds__(512, 1), false, false)
+// The same, releasing the next kernel at the CTAs' start (EARLY), where production's rule would
+// (tc_release; session 34: without it, and with the parts allocated per launch, the share kernel
+// lost 3.4-4.8 us a launch to production even where their plans are the same).
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n1_release_start, 1, false, __maxnreg__(80), false, true)
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n2_release_start, 2, false, __launch_bounds__(512, 1), true, true)
+EXEC_TCS_SHARE(bench_exec_tensor_strip_share_n4_release_start, 4, true, __launch_bounds__(512, 1), false, true)

@@ -107,6 +107,9 @@ pub struct GpuExecMatrix {
     /// its row groups of 16 in the first ceil(M / 16)), zero between their launches.
     #[cfg(feature = "bench")]
     share_counters: CudaSlice<u32>,
+    /// Bench: the share launches as chosen, per NT (1, 2, 4), with their buffers of parts.
+    #[cfg(feature = "bench")]
+    share_launches: [OnceLock<tensor_share::ShareLaunch>; 3],
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -214,6 +217,8 @@ impl GpuExecMatrix {
             tc_strip_force: None,
             #[cfg(feature = "bench")]
             share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(4).max(1) as usize)?,
+            #[cfg(feature = "bench")]
+            share_launches: Default::default(),
         })
     }
 
@@ -260,6 +265,8 @@ impl GpuExecMatrix {
             tc_strip_force: self.tc_strip_force,
             #[cfg(feature = "bench")]
             share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(4).max(1) as usize)?,
+            #[cfg(feature = "bench")]
+            share_launches: Default::default(),
         })
     }
 

@@ -11,11 +11,13 @@
 //!
 //! [`ExecMatvecKernel::VarTcStripShare`]: super::ExecMatvecKernel::VarTcStripShare
 
+use super::release::Release;
 use super::tensor_strip::{tc_strip_smem, wave_items, TcStripGeometry, MAX_WARPS};
+use super::tensor_strip_launch::tc_release;
 use super::GpuExecMatrix;
 use crate::launch::{launch_params, param, LaunchAttrs};
 use crate::GpuError;
-use cudarc::driver::{DevicePtr, LaunchConfig};
+use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig};
 
 /// A launch: CTAs of `warps` warps, each warp a chunk of at most `items` items of one row group,
 /// `grid` CTAs, `smem` dynamic bytes (the warps' partial sums, as production's).
@@ -36,6 +38,18 @@ pub struct SharePlanInfo {
     pub grid: u32,
     /// CTAs the device holds at once at this plan.
     pub resident: u64,
+    /// The next kernel is released at the CTAs' start (else after their items).
+    pub release_start: bool,
+}
+
+/// A share launch as chosen for one NT, kept with the matrix (`GpuExecMatrix::share_launches`):
+/// the entry point, the plan, where it releases the next kernel and the buffer of its parts
+/// (2 x 16 x 8 NT f32 per CTA), so that a launch neither searches the plan again nor allocates.
+pub(super) struct ShareLaunch {
+    name: &'static str,
+    plan: SharePlan,
+    release: Release,
+    part: CudaSlice<f32>,
 }
 
 /// The plan: q items per warp (the least q of each count of chunks per row group, ceil(item
@@ -82,49 +96,61 @@ pub(super) fn share_plan(
     best.map(|(_, p)| p).ok_or(GpuError::Unsupported("no CTA of the share kernel"))
 }
 
-/// The entry point at `nt` n-tiles (1, 2 or 4).
-fn share_kernel(nt: u64) -> &'static str {
-    match nt {
-        1 => "bench_exec_tensor_strip_share_n1",
-        2 => "bench_exec_tensor_strip_share_n2",
+/// The entry point at `nt` n-tiles (1, 2 or 4), releasing the next kernel at its CTAs' start or
+/// after its items.
+fn share_kernel(nt: u64, release: Release) -> &'static str {
+    match (nt, release) {
+        (1, Release::Start) => "bench_exec_tensor_strip_share_n1_release_start",
+        (2, Release::Start) => "bench_exec_tensor_strip_share_n2_release_start",
+        (_, Release::Start) => "bench_exec_tensor_strip_share_n4_release_start",
+        (1, _) => "bench_exec_tensor_strip_share_n1",
+        (2, _) => "bench_exec_tensor_strip_share_n2",
         _ => "bench_exec_tensor_strip_share_n4",
     }
 }
 
 impl GpuExecMatrix {
-    /// The share launch's plan on `ncols` (at most 32) columns and its kernel.
-    fn share_choice(&self, ncols: u32) -> Result<(&'static str, SharePlan), GpuError> {
+    /// The share launch on `ncols` (at most 32) columns: the plan ([`share_plan`], with the
+    /// occupancy of the entry point that releases after its items; both entry points have the
+    /// same registers and shared memory), released where production's rule would release a
+    /// programmatic launch of that many CTAs ([`tc_release`]), kept with the matrix per NT.
+    fn share_choice(&self, ncols: u32) -> Result<&ShareLaunch, GpuError> {
         let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
+        let kept = &self.share_launches[nt.trailing_zeros() as usize];
+        if let Some(l) = kept.get() {
+            return Ok(l);
+        }
         let geo = TcStripGeometry { rows: self.shape.rows, cols: self.shape.cols, items: self.item_columns(), nt };
-        let name = share_kernel(nt);
+        let end = share_kernel(nt, Release::End);
         let sms = u64::from(self.gpu.sm_count);
-        let plan = share_plan(geo, sms, |threads, smem| Ok(sms * u64::from(self.gpu.ctas_per_sm(name, threads, smem)?)))?;
-        Ok((name, plan))
+        let resident = |threads, smem| -> Result<u64, GpuError> { Ok(sms * u64::from(self.gpu.ctas_per_sm(end, threads, smem)?)) };
+        let plan = share_plan(geo, sms, resident)?;
+        let release = tc_release(u64::from(plan.grid), resident(32 * plan.warps, plan.smem)?, true);
+        let part = self.gpu.stream.alloc_zeros::<f32>(plan.grid as usize * 2 * 16 * 8 * nt as usize)?;
+        Ok(kept.get_or_init(|| ShareLaunch { name: share_kernel(nt, release), plan, release, part }))
     }
 
     /// Bench: the share launch on `ncols` (1..=32) columns.
     pub fn share_plan_info(&self, ncols: u32) -> Result<SharePlanInfo, GpuError> {
-        let (name, p) = self.share_choice(ncols)?;
-        let resident = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, 32 * p.warps, p.smem)?);
-        Ok(SharePlanInfo { warps: p.warps, items: p.items, grid: p.grid, resident })
+        let l = self.share_choice(ncols)?;
+        let p = l.plan;
+        let resident = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(l.name, 32 * p.warps, p.smem)?);
+        let release_start = l.release == Release::Start;
+        Ok(SharePlanInfo { warps: p.warps, items: p.items, grid: p.grid, resident, release_start })
     }
 
     /// The share kernel on `ncols` (at most 32) BF16 columns at `x` into `y`: the sums of row
-    /// groups that two CTAs or more share go through a stream-ordered buffer of 2 x 16 x 8 NT f32
-    /// per CTA, counted in the matrix's counters (zero between launches: the last CTA of a row
-    /// group sets its counter back).
+    /// groups that two CTAs or more share go through the launch's buffer of parts (kept with the
+    /// matrix, reused launch after launch in stream order), counted in the matrix's counters
+    /// (zero between launches: the last CTA of a row group sets its counter back).
     pub(super) fn share_launch(&self, x: u64, ncols: u32, bias: u64, out_bf16: i32, y: u64) -> Result<(), GpuError> {
-        let (name, plan) = self.share_choice(ncols)?;
-        let nt = u64::from(ncols.div_ceil(8).next_power_of_two());
+        let l = self.share_choice(ncols)?;
+        let plan = l.plan;
         let s = &self.gpu.stream;
-        // SAFETY: a CTA writes its parts before it counts itself in the row group's counter (a
-        // fence between), and the last CTA to count itself reads them; nothing reads a part no
-        // CTA wrote (exec_tcs_share_finish).
-        let part = unsafe { s.alloc::<f32>(plan.grid as usize * 2 * 16 * 8 * nt as usize) }?;
         let f = self.ptrs();
         let (poff, _go) = self.derived.plist_off.device_ptr(s);
         let (pent, _ge) = self.derived.plist_ent.device_ptr(s);
-        let (pp, _gp) = part.device_ptr(s);
+        let (pp, _gp) = l.part.device_ptr(s);
         let (cnt, _gc) = self.share_counters.device_ptr(s);
         let m = self.shape.rows;
         let a = super::MatvecArgs { m: m as u32, k: self.shape.cols as u32, x, ldx: self.k16, ncols, bias, y, ldy: m, out_bf16 };
@@ -135,12 +161,12 @@ impl GpuExecMatrix {
         // SAFETY: the argument list matches EXEC_TCS_SHARE (kernels/bench/exec_tensor_share.cu),
         // each value of the type it declares and alive for the call; x holds ncols vectors of K16
         // BF16 activations, y ncols x M outputs, bias M values or null; the patch list is the
-        // matrix's own; part holds 2 x 16 x 8 NT floats per CTA, the counters one u32 per row
-        // group, zero (set back by each launch). The plan keeps W within a row group's chunks and
-        // the shared memory at production's (at most 32 KB).
+        // matrix's own; part holds 2 x 16 x 8 NT floats per CTA of this plan, the counters one
+        // u32 per row group, zero (set back by each launch). The plan keeps W within a row
+        // group's chunks and the shared memory at production's (at most 32 KB).
         // Programmatic: the kernel reads only the matrix's fields before it waits for the kernel
-        // before it.
-        unsafe { launch_params(s, self.gpu.function(name)?, cfg, &mut params, LaunchAttrs { programmatic, cluster: 1 }) }?;
+        // before it (all of it, so the parts and counters of the launch before are done with).
+        unsafe { launch_params(s, self.gpu.function(l.name)?, cfg, &mut params, LaunchAttrs { programmatic, cluster: 1 }) }?;
         Ok(())
     }
 }

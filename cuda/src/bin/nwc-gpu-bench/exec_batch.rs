@@ -228,7 +228,11 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         if tensor.iter().any(|r| r.kernel == ExecMatvecKernel::VarTcStripShare) {
             let sh = mats[0].share_plan_info(n)?;
             let rounds = f64::from(sh.grid) / sh.resident as f64;
-            line += &format!(" | share W {} q {} grid {} resident {} ({rounds:.2} rounds)", sh.warps, sh.items, sh.grid, sh.resident);
+            let release = if sh.release_start { "released at the start" } else { "released after the items" };
+            line += &format!(
+                " | share W {} q {} grid {} resident {} ({rounds:.2} rounds, {release})",
+                sh.warps, sh.items, sh.grid, sh.resident
+            );
         }
         println!("{line}");
     }
