@@ -4,9 +4,7 @@
 //! Run from fuzz/: `cargo run --release --example rule_census -- corpus-run corpus`.
 
 use nwc_fuzz::{exec_mutate, fuzz_limits, mutate, record};
-use nwc_reference::exec::{
-    decode_exec_with_limits, parse_le_fields, ExecDecodeError, ExecFormatError,
-};
+use nwc_reference::exec::{ExecDecodeError, ExecFormatError};
 use nwc_reference::{decode_with_limits, DecodeError, FormatError, Mode};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -29,10 +27,7 @@ fn outcome(m: Option<&nwc_reference::EncodedMatrix>, mode_code: u32) -> String {
 fn exec_outcome(data: &[u8]) -> String {
     let case = exec_mutate::exec_case(data);
     let (shape, f) = (case.damaged_shape, &case.damaged);
-    let result = parse_le_fields(shape, &f[0], &f[1], &f[2], &f[3], &f[4])
-        .map_err(ExecDecodeError::from)
-        .and_then(|m| decode_exec_with_limits(&m, &fuzz_limits()));
-    match result {
+    match exec_mutate::read(shape, f) {
         Ok(_) => "accepted".into(),
         Err(ExecDecodeError::Format(e)) => e.rule().into(),
         Err(ExecDecodeError::Limit(_)) => "limit".into(),

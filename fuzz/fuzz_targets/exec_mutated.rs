@@ -13,13 +13,12 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nwc_fuzz::exec_mutate::{exec_case, ExecCase};
+use nwc_fuzz::exec_mutate::{exec_case, read, ExecCase};
 use nwc_fuzz::exec_rules::{first_broken, Fields};
 use nwc_fuzz::fuzz_limits;
 use nwc_fuzz::input::Input;
 use nwc_reference::exec::{
-    canonical_base, check_canonical, decode_exec_with_limits, encode_exec_with_bases,
-    parse_le_fields, ExecDecodeError, ExecDecoded,
+    canonical_base, check_canonical, encode_exec_with_bases, ExecDecodeError, ExecDecoded,
 };
 use nwc_reference::{decode, Mode, ParamError, Shape, Weights};
 
@@ -93,9 +92,7 @@ fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
     let undamaged = case.undamaged();
     let ExecCase { words, canonical, damaged_shape: shape, damaged: f, mut rest, .. } = case;
     let expected = first_broken(shape.rows, shape.cols, &f);
-    let result = parse_le_fields(shape, &f[0], &f[1], &f[2], &f[3], &f[4])
-        .map_err(ExecDecodeError::from)
-        .and_then(|m| decode_exec_with_limits(&m, &fuzz_limits()).map(|d| (m, d)));
+    let result = read(shape, &f);
     let limits = fuzz_limits();
     let within_limits = limits.check_shape(shape).is_ok()
         && limits.check_alloc("decoded weights", 2 * shape.weights()).is_ok();

@@ -3,10 +3,14 @@
 //! bases or with bases the input picks, then up to five damages to the fields or the declared
 //! shape, optionally with `esc_start` recounted from the damaged codes.
 
-use crate::exec_rules::{shape_in_range, Fields};
+use crate::exec_rules::{code_at, shape_in_range, Fields};
+use crate::fuzz_limits;
 use crate::input::Input;
 use crate::matrices::{read_spec, Plain};
-use nwc_reference::exec::{canonical_base, encode_exec_with_bases};
+use nwc_reference::exec::{
+    canonical_base, decode_exec_with_limits, encode_exec_with_bases, parse_le_fields,
+    ExecDecodeError, ExecDecoded, ExecMatrix,
+};
 use nwc_reference::Shape;
 
 /// One case: the matrix, its encoding, and the damaged fields and shape a reader is given.
@@ -30,6 +34,15 @@ impl ExecCase<'_> {
     pub fn undamaged(&self) -> bool {
         self.damaged_shape == self.shape && self.damaged == self.original
     }
+}
+
+/// Reads the fields as a reader of stored fields does (`parse_le_fields`, then
+/// `decode_exec_with_limits` under the fuzz limits): what the target checks and the rule census
+/// counts.
+pub fn read(shape: Shape, f: &Fields) -> Result<(ExecMatrix, ExecDecoded), ExecDecodeError> {
+    parse_le_fields(shape, &f[0], &f[1], &f[2], &f[3], &f[4])
+        .map_err(ExecDecodeError::from)
+        .and_then(|m| decode_exec_with_limits(&m, &fuzz_limits()).map(|d| (m, d)))
 }
 
 /// Reads a case from fuzz bytes.
@@ -175,7 +188,7 @@ fn recount(f: &mut Fields, shape: Shape) {
     for row in 0..rows {
         for cb in 0..col_tiles {
             let escapes = (512 * cb..(512 * cb + 512).min(cols))
-                .filter(|&c| (f[1][(row * k16 / 2 + c / 2) as usize] >> (4 * (c % 2))) & 15 == 15)
+                .filter(|&c| code_at(&f[1], k16, row, c) == 15)
                 .count() as u32;
             entries.push(entries.last().expect("starts with 0") + escapes);
         }

@@ -27,6 +27,17 @@ fn broken(rule: &'static str, field: &'static str, offset: u64) -> Option<Broken
     })
 }
 
+/// Spec 20.5: the 4-bit code of (row, col) in the code plane `codes` of row stride K16 / 2 bytes
+/// (even columns in bits 0..3).
+pub fn code_at(codes: &[u8], k16: u64, row: u64, col: u64) -> u8 {
+    let byte = codes[(row * (k16 / 2) + col / 2) as usize];
+    if col.is_multiple_of(2) {
+        byte & 15
+    } else {
+        byte >> 4
+    }
+}
+
 /// Spec 20.9.1 (the shape limits of 3.2).
 pub fn shape_in_range(rows: u64, cols: u64) -> bool {
     (1..=1u64 << 31).contains(&rows)
@@ -65,14 +76,7 @@ pub fn first_broken(rows: u64, cols: u64, f: &Fields) -> Option<Broken> {
             return broken("exec-base-range", "base", row as u64);
         }
     }
-    let code = |row: u64, col: u64| {
-        let byte = codes[(row * (k16 / 2) + col / 2) as usize];
-        if col.is_multiple_of(2) {
-            byte & 15
-        } else {
-            byte >> 4
-        }
-    };
+    let code = |row: u64, col: u64| code_at(codes, k16, row, col);
     // 20.9.4, then 20.9.5: pad columns, row-major.
     for row in 0..rows {
         for col in cols..k16 {
