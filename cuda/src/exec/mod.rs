@@ -110,6 +110,10 @@ pub struct GpuExecMatrix {
     /// Bench: the share launches as chosen, per NT (1, 2, 4), with their buffers of parts.
     #[cfg(feature = "bench")]
     share_launches: [OnceLock<tensor_share::ShareLaunch>; 3],
+    /// Bench: the one-column share kernel's tile partials (M x CB f32), made at its first launch
+    /// and reused launch after launch in stream order.
+    #[cfg(feature = "bench")]
+    share_partials: OnceLock<CudaSlice<f32>>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -219,6 +223,8 @@ impl GpuExecMatrix {
             share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(4).max(1) as usize)?,
             #[cfg(feature = "bench")]
             share_launches: Default::default(),
+            #[cfg(feature = "bench")]
+            share_partials: OnceLock::new(),
         })
     }
 
@@ -267,6 +273,8 @@ impl GpuExecMatrix {
             share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(4).max(1) as usize)?,
             #[cfg(feature = "bench")]
             share_launches: Default::default(),
+            #[cfg(feature = "bench")]
+            share_partials: OnceLock::new(),
         })
     }
 

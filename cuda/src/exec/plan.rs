@@ -258,6 +258,8 @@ impl GpuExecMatrix {
             if let Some(p) = self.variant_plan(k)? {
                 return Ok((p, 1));
             }
+        } else if k == ExecMatvecKernel::VarStripW1C2 {
+            return Ok((self.w1_c2_plan(2)?, 2));
         }
         // One column: the strip kernel, the default where it fits (exec/strip.rs), its plan kept
         // with the matrix.
@@ -331,14 +333,12 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             params.push(param(fp));
         }
-        // Bench: the share kernel's units per warp, its tile partials (M x CB f32, stream-ordered)
+        // Bench: the share kernel's units per warp, its tile partials (M x CB f32, kept with the
+        // matrix: an allocation per launch put memory nodes between a graph's kernels, session 35)
         // and the matrix's counters
         #[cfg(feature = "bench")]
         let share = match p.tail {
-            // SAFETY: the kernel writes a row's partial of a tile before the warp that adds the
-            // row reads it (a fence and the group's counter between); nothing reads a partial no
-            // warp wrote (exec_strip_share_fold).
-            Tail::Share { units } => Some((units, unsafe { s.alloc::<f32>((self.shape.rows * self.col_tiles) as usize) }?)),
+            Tail::Share { units } => Some((units, self.share_partials()?)),
             _ => None,
         };
         #[cfg(feature = "bench")]

@@ -115,6 +115,12 @@ matvec_kernels! {
     /// Exact class.
     #[cfg(feature = "bench")]
     VarStripShare = "var-strip-share", Exact;
+    /// Bench (session 35): W1 on two columns per decode (kernels/bench/exec_matvec_pair.cu) at
+    /// every shape, batches two columns per launch; one column (a batch's last, or batch 1) on W1
+    /// as [`ExecMatvecKernel::VarStripW1`], so that its batch-1 time is its own baseline. Each
+    /// launch released where W1's rule puts it. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripW1C2 = "var-strip-w1-c2", Exact;
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]

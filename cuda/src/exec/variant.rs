@@ -13,6 +13,7 @@ use super::strip::{SliceRule, StripShape, UnitRows, PRODUCTION_SLICES};
 use super::{ExecMatvecKernel, GpuExecMatrix, TileFlagRule};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
+use cudarc::driver::CudaSlice;
 
 /// Bench: a launch shape the CTA strip kernel can be forced to (`--exec-strip-plans W:RS[:S]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +104,7 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
+            ExecMatvecKernel::VarStripW1C2 => return Ok(Some(self.w1_c2_plan(1)?)),
             ExecMatvecKernel::VarStripUncapped => {
                 return match self.production_choice(PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
@@ -195,6 +197,35 @@ impl GpuExecMatrix {
         let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, 32, 0)?);
         let n = share_units(units, slots);
         Ok(Plan { name, grid: units.div_ceil(n) as u32, threads: 32, smem: 0, tail: Tail::Share { units: n as u32 } })
+    }
+}
+
+impl GpuExecMatrix {
+    /// Bench: the plan of [`ExecMatvecKernel::VarStripW1C2`] on `ncols` (1 or 2) columns: W1's
+    /// launch, released where W1's rule puts it, on the two-column entry point at 2.
+    pub(super) fn w1_c2_plan(&self, ncols: u64) -> Result<Plan, GpuError> {
+        let p = self.with_release(self.strip_w1_plan("exec_matvec_strip_w1"), None)?;
+        if ncols < 2 {
+            return Ok(p);
+        }
+        let name = if p.name == "exec_matvec_strip_w1_release_end" {
+            "bench_exec_matvec_strip_w1_c2_release_end"
+        } else {
+            "bench_exec_matvec_strip_w1_c2"
+        };
+        Ok(Plan { name, ..p })
+    }
+
+    /// Bench: the one-column share kernel's tile partials, made at its first launch.
+    pub(super) fn share_partials(&self) -> Result<&CudaSlice<f32>, GpuError> {
+        if let Some(tp) = self.share_partials.get() {
+            return Ok(tp);
+        }
+        // SAFETY: the kernel writes a row's partial of a tile before the warp that adds the row
+        // reads it (a fence and the group's counter between); nothing reads a partial no warp
+        // wrote (exec_strip_share_fold), in this launch or a later one.
+        let tp = unsafe { self.gpu.stream.alloc::<f32>((self.shape.rows * self.col_tiles) as usize) }?;
+        Ok(self.share_partials.get_or_init(|| tp))
     }
 }
 

@@ -24,6 +24,10 @@ pub struct BatchRow {
     pub tensor_us: Vec<f64>,
 }
 
+/// The exact kernel that `--exec-batch --exec-kernels` times beside the tensor-core ones: W1 on
+/// two columns per decode (session 35), checked bit for bit against one launch per column.
+const EXACT_BATCHED: ExecMatvecKernel = ExecMatvecKernel::VarStripW1C2;
+
 /// The batch sizes of `--exec-batch`.
 const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 
@@ -59,15 +63,17 @@ fn column(label: String, kernel: ExecMatvecKernel, runs: fn(usize) -> bool, warp
 }
 
 /// `--exec-batch --exec-kernels`: the production choice, then each tensor-core kernel of `list`
-/// (at the batch sizes of its [`TENSOR`] entry, else all); an exact kernel is refused.
+/// (at the batch sizes of its [`TENSOR`] entry, else all), or the exact kernel that batches on
+/// the strip kernel ([`EXACT_BATCHED`], at 1..8 columns); any other exact kernel is refused.
 pub fn named(list: &[ExecMatvecKernel]) -> Res<Vec<TensorRun>> {
     let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
     for &kernel in list {
-        if kernel.is_exact() {
+        if kernel.is_exact() && kernel != EXACT_BATCHED {
             return Err(format!("--exec-batch --exec-kernels: {} is an exact kernel, not a tensor-core one", kernel.name()).into());
         }
         let runs = match TENSOR.iter().find(|t| t.1 == kernel) {
             Some(t) => t.2,
+            None if kernel == EXACT_BATCHED => |n| n <= 8,
             None => |_| true,
         };
         v.push(column(kernel.name().to_owned(), kernel, runs, None));
@@ -176,6 +182,19 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             *slot = t;
             if kernel.is_probe() {
                 continue; // a ceiling probe: timed, never checked
+            }
+            if kernel.is_exact() {
+                // bit for bit against production's exact matvec, one launch per column
+                mats[0].set_matvec_kernel(ExecMatvecKernel::Exact);
+                let mut per: Vec<u16> = Vec::new();
+                for c in 0..n {
+                    per.extend(mats[0].matvec_bf16(&xw[c * k as usize..(c + 1) * k as usize], 1, None)?);
+                }
+                if s.clone_dtoh(&y)? != per {
+                    tag += &format!(" MISMATCH({} against one exact launch per column)", kernel.name());
+                    *slot = f64::NAN;
+                }
+                continue;
             }
             if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();

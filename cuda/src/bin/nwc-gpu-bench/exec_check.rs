@@ -29,6 +29,10 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripShare,
 ];
 
+/// The two-column W1 (bench, exact class): checked here on batches, timed by `--exec-batch
+/// --exec-kernels var-strip-w1-c2`.
+const W1_C2: ExecMatvecKernel = ExecMatvecKernel::VarStripW1C2;
+
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
@@ -166,9 +170,12 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             }
         }
         // the exact class on BF16 activations, bit for bit against the reference on their f32
-        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened first)
-        e.set_matvec_kernel(ExecMatvecKernel::Exact);
-        for nb in [1usize, 3] {
+        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened
+        // first); the two-column W1 (bench) on 2 and 3 or 5 columns (its `_xbf16` entry points,
+        // the last column on W1)
+        let odd = [3usize, 5][i % 2];
+        for (kernel, nb) in [(ExecMatvecKernel::Exact, 1usize), (ExecMatvecKernel::Exact, 3), (W1_C2, 2), (W1_C2, odd)] {
+            e.set_matvec_kernel(kernel);
             let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
             let xw = widen(&xs);
             let want_b = reference.matvec_bf16(&xw, nb, None)?;
@@ -176,7 +183,19 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
             let got = s.clone_dtoh(&y)?;
             if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
-                bad.push(format!("exact on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", got[r], want_b[r]));
+                bad.push(format!("{} on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_b[r]));
+            }
+            if kernel == W1_C2 {
+                // and on f32 activations (its f32 entry points)
+                let got = e.matvec_bf16(&xw, nb, None)?;
+                if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
+                    bad.push(format!(
+                        "{} on f32 activations, {nb} columns, output {r}: {:#06x} != {:#06x}",
+                        kernel.name(),
+                        got[r],
+                        want_b[r]
+                    ));
+                }
             }
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):

@@ -14,8 +14,12 @@ const WARM_MS: f64 = 5.0;
 /// Median microseconds per launch of `launch(i)` (i rotates copies), from CUDA-graph replays.
 pub fn time_us(gpu: &Arc<Gpu>, launch: &mut dyn FnMut(usize) -> Res<()>) -> Res<f64> {
     let s = &gpu.stream;
-    for i in 0..3 {
-        launch(i)?; // warm-up: module load, cuBLAS heuristics, caches
+    // Warm-up, every launch of the graph once and eagerly: module loads, cuBLAS heuristics,
+    // caches, and what each matrix copy keeps from its first launch (plans; the bench kernels'
+    // buffers), which must not be made inside the capture (an allocation there fails or becomes
+    // a memory node between the kernels).
+    for i in 0..LAUNCHES_PER_GRAPH {
+        launch(i)?;
     }
     s.synchronize()?;
     s.begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)?;
