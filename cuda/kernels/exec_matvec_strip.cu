@@ -119,73 +119,50 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
-// Row r of a group: its 16 weights of the lane decoded (spec 20.13) into 8 pairs w, b4 the group's
-// 4 bases (one byte each) and b2[r] = exec_b2 of row r's base. Pad columns keep their code 0 on the fast path (the tile flags ignore
+// One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
+// each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
+// the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
 // them; the weight is finite, its sm byte 0, and meets x = 0: spec 15.4.3 note); in a flagged row
 // of a tile with pad columns (not whole) they take code 1 first, so that the patch leaves them
 // (session 14: without it, every flagged row of 1000x3000's last tile patched 4 pad pairs, -16%).
 template <int PROBE>
-__device__ __forceinline__ void exec_strip_row(const ExecStripGroup& g, exec_u32 r, exec_u32 b4, const exec_u32 (&b2)[4],
-                                               const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K,
-                                               exec_u32 (&w)[8]) {
-    if (PROBE == 1) {
-        const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
-#pragma unroll
-        for (int p = 0; p < 8; ++p) w[p] = raw[p];
-    } else {
-        exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
-        const exec_u32 f = (g.fl >> (8u * r)) & 0xffu;
-        if (f) {  // warp-uniform: the tile holds a code 0 or 15
-            const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-            exec_u64 off = 0;
-            if (f == 1u) {  // warp-uniform: else f is the escape byte of every code 15 of the tile
-                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                const exec_u32 before = exec_warp_excl(n15, lane);
-                off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
-            }
-            const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
-            if (!exec_plain16(c)) {
-                // flag >= 2 and no carry out of the exponent field: one XOR per special weight
-                if (f >= 2u && br <= 241u) exec_strip_fix(c, br, f, w);
-                else exec_strip_patch(c, g.s[r], br, esc, off, f, w);
-            }
-        }
-    }
-}
-
-// One group on NC columns (activations xv[c]): each row decoded once (exec_strip_row), then one
-// chain per column (spec 15.4.3) and one transposed tree per column; P[c] is column c's tile
-// partial of row exec_tree_index<4>(lane) of the group (spec 15.4.4). Production runs NC = 1
-// (exec_strip_group); the bench's two-column W1 (bench/exec_matvec_pair.cu) NC = 2.
-template <int PROBE, int NC>
-__device__ __forceinline__ void exec_strip_group_cols(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[NC][16],
-                                                      const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K,
-                                                      float (&P)[NC]) {
-    float acc[NC][4];
+__device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
+                                                  const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {
+    float acc[4];
 #pragma unroll
     for (exec_u32 r = 0; r < 4; ++r) {
         exec_u32 w[8];
-        exec_strip_row<PROBE>(g, r, b4, b2, esc, lane, whole, kc, K, w);
+        if (PROBE == 1) {
+            const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
 #pragma unroll
-        for (int c = 0; c < NC; ++c) {
-            float a = 0.0f;
-#pragma unroll
-            for (int i = 0; i < 16; ++i) {
-                a = __fmaf_rn(exec_strip_weight(w, i), xv[c][i], a);
+            for (int p = 0; p < 8; ++p) w[p] = raw[p];
+        } else {
+            exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
+            const exec_u32 f = (g.fl >> (8u * r)) & 0xffu;
+            if (f) {  // warp-uniform: the tile holds a code 0 or 15
+                const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
+                exec_u64 off = 0;
+                if (f == 1u) {  // warp-uniform: else f is the escape byte of every code 15 of the tile
+                    const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                    const exec_u32 before = exec_warp_excl(n15, lane);
+                    off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
+                }
+                const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
+                if (!exec_plain16(c)) {
+                    // flag >= 2 and no carry out of the exponent field: one XOR per special weight
+                    if (f >= 2u && br <= 241u) exec_strip_fix(c, br, f, w);
+                    else exec_strip_patch(c, g.s[r], br, esc, off, f, w);
+                }
             }
-            acc[c][r] = a;
         }
-    }
+        float a = 0.0f;
 #pragma unroll
-    for (int c = 0; c < NC; ++c) P[c] = exec_tree<4>(acc[c], lane);
-}
-
-template <int PROBE>
-__device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
-                                                  const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {
-    float P[1];
-    exec_strip_group_cols<PROBE, 1>(g, b4, b2, reinterpret_cast<const float(&)[1][16]>(xv), esc, lane, whole, kc, K, P);
-    return P[0];
+        for (int i = 0; i < 16; ++i) {
+            a = __fmaf_rn(exec_strip_weight(w, i), xv[i], a);
+        }
+        acc[r] = a;
+    }
+    return exec_tree<4>(acc, lane);
 }
 
 // One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;

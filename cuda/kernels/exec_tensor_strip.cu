@@ -68,14 +68,6 @@ __device__ __forceinline__ void exec_tcs_finish(float* red, const float (&acc)[N
         exec_tc_rowgroup_out<16, COLS, true>(red, (exec_u64)gr * 16, M, ncols, nwarps, bias, y, ldy, out_bf16, part, split);
 }
 
-// Bench (kernels/bench/exec_tensor_share.cu, defined there): the end of a CTA of the SHARE
-// instantiation below; production never instantiates it.
-template <int NT>
-__device__ __noinline__ void exec_tcs_share_finish(float* red, const float (&acc)[NT][4], exec_u32 warp, exec_u32 nwarps, exec_u32 g,
-                                                      exec_u32 t, exec_u32 nitg, exec_u32 q, exec_u32 M, exec_u32 ncols,
-                                                      const float* __restrict__ bias, void* __restrict__ y, exec_u64 ldy, int out_bf16,
-                                                      float* __restrict__ part, exec_u32* __restrict__ cnt);
-
 // PROBE (bench only, kernels/bench/exec_tensor_variants.cu): 1 = the loaded words used as weights
 // (no decode, no patch; a ceiling probe, not a matvec); production instantiates PROBE = 0 only.
 // AHEAD (session 24; production at 16 columns only): the range and the first entry of the item's
@@ -87,16 +79,9 @@ __device__ __noinline__ void exec_tcs_share_finish(float* red, const float (&acc
 // EARLY: the next kernel released at the CTA's start instead of after its items (the
 // `_release_start` entry points; exec/tensor_strip_launch.rs takes them where the launch fills at
 // least 0.9 of the device's resident CTAs, session 31).
-// SHARE (bench, session 33: kernels/bench/exec_tensor_share.cu): `splits` is q, the items per
-// warp; each row group's item columns are cut into chunks of q (its last chunk shorter), the
-// chunks of all row groups stand in one sequence, and warp w of CTA c takes chunk c x W + w, its
-// items one after the other; the warps' sums are added by exec_tcs_share_finish (`cnt`: one
-// counter per row group). Production instantiates SHARE = false only, whose code is the kernel's
-// as it was before SHARE (the same PTX).
-template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false, bool CLUSTER = false, bool EARLY = false, bool SHARE = false>
+template <int NT, bool XCHUNK, int PROBE = 0, bool AHEAD = false, bool CLUSTER = false, bool EARLY = false>
 __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), const exec_u32* __restrict__ poff,
-                                              const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits,
-                                              exec_u32* __restrict__ cnt = nullptr) {
+                                              const uint2* __restrict__ pent, float* __restrict__ part, exec_u32 splits) {
     extern __shared__ __align__(16) float exec_tcs_red[];
     // The CTA's row group gr and range [i0, i1) of item columns (the host keeps every split of the
     // item columns non-empty), the thread's rows g and g + 8 with their bases, and its pointers:
@@ -106,24 +91,9 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, nitg = EXEC_ITEM_COLUMNS(K16, CB);
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
     const exec_u32 g = lane >> 2, t = lane & 3u;
-    exec_u32 gr, split = 0, i0, i1;
-    if constexpr (!SHARE) {
-        gr = blockIdx.x / splits;
-        split = blockIdx.x % splits;
-        const exec_u32 per = (nitg + splits - 1) / splits;
-        i0 = split * per;
-        i1 = min(nitg, i0 + per);
-    } else {
-        // chunk j of row group gr: items j q .. j q + q - 1; i0 + warp is its first (i0 wraps), a
-        // warp past the last chunk gets none (of the last row group)
-        const exec_u32 kc = (nitg + splits - 1) / splits, groups = (M + 15u) >> 4;
-        const exec_u32 chunk = blockIdx.x * nwarps + warp;
-        gr = min(chunk / kc, groups - 1u);
-        const exec_u32 first = chunk < groups * kc ? (chunk - gr * kc) * splits : nitg;
-        i0 = first - warp;
-        i1 = min(nitg, first + splits);
-    }
-    const exec_u32 step = SHARE ? 1u : nwarps;  // from one item of the warp to its next
+    const exec_u32 gr = blockIdx.x / splits, split = blockIdx.x % splits;
+    const exec_u32 per = (nitg + splits - 1) / splits;
+    const exec_u32 i0 = split * per, i1 = min(nitg, i0 + per);
     bool rv[2];
     exec_u32 rbase[2];
     exec_tc_row_bases(base, gr, M, g, rv, rbase);
@@ -148,19 +118,13 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         }
     }
     uint2 rng_n = make_uint2(0u, 0u), fst_n = make_uint2(0u, 0u);  // AHEAD: the next item's range and first entry
-    if constexpr (!SHARE) {
-        if (AHEAD && i0 + warp < i1) {  // the matrix's own fields: before the wait
-            rng_n = make_uint2(__ldg(prow + i0 + warp), __ldg(prow + i0 + warp + 1));
-            if (rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
-        }
-    } else if (AHEAD && i0 + warp < i1) {  // i0 may wrap: the item's index first, then the pointer
-        const exec_u32 it = i0 + warp;
-        rng_n = make_uint2(__ldg(prow + it), __ldg(prow + it + 1));
+    if (AHEAD && i0 + warp < i1) {  // the matrix's own fields: before the wait
+        rng_n = make_uint2(__ldg(prow + i0 + warp), __ldg(prow + i0 + warp + 1));
         if (rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     if (EARLY) grid_dependency_release();
     grid_dependency_wait();
-    for (exec_u32 it = i0 + warp; it < i1; it += step) {
+    for (exec_u32 it = i0 + warp; it < i1; it += nwarps) {
         const exec_u32 c0 = (it >> 2) * 512u + (it & 3u) * 128u;
         const bool whole = rows && c0 + 128u <= K16;  // warp-uniform
         // Rows g and g + 8, chunks j: 16 sm bytes and 8 code bytes each; rows past M and chunks
@@ -200,7 +164,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         }
         // the item's patch-list range (exec_derived.cu: item (gr x CB + tile) x 4 + quarter)
         uint2 range, first = make_uint2(0u, 0u);
-        const exec_u32 nx = it + step;  // AHEAD: the warp's next item
+        const exec_u32 nx = it + nwarps;  // AHEAD: the warp's next item
         if (AHEAD) {
             range = rng_n;
             first = fst_n;
@@ -212,10 +176,7 @@ __device__ __forceinline__ void exec_tcs_body(EXEC_MATVEC_PARAMS(exec_u16), cons
         if (AHEAD && nx < i1 && rng_n.x != rng_n.y) fst_n = __ldg(pent + rng_n.x);
     }
     if (!EARLY) grid_dependency_release();
-    if constexpr (SHARE)
-        exec_tcs_share_finish<NT>(exec_tcs_red, acc, warp, nwarps, g, t, nitg, splits, M, ncols, bias, y, ldy, out_bf16, part, cnt);
-    else
-        exec_tcs_finish<NT, CLUSTER>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
+    exec_tcs_finish<NT, CLUSTER>(exec_tcs_red, acc, warp, nwarps, gr, g, t, M, ncols, bias, y, ldy, out_bf16, part, split, splits);
 }
 
 // Parameters: EXEC_MATVEC_PARAMS, the patch list's offsets and entries (exec_derived.cu), the f32

@@ -48,9 +48,6 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_stream.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_variants.cu"),
-    include_str!("../kernels/bench/exec_tensor_share.cu"),
-    include_str!("../kernels/bench/exec_matvec_share.cu"),
-    include_str!("../kernels/bench/exec_matvec_pair.cu"),
 );
 
 /// Bench: the warpgroup-MMA ceiling probe (kernels/bench/exec_wgmma_probe.cu), which needs
@@ -275,7 +272,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 52] = [
+pub const BENCH: [(&str, u32); 41] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -333,20 +330,6 @@ pub const BENCH: [(&str, u32); 52] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // (exec_tensor_share.cu).
-    ("bench_exec_tensor_strip_share_n1", 0),
-    ("bench_exec_tensor_strip_share_n2", 0),
-    ("bench_exec_tensor_strip_share_n4", 0),
-    ("bench_exec_tensor_strip_share_n1_release_start", 0),
-    ("bench_exec_tensor_strip_share_n2_release_start", 0),
-    ("bench_exec_tensor_strip_share_n4_release_start", 0),
-    // (exec_matvec_share.cu).
-    ("bench_exec_matvec_strip_share", 0),
-    // W1 on two columns per decode (exec_matvec_pair.cu).
-    ("bench_exec_matvec_strip_w1_c2", 0),
-    ("bench_exec_matvec_strip_w1_c2_release_end", 0),
-    ("bench_exec_matvec_strip_w1_c2_xbf16", 0),
-    ("bench_exec_matvec_strip_w1_c2_release_end_xbf16", 0),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

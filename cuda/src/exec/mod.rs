@@ -24,8 +24,6 @@ mod strip;
 mod tensor;
 #[cfg(feature = "bench")]
 mod tensor_bench;
-#[cfg(feature = "bench")]
-mod tensor_share;
 mod tensor_strip;
 mod tensor_strip_launch;
 #[cfg(feature = "bench")]
@@ -35,8 +33,6 @@ mod w1;
 pub use crate::DependentLaunch;
 pub use derived::TileFlagRule;
 pub use select::{ExecDequantKernel, ExecMatvecKernel};
-#[cfg(feature = "bench")]
-pub use tensor_share::SharePlanInfo;
 #[cfg(feature = "bench")]
 pub use tensor_strip_launch::TcStripPlanInfo;
 #[cfg(feature = "bench")]
@@ -103,17 +99,6 @@ pub struct GpuExecMatrix {
     /// (`force_tc_strip_warps`).
     #[cfg(feature = "bench")]
     tc_strip_force: Option<u64>,
-    /// Bench: one counter per group of 4 rows for the share kernels (exec/tensor_share.rs counts
-    /// its row groups of 16 in the first ceil(M / 16)), zero between their launches.
-    #[cfg(feature = "bench")]
-    share_counters: CudaSlice<u32>,
-    /// Bench: the share launches as chosen, per NT (1, 2, 4), with their buffers of parts.
-    #[cfg(feature = "bench")]
-    share_launches: [OnceLock<tensor_share::ShareLaunch>; 3],
-    /// Bench: the one-column share kernel's tile partials (M x CB f32), made at its first launch
-    /// and reused launch after launch in stream order.
-    #[cfg(feature = "bench")]
-    share_partials: OnceLock<CudaSlice<f32>>,
 }
 
 /// Device pointers of the five fields, valid while the guards live.
@@ -219,12 +204,6 @@ impl GpuExecMatrix {
             strip_force: None,
             #[cfg(feature = "bench")]
             tc_strip_force: None,
-            #[cfg(feature = "bench")]
-            share_counters: gpu.stream.alloc_zeros::<u32>(g.shape.rows.div_ceil(4).max(1) as usize)?,
-            #[cfg(feature = "bench")]
-            share_launches: Default::default(),
-            #[cfg(feature = "bench")]
-            share_partials: OnceLock::new(),
         })
     }
 
@@ -269,12 +248,6 @@ impl GpuExecMatrix {
             strip_force: self.strip_force,
             #[cfg(feature = "bench")]
             tc_strip_force: self.tc_strip_force,
-            #[cfg(feature = "bench")]
-            share_counters: s.alloc_zeros::<u32>(self.shape.rows.div_ceil(4).max(1) as usize)?,
-            #[cfg(feature = "bench")]
-            share_launches: Default::default(),
-            #[cfg(feature = "bench")]
-            share_partials: OnceLock::new(),
         })
     }
 

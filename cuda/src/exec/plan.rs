@@ -35,10 +35,6 @@ pub(super) enum Tail {
     /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu): RS, the rows per unit, S, the row
     /// slices per CTA, then the tile flags.
     Strip { rows: u32, slices: u32 },
-    /// Bench: `bench_exec_matvec_strip_share` (kernels/bench/exec_matvec_share.cu): the tile
-    /// flags, the (group, tile) units per warp, then the tile partials and the groups' counters.
-    #[cfg(feature = "bench")]
-    Share { units: u32 },
 }
 
 impl Tail {
@@ -46,8 +42,6 @@ impl Tail {
         match self {
             Tail::Bare => None,
             Tail::Groups(g) | Tail::GroupsFlags(g) | Tail::Strip { rows: g, .. } => Some(g),
-            #[cfg(feature = "bench")]
-            Tail::Share { .. } => None,
         }
     }
 
@@ -55,8 +49,6 @@ impl Tail {
         match self {
             Tail::Strip { slices, .. } => Some(slices),
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
-            #[cfg(feature = "bench")]
-            Tail::Share { .. } => None,
         }
     }
 
@@ -64,8 +56,6 @@ impl Tail {
         match self {
             Tail::Bare | Tail::Groups(_) => false,
             Tail::GroupsFlags(_) | Tail::Strip { .. } => true,
-            #[cfg(feature = "bench")]
-            Tail::Share { .. } => true,
         }
     }
 
@@ -76,8 +66,6 @@ impl Tail {
         match self {
             Tail::Strip { .. } => true,
             Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => false,
-            #[cfg(feature = "bench")]
-            Tail::Share { .. } => true,
         }
     }
 }
@@ -240,7 +228,7 @@ impl GpuExecMatrix {
         let p = self.exact_launch_plan(self.matvec_kernel, 1)?.0;
         Ok(match p.tail {
             Tail::Strip { rows, slices } => Some((rows, slices)),
-            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) | Tail::Share { .. } => None,
+            Tail::Bare | Tail::Groups(_) | Tail::GroupsFlags(_) => None,
         })
     }
 
@@ -258,8 +246,6 @@ impl GpuExecMatrix {
             if let Some(p) = self.variant_plan(k)? {
                 return Ok((p, 1));
             }
-        } else if k == ExecMatvecKernel::VarStripW1C2 {
-            return Ok((self.w1_c2_plan(2)?, 2));
         }
         // One column: the strip kernel, the default where it fits (exec/strip.rs), its plan kept
         // with the matrix.
@@ -333,20 +319,6 @@ impl GpuExecMatrix {
         if let Some((fp, _)) = &flags_guard {
             params.push(param(fp));
         }
-        // Bench: the share kernel's units per warp, its tile partials (M x CB f32, kept with the
-        // matrix: an allocation per launch put memory nodes between a graph's kernels, session 35)
-        // and the matrix's counters
-        #[cfg(feature = "bench")]
-        let share = match p.tail {
-            Tail::Share { units } => Some((units, self.share_partials()?)),
-            _ => None,
-        };
-        #[cfg(feature = "bench")]
-        let share_ptrs = share.as_ref().map(|(units, tp)| (units, tp.device_ptr(s), self.share_counters.device_ptr(s)));
-        #[cfg(feature = "bench")]
-        if let Some((units, (tp, _), (cnt, _))) = &share_ptrs {
-            params.extend([param(*units), param(tp), param(cnt)]);
-        }
         let programmatic = p.tail.waits() && self.dependent_launch.programmatic_on(&self.gpu);
         // SAFETY: the argument list matches the entry point's, as its plan's tail says, each value
         // of the type it declares and alive for the call: EXEC_MATVEC (exec_matvec_rows.cu,
@@ -360,10 +332,7 @@ impl GpuExecMatrix {
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's
-        // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps;
-        // bench, Tail::Share: the tile flags, the units per warp (at least 1), M x CB floats of
-        // tile partials, the matrix's ceil(M / 4) counters (zero between launches), CTAs of one
-        // warp, no shared memory.
+        // shared memory fits the device (exact_plan, strip_plan) and G divides the CTA's warps.
         // Programmatic only where the tail says the kernel waits (Tail::waits: exec_strip_body and
         // exec_strip_w1_body wait for the kernel before them before they read x or bias or touch
         // y, and read only the matrix's fields before).

@@ -122,10 +122,6 @@ pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
         "exec_matvec_strip_w1_release_end" => "exec_matvec_strip_w1_release_end_xbf16",
         "exec_matvec_strip_w1_ahead" => "exec_matvec_strip_w1_ahead_xbf16",
         "exec_matvec_strip_w1_ahead_release_end" => "exec_matvec_strip_w1_ahead_release_end_xbf16",
-        #[cfg(feature = "bench")]
-        "bench_exec_matvec_strip_w1_c2" => "bench_exec_matvec_strip_w1_c2_xbf16",
-        #[cfg(feature = "bench")]
-        "bench_exec_matvec_strip_w1_c2_release_end" => "bench_exec_matvec_strip_w1_c2_release_end_xbf16",
         _ => return None,
     })
 }

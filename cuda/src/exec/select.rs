@@ -109,18 +109,6 @@ matvec_kernels! {
     /// ahead (exec/w1.rs, session 30), released as W1's rule says. Exact class.
     #[cfg(feature = "bench")]
     VarStripW1Plain = "var-strip-w1-plain", Exact;
-    /// Bench (session 33): the one-column strip kernel on an even share of all groups' tiles: the
-    /// (group of 4 rows, tile) units in one sequence, n per warp (CTAs of one warp), a group shared
-    /// by several warps added by the last of them in W1's order (kernels/bench/exec_matvec_share.cu).
-    /// Exact class.
-    #[cfg(feature = "bench")]
-    VarStripShare = "var-strip-share", Exact;
-    /// Bench (session 35): W1 on two columns per decode (kernels/bench/exec_matvec_pair.cu) at
-    /// every shape, batches two columns per launch; one column (a batch's last, or batch 1) on W1
-    /// as [`ExecMatvecKernel::VarStripW1`], so that its batch-1 time is its own baseline. Each
-    /// launch released where W1's rule puts it. Exact class.
-    #[cfg(feature = "bench")]
-    VarStripW1C2 = "var-strip-w1-c2", Exact;
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]
@@ -210,12 +198,6 @@ matvec_kernels! {
     /// wave (production until session 32, which takes up to 8 splits where they fit one wave).
     #[cfg(feature = "bench")]
     VarTcStripLeastSplits = "var-tc-strip-least-splits", Bounded;
-    /// Bench (session 33): [`ExecMatvecKernel::Bounded`]'s strip kernel up to 32 columns per
-    /// decode on an even share of all row groups' items: CTA c takes the items c x P .. of the
-    /// row groups' items in one sequence, and each row group's parts are added by the last CTA
-    /// to finish one (kernels/bench/exec_tensor_share.cu, exec/tensor_share.rs).
-    #[cfg(feature = "bench")]
-    VarTcStripShare = "var-tc-strip-share", Bounded;
     /// Bench: the panel kernel (33..64 columns per decode) held to 1 row group per warp (the choice
     /// until session 13) or to 2; [`ExecMatvecKernel::Bounded`] takes the one its plan models
     /// faster.
@@ -312,7 +294,7 @@ mod tests {
             // a lean probe runs the exact plans; the other probes are timed only
             assert!(ExecMatvecKernel::ProbeLoads.is_exact() && ExecMatvecKernel::ProbeLoads.is_lean_probe());
             assert!(ExecMatvecKernel::ProbeBoundedRaw.is_probe() && !ExecMatvecKernel::ProbeBoundedRaw.is_exact());
-            assert!(!ExecMatvecKernel::VarTcStripShare.is_exact() && !ExecMatvecKernel::VarTcStripShare.is_probe());
+            assert!(!ExecMatvecKernel::VarTcStripCluster.is_exact() && !ExecMatvecKernel::VarTcStripCluster.is_probe());
             assert!(ExecMatvecKernel::VarStripW1.is_exact() && !ExecMatvecKernel::VarStripW1.is_lean_probe());
         }
     }

@@ -35,10 +35,6 @@ enum TensorFamily {
     /// Bench: `bench_exec_tensor_tile_n*`, a whole tile per item, up to 64 columns per decode.
     #[cfg(feature = "bench")]
     Tile,
-    /// Bench: `bench_exec_tensor_strip_share_n*`, the strip kernel on an even share of all row
-    /// groups' items, up to 32 columns per decode (exec/tensor_share.rs).
-    #[cfg(feature = "bench")]
-    Share,
 }
 
 impl GpuExecMatrix {
@@ -82,8 +78,6 @@ impl GpuExecMatrix {
             TensorFamily::Tile => self.tile_launch(nt, x, ncols, bias, out_bf16, y),
             #[cfg(feature = "bench")]
             TensorFamily::Wgmma => self.wgmma_launch(x, ncols, bias, out_bf16, y),
-            #[cfg(feature = "bench")]
-            TensorFamily::Share => self.share_launch(x, ncols, bias, out_bf16, y),
         }
     }
 
@@ -127,8 +121,6 @@ fn tensor_family(k: ExecMatvecKernel, nt: u32) -> TensorFamily {
         ExecMatvecKernel::VarTcStripLeastSplits if nt <= 4 => TensorFamily::Strip(StripVariant::LeastSplits),
         #[cfg(feature = "bench")]
         ExecMatvecKernel::ProbeBoundedStripRaw if nt <= 2 => TensorFamily::Strip(StripVariant::ProbeRaw),
-        #[cfg(feature = "bench")]
-        ExecMatvecKernel::VarTcStripShare if nt <= 4 => TensorFamily::Share,
         _ if nt <= 4 => TensorFamily::Strip(StripVariant::Production),
         _ => TensorFamily::Panel(PanelRows::Auto),
     }

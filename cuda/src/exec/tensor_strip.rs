@@ -89,7 +89,7 @@ pub(super) fn tc_strip_splits(g: TcStripGeometry, sm_count: u64, max_splits: u64
 /// split 9 and 8 ways at W = 11 and 8, 17152x1536 at W = 12, 18944x1024 at W = 8) it ran 32-52%
 /// slower at 1..8 columns than W = 2 in one wave, the W this cost gives; at 16 columns
 /// (2176x8192, 18944x1024: W = 8 in 4.1-4.5 waves) 39-54% slower than W = 3.
-pub(super) fn wave_items(items: u64, waves: u64) -> u64 {
+fn wave_items(items: u64, waves: u64) -> u64 {
     if items == 1 && waves > 1 {
         2
     } else {

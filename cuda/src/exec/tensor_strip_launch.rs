@@ -116,7 +116,7 @@ fn release_start_entry(name: &str) -> Option<&'static str> {
 /// round with few warps 9-11% slower (19456x2560, W = 2 at 0.77; 1000x3000 at 0.24); under this
 /// rule, of the 13 shapes it moved 9 ran 0.4-2.5% faster, 3 within 0.4%, 15744x4480 (W = 3)
 /// 0.6-1.1% slower.
-pub(super) fn tc_release(grid: u64, slots: u64, programmatic: bool) -> Release {
+fn tc_release(grid: u64, slots: u64, programmatic: bool) -> Release {
     if programmatic {
         release_point(grid, slots, Breadth::Narrow)
     } else {

@@ -13,7 +13,6 @@ use super::strip::{SliceRule, StripShape, UnitRows, PRODUCTION_SLICES};
 use super::{ExecMatvecKernel, GpuExecMatrix, TileFlagRule};
 use crate::kernels::EXEC_STAGE;
 use crate::GpuError;
-use cudarc::driver::CudaSlice;
 
 /// Bench: a launch shape the CTA strip kernel can be forced to (`--exec-strip-plans W:RS[:S]`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,7 +103,6 @@ impl GpuExecMatrix {
                 }
             }
             ExecMatvecKernel::VarStripW1 => return Ok(Some(self.strip_w1_plan("exec_matvec_strip_w1"))),
-            ExecMatvecKernel::VarStripW1C2 => return Ok(Some(self.w1_c2_plan(1)?)),
             ExecMatvecKernel::VarStripUncapped => {
                 return match self.production_choice(PRODUCTION_SLICES)? {
                     Some(p) => Ok(Some(self.with_release(p, None)?)),
@@ -137,7 +135,6 @@ impl GpuExecMatrix {
                     p => Ok(p),
                 }
             }
-            ExecMatvecKernel::VarStripShare => return Ok(Some(self.share_exact_plan()?)),
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.production_choice(PRODUCTION_SLICES)? {
@@ -183,70 +180,5 @@ impl GpuExecMatrix {
             }
         }
         Ok(None)
-    }
-
-    /// Bench: the plan of [`ExecMatvecKernel::VarStripShare`]: CTAs of one warp, each on n of the
-    /// groups' (group of 4 rows, tile) units, n the fewest whose warps fit one round of the
-    /// kernel's resident CTAs ([`share_units`]).
-    fn share_exact_plan(&self) -> Result<Plan, GpuError> {
-        let name = "bench_exec_matvec_strip_share";
-        let units = self.shape.rows.div_ceil(4) * self.col_tiles;
-        if units > u64::from(u32::MAX) {
-            return Err(GpuError::Unsupported("the share kernel numbers a matrix's tiles in 32 bits"));
-        }
-        let slots = u64::from(self.gpu.sm_count) * u64::from(self.gpu.ctas_per_sm(name, 32, 0)?);
-        let n = share_units(units, slots);
-        Ok(Plan { name, grid: units.div_ceil(n) as u32, threads: 32, smem: 0, tail: Tail::Share { units: n as u32 } })
-    }
-}
-
-impl GpuExecMatrix {
-    /// Bench: the plan of [`ExecMatvecKernel::VarStripW1C2`] on `ncols` (1 or 2) columns: W1's
-    /// launch, released where W1's rule puts it, on the two-column entry point at 2.
-    pub(super) fn w1_c2_plan(&self, ncols: u64) -> Result<Plan, GpuError> {
-        let p = self.with_release(self.strip_w1_plan("exec_matvec_strip_w1"), None)?;
-        if ncols < 2 {
-            return Ok(p);
-        }
-        let name = if p.name == "exec_matvec_strip_w1_release_end" {
-            "bench_exec_matvec_strip_w1_c2_release_end"
-        } else {
-            "bench_exec_matvec_strip_w1_c2"
-        };
-        Ok(Plan { name, ..p })
-    }
-
-    /// Bench: the one-column share kernel's tile partials, made at its first launch.
-    pub(super) fn share_partials(&self) -> Result<&CudaSlice<f32>, GpuError> {
-        if let Some(tp) = self.share_partials.get() {
-            return Ok(tp);
-        }
-        // SAFETY: the kernel writes a row's partial of a tile before the warp that adds the row
-        // reads it (a fence and the group's counter between); nothing reads a partial no warp
-        // wrote (exec_strip_share_fold), in this launch or a later one.
-        let tp = unsafe { self.gpu.stream.alloc::<f32>((self.shape.rows * self.col_tiles) as usize) }?;
-        Ok(self.share_partials.get_or_init(|| tp))
-    }
-}
-
-/// Units per warp of the one-column share kernel: `units` over `slots` resident warps, at least 1.
-fn share_units(units: u64, slots: u64) -> u64 {
-    units.div_ceil(slots.max(1)).max(1)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::share_units;
-
-    #[test]
-    fn the_share_kernel_takes_the_fewest_units_of_one_round() {
-        // 6400x5120 on the H200 (24 warps per SM): 1,600 groups of 10 tiles over 3,168 warps,
-        // 6 tiles each (W1: 10)
-        assert_eq!(share_units(1600 * 10, 3168), 6);
-        // 8192x4096: 2,048 groups of 8 tiles, 6 each (W1: 8); a small matrix: 1 each
-        assert_eq!(share_units(2048 * 8, 3168), 6);
-        assert_eq!(share_units(10, 3168), 1);
-        // past one round of groups, whole groups and more per warp
-        assert_eq!(share_units(37_984 * 8, 3168), 96);
     }
 }

@@ -24,10 +24,6 @@ pub struct BatchRow {
     pub tensor_us: Vec<f64>,
 }
 
-/// The exact kernel that `--exec-batch --exec-kernels` times beside the tensor-core ones: W1 on
-/// two columns per decode (session 35), checked bit for bit against one launch per column.
-const EXACT_BATCHED: ExecMatvecKernel = ExecMatvecKernel::VarStripW1C2;
-
 /// The batch sizes of `--exec-batch`.
 const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
 
@@ -63,17 +59,15 @@ fn column(label: String, kernel: ExecMatvecKernel, runs: fn(usize) -> bool, warp
 }
 
 /// `--exec-batch --exec-kernels`: the production choice, then each tensor-core kernel of `list`
-/// (at the batch sizes of its [`TENSOR`] entry, else all), or the exact kernel that batches on
-/// the strip kernel ([`EXACT_BATCHED`], at 1..8 columns); any other exact kernel is refused.
+/// (at the batch sizes of its [`TENSOR`] entry, else all); an exact kernel is refused.
 pub fn named(list: &[ExecMatvecKernel]) -> Res<Vec<TensorRun>> {
     let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
     for &kernel in list {
-        if kernel.is_exact() && kernel != EXACT_BATCHED {
+        if kernel.is_exact() {
             return Err(format!("--exec-batch --exec-kernels: {} is an exact kernel, not a tensor-core one", kernel.name()).into());
         }
         let runs = match TENSOR.iter().find(|t| t.1 == kernel) {
             Some(t) => t.2,
-            None if kernel == EXACT_BATCHED => |n| n <= 8,
             None => |_| true,
         };
         v.push(column(kernel.name().to_owned(), kernel, runs, None));
@@ -91,8 +85,7 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 
 /// The tensor-core kernels of `--exec-batch`: label, kernel, the batch sizes it runs. The production
 /// choice (`bounded`: the strip kernel to 32 columns, the panel kernel at 64), the strip kernel
-/// held to the least splits (production until session 32), the strip kernel on an even share of
-/// all row groups' items (session 33), the stream kernel
+/// held to the least splits (production until session 32), the stream kernel
 /// (the choice to 16 columns before session 13), the strip kernel with every split launch in
 /// clusters (session 28) and with none (production until session 28), the strip kernel held to
 /// one split and, at 16
@@ -100,10 +93,9 @@ pub fn forced_warps(list: &[u64]) -> Vec<TensorRun> {
 /// session 13) to 32 columns, the tile kernel, the panel kernel held to 1 and to 2 row groups per
 /// warp (the production choice takes one of them by its plan), the stream kernel's ceiling probes
 /// (no decode; decode without mma) and the strip kernel's (no decode; timed, never checked).
-const TENSOR: [TensorKernel; 16] = [
+const TENSOR: [TensorKernel; 15] = [
     ("bounded", ExecMatvecKernel::Bounded, |_| true),
     ("least-splits (bench)", ExecMatvecKernel::VarTcStripLeastSplits, |n| n <= 32),
-    ("share (bench)", ExecMatvecKernel::VarTcStripShare, |n| n <= 32),
     ("release-end (bench)", ExecMatvecKernel::VarTcStripReleaseEnd, |n| n <= 32),
     ("strip-cluster (bench)", ExecMatvecKernel::VarTcStripCluster, |n| n <= 32),
     ("sum-kernel (bench)", ExecMatvecKernel::VarTcStripSumKernel, |n| n <= 32),
@@ -183,19 +175,6 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             if kernel.is_probe() {
                 continue; // a ceiling probe: timed, never checked
             }
-            if kernel.is_exact() {
-                // bit for bit against production's exact matvec, one launch per column
-                mats[0].set_matvec_kernel(ExecMatvecKernel::Exact);
-                let mut per: Vec<u16> = Vec::new();
-                for c in 0..n {
-                    per.extend(mats[0].matvec_bf16(&xw[c * k as usize..(c + 1) * k as usize], 1, None)?);
-                }
-                if s.clone_dtoh(&y)? != per {
-                    tag += &format!(" MISMATCH({} against one exact launch per column)", kernel.name());
-                    *slot = f64::NAN;
-                }
-                continue;
-            }
             if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
                 if let Err(why) = level2::check_outputs(expected, &got, true) {
@@ -243,15 +222,6 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         let l = info(ExecMatvecKernel::VarTcStripLeastSplits)?;
         if (l.warps, l.splits, l.cluster) != (p.warps, p.splits, p.cluster) {
             line += &format!(" | least splits {}", show(l));
-        }
-        if tensor.iter().any(|r| r.kernel == ExecMatvecKernel::VarTcStripShare) {
-            let sh = mats[0].share_plan_info(n)?;
-            let rounds = f64::from(sh.grid) / sh.resident as f64;
-            let release = if sh.release_start { "released at the start" } else { "released after the items" };
-            line += &format!(
-                " | share W {} q {} grid {} resident {} ({rounds:.2} rounds, {release})",
-                sh.warps, sh.items, sh.grid, sh.resident
-            );
         }
         println!("{line}");
     }

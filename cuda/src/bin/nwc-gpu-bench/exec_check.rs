@@ -16,7 +16,7 @@ use nwc_reference::{DecodedMatrix, Elements, Mode, Shape};
 use std::sync::Arc;
 
 /// The strip kernel's bench variants (exact class): checked here, timed by `--exec-variants`.
-pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
+pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripCta,
     ExecMatvecKernel::VarStripW1,
     ExecMatvecKernel::VarStripReleaseStart,
@@ -26,12 +26,7 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 10] = [
     ExecMatvecKernel::VarStripPerWarpSlices,
     ExecMatvecKernel::VarStripNoW1,
     ExecMatvecKernel::VarStripW1Plain,
-    ExecMatvecKernel::VarStripShare,
 ];
-
-/// The two-column W1 (bench, exact class): checked here on batches, timed by `--exec-batch
-/// --exec-kernels var-strip-w1-c2`.
-const W1_C2: ExecMatvecKernel = ExecMatvecKernel::VarStripW1C2;
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
@@ -65,7 +60,7 @@ pub(super) fn activations(k: u64, seed: u64) -> Vec<f32> {
 /// (synthetic BF16), outputs compared between the kernels, then one production bounded matvec at
 /// 8, 16 and 32 columns (a split launch, in clusters or with the summing kernel, where the
 /// shape's plan splits: for Nsight Compute and the sanitizers, which the sweep's small shapes never
-/// split) and one of the share kernel (session 33: its parts added across CTAs).
+/// split).
 pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
     let s = &gpu.stream;
     for &(m, k) in shapes {
@@ -86,16 +81,14 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             e.set_dequant_kernel(*kernel);
             e.dequant_into(&mut deq)?;
         }
-        for kernel in [ExecMatvecKernel::Bounded, ExecMatvecKernel::VarTcStripShare] {
-            e.set_matvec_kernel(kernel);
-            for nb in [8usize, 16, 32] {
-                let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
-                let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
-                e.matvec_into_bf16(&xb, None, &mut yb)?;
-            }
+        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
+        for nb in [8usize, 16, 32] {
+            let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
+            let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+            e.matvec_into_bf16(&xb, None, &mut yb)?;
         }
         s.synchronize()?;
-        println!("exec-profile {m}x{k}: bounded matvec and the share kernel at 8, 16 and 32 columns launched");
+        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns launched");
     }
     Ok(())
 }
@@ -170,12 +163,9 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             }
         }
         // the exact class on BF16 activations, bit for bit against the reference on their f32
-        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened
-        // first); the two-column W1 (bench) on 2 and 3 or 5 columns (its `_xbf16` entry points,
-        // the last column on W1)
-        let odd = [3usize, 5][i % 2];
-        for (kernel, nb) in [(ExecMatvecKernel::Exact, 1usize), (ExecMatvecKernel::Exact, 3), (W1_C2, 2), (W1_C2, odd)] {
-            e.set_matvec_kernel(kernel);
+        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened first)
+        e.set_matvec_kernel(ExecMatvecKernel::Exact);
+        for nb in [1usize, 3] {
             let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
             let xw = widen(&xs);
             let want_b = reference.matvec_bf16(&xw, nb, None)?;
@@ -183,19 +173,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
             let got = s.clone_dtoh(&y)?;
             if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
-                bad.push(format!("{} on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", kernel.name(), got[r], want_b[r]));
-            }
-            if kernel == W1_C2 {
-                // and on f32 activations (its f32 entry points)
-                let got = e.matvec_bf16(&xw, nb, None)?;
-                if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
-                    bad.push(format!(
-                        "{} on f32 activations, {nb} columns, output {r}: {:#06x} != {:#06x}",
-                        kernel.name(),
-                        got[r],
-                        want_b[r]
-                    ));
-                }
+                bad.push(format!("exact on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", got[r], want_b[r]));
             }
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
@@ -213,8 +191,6 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             (ExecMatvecKernel::VarTcStripSumKernel, [8usize, 1, 32, 16][i % 4]),
             (ExecMatvecKernel::VarTcStripReleaseEnd, [8usize, 16, 3, 32][i % 4]),
             (ExecMatvecKernel::VarTcStripLeastSplits, [16usize, 4, 8, 32][i % 4]),
-            (ExecMatvecKernel::VarTcStripShare, [8usize, 1, 16, 5][i % 4]),
-            (ExecMatvecKernel::VarTcStripShare, [32usize, 12, 3, 16][i % 4]),
             (ExecMatvecKernel::BoundedStep, [24usize, 32, 17, 30][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg1, [64usize, 47, 40, 33][i % 4]),
             (ExecMatvecKernel::BoundedPanelRg2, [40usize, 33, 64, 47][i % 4]),
@@ -232,18 +208,9 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             e.set_matvec_kernel(kernel);
             let xd = e.activations_bf16(&xs, nb)?;
             e.matvec_into_bf16(&xd, None, &mut y)?;
-            let first = s.clone_dtoh(&y)?;
-            let got: Vec<u32> = first.iter().map(|&w| u32::from(w)).collect();
+            let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
             if let Err(why) = level2::check_outputs(&expected, &got, true) {
                 bad.push(format!("{} on {nb} columns: {why}", kernel.name()));
-            } else if kernel == ExecMatvecKernel::VarTcStripShare {
-                // its last CTA of a row group adds the parts and sets the row group's counter
-                // back: a second launch gives the same bits (a counter left set would leave
-                // outputs unwritten or added twice)
-                e.matvec_into_bf16(&xd, None, &mut y)?;
-                if s.clone_dtoh(&y)? != first {
-                    bad.push(format!("{} on {nb} columns: a second launch differs", kernel.name()));
-                }
             }
         }
         let deq_want = reference.dequant();

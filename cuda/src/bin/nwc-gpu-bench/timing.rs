@@ -15,9 +15,9 @@ const WARM_MS: f64 = 5.0;
 pub fn time_us(gpu: &Arc<Gpu>, launch: &mut dyn FnMut(usize) -> Res<()>) -> Res<f64> {
     let s = &gpu.stream;
     // Warm-up, every launch of the graph once and eagerly: module loads, cuBLAS heuristics,
-    // caches, and what each matrix copy keeps from its first launch (plans; the bench kernels'
-    // buffers), which must not be made inside the capture (an allocation there fails or becomes
-    // a memory node between the kernels).
+    // caches, and what each matrix copy keeps from its first launch (its plans), so that nothing
+    // is made inside the capture: an allocation there fails, or becomes a memory node between two
+    // kernels that loses their programmatic edge (session 35).
     for i in 0..LAUNCHES_PER_GRAPH {
         launch(i)?;
     }
