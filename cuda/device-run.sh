@@ -50,7 +50,10 @@
 #          (SpeedOfLight, memory workload) on the first launch of each kernel of NCU_KERNELS
 #          (default: the production strip kernel at 32 columns; empty: none) at 6144x4096. With
 #          EXACT_GRID=MxK,..., first `--exec-variants --real` and `--exec-variants --exec-shapes
-#          $EXACT_GRID` (the one-column kernels and their variants, batch 1).
+#          $EXACT_GRID` (the one-column kernels and their variants, batch 1). With
+#          BATCH_KERNELS=NAME,... both `--exec-batch` runs time the production choice beside the
+#          kernels named (`--exec-kernels`: tensor-core ones, or `var-strip-c2`); with RACECHECK=1
+#          the sweep's racecheck (3 shapes) follows the sweep.
 #   exec-variants  the one-column kernels' bench variants and probes (exec_matvec_variants.cu), one
 #          process: `--exec-sweep SWEEP_COUNT:2000000` (every exact one-column kernel, the variants
 #          included, and both dequants against the reference; 16 recommended) then
@@ -202,15 +205,21 @@ exec-compare)
   fi ;;
 exec-batch-compare)
   step "exec sweep (variants included)"; timeout 150 $B/nwc-gpu-bench --exec-sweep "$sweep:2000000" 2>&1 | tail -4
+  if [ -n "${RACECHECK:-}" ]; then
+    step "racecheck (exec sweep: the variants' shared memory)"
+    timeout 90 compute-sanitizer --tool racecheck --error-exitcode 9 $B/nwc-gpu-bench --exec-sweep 3:300000 | tail -2
+  fi
+  named=()
+  [ -n "${BATCH_KERNELS:-}" ] && named=(--exec-kernels "$BATCH_KERNELS")
   if [ -n "${EXACT_GRID:-}" ]; then
     step "one-column kernels and variants beside cuBLAS, batch 1, bench shapes"
     timeout 160 $B/nwc-gpu-bench --exec-variants --real $B/minilm.bf16 2>&1 | grep -v "prepared"
     step "one-column kernels and variants beside cuBLAS, batch 1, $EXACT_GRID"
     timeout 160 $B/nwc-gpu-bench --exec-variants --exec-shapes "$EXACT_GRID" 2>&1 | grep -v "prepared"
   fi
-  step "exec batched (N = 1..64), bench shapes"; timeout 180 $B/nwc-gpu-bench --exec-batch --quick
+  step "exec batched (N = 1..64), bench shapes"; timeout 180 $B/nwc-gpu-bench --exec-batch --quick "${named[@]}"
   grid=${BATCH_GRID:-5120x5120,11008x4096,4096x14336,8192x3072,2048x8192}
-  step "exec batched (N = 1..64), $grid"; timeout 180 $B/nwc-gpu-bench --exec-batch --exec-shapes "$grid"
+  step "exec batched (N = 1..64), $grid"; timeout 180 $B/nwc-gpu-bench --exec-batch --exec-shapes "$grid" "${named[@]}"
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   for kern in ${NCU_KERNELS-exec_tensor_strip_n4}; do
     step "ncu $kern (6144x4096)"

@@ -31,7 +31,8 @@
 // and advances its pointers; the path every group of 4 rows runs is 370 SASS instructions in W1
 // (466 before) and 404 in the CTA kernel (443), as `bash cuda/sass.sh exec_matvec_strip` counts them;
 // a patched pair adds 79 (session 15).
-// Shared memory (CTAs of W warps): RB x CB f32 tile partials.
+// Shared memory (CTAs of W warps): RB x CB f32 tile partials per activation column (NC: production
+// runs one; the bench's two-column twin, bench/exec_matvec_c2.cu, two).
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
     uint4 v;
@@ -119,67 +120,92 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
 
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
-// One group: decode (spec 20.13) and chain (spec 15.4.3) of the 4 rows, b4 their bases (one byte
-// each) and b2[r] = exec_b2 of row r's base; returns the transposed tree's result, the tile partial of row exec_tree_index<4>(lane) of
-// the group (spec 15.4.4). Pad columns keep their code 0 on the fast path (the tile flags ignore
+// Row r of a group: its 16 weights of the lane decoded (spec 20.13) into 8 pairs w, b4 the group's
+// 4 bases (one byte each) and b2[r] = exec_b2 of row r's base. Pad columns keep their code 0 on the fast path (the tile flags ignore
 // them; the weight is finite, its sm byte 0, and meets x = 0: spec 15.4.3 note); in a flagged row
 // of a tile with pad columns (not whole) they take code 1 first, so that the patch leaves them
 // (session 14: without it, every flagged row of 1000x3000's last tile patched 4 pad pairs, -16%).
 template <int PROBE>
-__device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
-                                                  const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {
-    float acc[4];
+__device__ __forceinline__ void exec_strip_row(const ExecStripGroup& g, exec_u32 r, exec_u32 b4, const exec_u32 (&b2)[4],
+                                               const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K,
+                                               exec_u32 (&w)[8]) {
+    if (PROBE == 1) {
+        const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
+#pragma unroll
+        for (int p = 0; p < 8; ++p) w[p] = raw[p];
+    } else {
+        exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
+        const exec_u32 f = (g.fl >> (8u * r)) & 0xffu;
+        if (f) {  // warp-uniform: the tile holds a code 0 or 15
+            const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
+            exec_u64 off = 0;
+            if (f == 1u) {  // warp-uniform: else f is the escape byte of every code 15 of the tile
+                const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
+                const exec_u32 before = exec_warp_excl(n15, lane);
+                off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
+            }
+            const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
+            if (!exec_plain16(c)) {
+                // flag >= 2 and no carry out of the exponent field: one XOR per special weight
+                if (f >= 2u && br <= 241u) exec_strip_fix(c, br, f, w);
+                else exec_strip_patch(c, g.s[r], br, esc, off, f, w);
+            }
+        }
+    }
+}
+
+// One group on NC columns (activations xv[c]): each row decoded once (exec_strip_row), then one
+// chain per column (spec 15.4.3) and one transposed tree per column; P[c] is column c's tile
+// partial of row exec_tree_index<4>(lane) of the group (spec 15.4.4). Production runs NC = 1; the
+// bench's two-column CTA kernel (bench/exec_matvec_c2.cu) NC = 2.
+template <int PROBE, int NC>
+__device__ __forceinline__ void exec_strip_group_cols(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[NC][16],
+                                                      const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K,
+                                                      float (&P)[NC]) {
+    float acc[NC][4];
 #pragma unroll
     for (exec_u32 r = 0; r < 4; ++r) {
         exec_u32 w[8];
-        if (PROBE == 1) {
-            const exec_u32 raw[8] = {g.s[r].x, g.s[r].y, g.s[r].z, g.s[r].w, g.c[r].x, g.c[r].y, g.s[r].x ^ g.c[r].y, g.s[r].w ^ g.c[r].x};
+        exec_strip_row<PROBE>(g, r, b4, b2, esc, lane, whole, kc, K, w);
 #pragma unroll
-            for (int p = 0; p < 8; ++p) w[p] = raw[p];
-        } else {
-            exec_strip_pairs16(g.c[r], g.s[r], b2[r], w);
-            const exec_u32 f = (g.fl >> (8u * r)) & 0xffu;
-            if (f) {  // warp-uniform: the tile holds a code 0 or 15
-                const uint2 c = whole ? g.c[r] : exec_mask_pad(g.c[r], kc, K);
-                exec_u64 off = 0;
-                if (f == 1u) {  // warp-uniform: else f is the escape byte of every code 15 of the tile
-                    const exec_u32 n15 = exec_count15(c.x) + exec_count15(c.y);
-                    const exec_u32 before = exec_warp_excl(n15, lane);
-                    off = (exec_u64)__shfl_sync(EXEC_FULL, g.eo, r) + before;
-                }
-                const exec_u32 br = (b4 >> (8u * r)) & 0xffu;
-                if (!exec_plain16(c)) {
-                    // flag >= 2 and no carry out of the exponent field: one XOR per special weight
-                    if (f >= 2u && br <= 241u) exec_strip_fix(c, br, f, w);
-                    else exec_strip_patch(c, g.s[r], br, esc, off, f, w);
-                }
+        for (int c = 0; c < NC; ++c) {
+            float a = 0.0f;
+#pragma unroll
+            for (int i = 0; i < 16; ++i) {
+                a = __fmaf_rn(exec_strip_weight(w, i), xv[c][i], a);
             }
+            acc[c][r] = a;
         }
-        float a = 0.0f;
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-            a = __fmaf_rn(exec_strip_weight(w, i), xv[i], a);
-        }
-        acc[r] = a;
     }
-    return exec_tree<4>(acc, lane);
+#pragma unroll
+    for (int c = 0; c < NC; ++c) P[c] = exec_tree<4>(acc[c], lane);
 }
 
-// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time;
-// sink(m, P) receives each group's tree result.
-template <int PROBE, class XT, class Sink>
+template <int PROBE>
+__device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
+                                                  const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {
+    float P[1];
+    exec_strip_group_cols<PROBE, 1>(g, b4, b2, reinterpret_cast<const float(&)[1][16]>(xv), esc, lane, whole, kc, K, P);
+    return P[0];
+}
+
+// One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time,
+// on NC activation columns (column c at x + c x ldx); sink(m, P) receives each group's tree
+// results, P[c] column c's.
+template <int PROBE, int NC, class XT, class Sink>
 __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
-                                                const XT* __restrict__ x, exec_u32 M, exec_u32 K, exec_u32 cb,
+                                                const XT* __restrict__ x, exec_u64 ldx, exec_u32 M, exec_u32 K, exec_u32 cb,
                                                 exec_u32 r0, exec_u32 r1, Sink sink) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u;
     const exec_u32 kc = cb * 512u + lane * 16u;
     const bool active = kc < K16;
     const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
-    float xv[16];
-    exec_strip_x(xv, x, kc, whole, active);
+    float xv[NC][16];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) exec_strip_x(xv[c], x + c * ldx, kc, whole, active);
     const exec_u8* ps = sm + kc;
     const exec_u8* pc = codes + (kc >> 1);
     const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
@@ -193,7 +219,9 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
         exec_u32 b2[4];
 #pragma unroll
         for (exec_u32 r = 0; r < 4; ++r) b2[r] = exec_b2((b4 >> (8u * r)) & 0xffu);
-        sink(m, exec_strip_group<PROBE>(g, b4, b2, xv, esc, lane, whole, kc, K));
+        float P[NC];
+        exec_strip_group_cols<PROBE, NC>(g, b4, b2, xv, esc, lane, whole, kc, K, P);
+        sink(m, P);
     }
 }
 
@@ -222,9 +250,9 @@ __device__ __forceinline__ void exec_strip_prefetch(const exec_u8* __restrict__ 
 // 1 = once every CTA's warps are done with their units (W1: at its last tile). exec/strip.rs
 // picks: 0 where the launch fills the device's resident CTAs, 1 where it leaves slots free, so
 // that the next kernel's CTAs do not sit resident, waiting, beside this whole kernel.
-template <int PROBE, int LATE, int FREE, class XT>
+template <int PROBE, int LATE, int FREE, int NC, class XT>
 __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {
-    extern __shared__ __align__(16) float exec_strip_pbuf[];  // RB x CB tile partials
+    extern __shared__ __align__(16) float exec_strip_pbuf[];  // NC x RB x CB tile partials
     if (ncols == 0) return;  // CTA-uniform: no output
     const exec_u32 CB = (K + 511u) >> 9;
     const exec_u32 lane = threadIdx.x & 31u, warp = threadIdx.x >> 5, W = blockDim.x >> 5;
@@ -235,23 +263,29 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32
     }
     if (!LATE) grid_dependency_release();
     grid_dependency_wait();
+    // NC = 2 on one column (ncols 1): the second column reads the first's activations, and is not
+    // stored
+    const exec_u64 ldx1 = ncols > 1u ? ldx : 0u;
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE, XT>(sm, codes, base, esc_start, esc, flags, x, M, K, cb, r0, min(r0 + RS, M),
-                               [&](exec_u32 m, float P) {
-                                   const exec_u32 idx = exec_tree_index<4>(lane);
-                                   if (exec_tree_writer<4>(lane) && m + idx < M) exec_strip_pbuf[(m - m0 + idx) * CB + cb] = P;
-                               });
+        exec_strip_unit<PROBE, NC, XT>(sm, codes, base, esc_start, esc, flags, x, ldx1, M, K, cb, r0, min(r0 + RS, M),
+                                       [&](exec_u32 m, const float (&P)[NC]) {
+                                           const exec_u32 idx = exec_tree_index<4>(lane);
+                                           if (exec_tree_writer<4>(lane) && m + idx < M) {
+#pragma unroll
+                                               for (int c = 0; c < NC; ++c) exec_strip_pbuf[(c * RB + m - m0 + idx) * CB + cb] = P[c];
+                                           }
+                                       });
     }
     if (LATE) grid_dependency_release();
     __syncthreads();
-    for (exec_u32 t = threadIdx.x; t < RB; t += blockDim.x) {
-        const exec_u32 m = m0 + t;
-        if (m < M) {
+    for (exec_u32 t = threadIdx.x; t < NC * RB; t += blockDim.x) {
+        const exec_u32 c = NC == 1 ? 0u : t / RB, m = m0 + t - c * RB;
+        if (m < M && (NC == 1 || c < ncols)) {
             float sum = 0.0f;
             for (exec_u32 cb = 0; cb < CB; ++cb) sum = __fadd_rn(sum, exec_strip_pbuf[t * CB + cb]);
-            exec_output(sum, m, 0u, 0u, bias, y, out_bf16);
+            exec_output(sum, m, c, NC == 1 ? 0u : ldy, bias, y, out_bf16);
         }
     }
 }
@@ -356,7 +390,7 @@ __device__ __forceinline__ void exec_strip_w1_body(EXEC_MATVEC_PARAMS(XT), const
 #define EXEC_STRIP_X(NAME, PROBE, LATE, FREE, XT)                                                         \
     extern "C" __global__ void __maxnreg__(80)                                                             \
         NAME(EXEC_MATVEC_PARAMS(XT), exec_u32 RS, exec_u32 S, const exec_u8* __restrict__ flags) {       \
-        exec_strip_body<PROBE, LATE, FREE, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, S, flags); \
+        exec_strip_body<PROBE, LATE, FREE, 1, XT>(sm, codes, base, esc_start, esc, M, K, x, ldx, ncols, bias, y, ldy, out_bf16, RS, S, flags); \
     }
 #define EXEC_STRIP(NAME, PROBE, LATE, FREE) EXEC_STRIP_X(NAME, PROBE, LATE, FREE, float)
 

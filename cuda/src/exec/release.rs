@@ -34,7 +34,7 @@ pub(super) const WIDE_MIN_WARPS: u32 = 4;
 
 /// The breadth of the strip launch `p` ([`Breadth::Narrow`] for any other kernel too).
 pub(super) fn breadth(p: &Plan) -> Breadth {
-    if matches!(strip_entry(p.name), Some(StripEntry::Cta | StripEntry::CtaSlices)) && p.threads / 32 >= WIDE_MIN_WARPS {
+    if strip_entry(p.name).is_some_and(StripEntry::is_cta) && p.threads / 32 >= WIDE_MIN_WARPS {
         Breadth::Wide
     } else {
         Breadth::Narrow
@@ -80,16 +80,34 @@ pub(super) enum StripEntry {
     /// The one-warp kernel with the next tile's group loaded ahead (`exec_matvec_strip_w1_ahead`,
     /// `exec_matvec_strip_w1_ahead_release_end`).
     W1Ahead,
+    /// Bench: the CTA kernel on two columns per decode, S as passed (`bench_exec_matvec_strip_c2`,
+    /// `bench_exec_matvec_strip_c2_release_end`; kernels/bench/exec_matvec_c2.cu).
+    #[cfg(feature = "bench")]
+    CtaC2,
 }
 
-/// The strip kernel the production entry point `name` runs; None for any other kernel (the
-/// probes included).
+impl StripEntry {
+    /// The CTA kernel (CTAs of W warps whose tile partials meet in shared memory), not W1.
+    fn is_cta(self) -> bool {
+        match self {
+            StripEntry::Cta | StripEntry::CtaSlices => true,
+            #[cfg(feature = "bench")]
+            StripEntry::CtaC2 => true,
+            StripEntry::W1 | StripEntry::W1Ahead => false,
+        }
+    }
+}
+
+/// The strip kernel the production entry point `name` runs (with `bench`, the two-column CTA
+/// kernel's too); None for any other kernel (the probes included).
 pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
     match name {
         "exec_matvec_strip" | "exec_matvec_strip_release_end" => Some(StripEntry::Cta),
         "exec_matvec_strip_slices" | "exec_matvec_strip_slices_release_end" => Some(StripEntry::CtaSlices),
         "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => Some(StripEntry::W1),
         "exec_matvec_strip_w1_ahead" | "exec_matvec_strip_w1_ahead_release_end" => Some(StripEntry::W1Ahead),
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c2" | "bench_exec_matvec_strip_c2_release_end" => Some(StripEntry::CtaC2),
         _ => None,
     }
 }
@@ -106,6 +124,10 @@ fn release_entry(name: &str, release: Release) -> Option<&'static str> {
         (StripEntry::W1, Release::End) => "exec_matvec_strip_w1_release_end",
         (StripEntry::W1Ahead, Release::Start) => "exec_matvec_strip_w1_ahead",
         (StripEntry::W1Ahead, Release::End) => "exec_matvec_strip_w1_ahead_release_end",
+        #[cfg(feature = "bench")]
+        (StripEntry::CtaC2, Release::Start) => "bench_exec_matvec_strip_c2",
+        #[cfg(feature = "bench")]
+        (StripEntry::CtaC2, Release::End) => "bench_exec_matvec_strip_c2_release_end",
     })
 }
 
@@ -122,6 +144,10 @@ pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
         "exec_matvec_strip_w1_release_end" => "exec_matvec_strip_w1_release_end_xbf16",
         "exec_matvec_strip_w1_ahead" => "exec_matvec_strip_w1_ahead_xbf16",
         "exec_matvec_strip_w1_ahead_release_end" => "exec_matvec_strip_w1_ahead_release_end_xbf16",
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c2" => "bench_exec_matvec_strip_c2_xbf16",
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c2_release_end" => "bench_exec_matvec_strip_c2_release_end_xbf16",
         _ => return None,
     })
 }
@@ -226,5 +252,35 @@ mod tests {
         assert_eq!(bf16_entry("exec_matvec_rows"), None);
         assert_eq!(bf16_entry("bench_exec_probe_strip_nodecode"), None);
         assert_eq!(release_entry("bench_exec_probe_strip_nodecode", Release::End), None);
+    }
+
+    #[cfg(feature = "bench")]
+    #[test]
+    fn the_two_column_cta_kernel_has_both_release_points_and_bf16_twins() {
+        let loaded = |n: &str| crate::kernels::BENCH.iter().any(|&(k, _)| k == n);
+        for name in ["bench_exec_matvec_strip_c2", "bench_exec_matvec_strip_c2_release_end"] {
+            assert_eq!(strip_entry(name), Some(StripEntry::CtaC2));
+            for release in [Release::Start, Release::End] {
+                let e = release_entry(name, release).unwrap();
+                assert!(loaded(e), "{e}");
+                assert_eq!(strip_entry(e), Some(StripEntry::CtaC2));
+            }
+            let b = bf16_entry(name).unwrap();
+            assert!(loaded(b), "{b}");
+            assert_eq!(b, format!("{name}_xbf16"));
+        }
+        // wide from 4 warps, as the one-column CTA kernel: spread and released by the same rules
+        let plan = |warps: u32| Plan {
+            name: "bench_exec_matvec_strip_c2",
+            grid: 1,
+            threads: 32 * warps,
+            smem: 0,
+            tail: super::super::plan::Tail::Strip { rows: 4, slices: 1 },
+        };
+        assert_eq!(breadth(&plan(4)), Breadth::Wide);
+        assert_eq!(breadth(&plan(3)), Breadth::Narrow);
+        // twice the one-column kernel's tile partials
+        assert_eq!(super::super::strip::strip_columns("bench_exec_matvec_strip_c2"), 2);
+        assert_eq!(super::super::strip::strip_columns("exec_matvec_strip"), 1);
     }
 }

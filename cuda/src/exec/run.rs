@@ -44,15 +44,27 @@ impl GpuExecMatrix {
             }
             (ExecActivations::Bf16 { buf, batch }, k) => {
                 // the exact class on BF16 activations: their f32 values, exactly (spec 20.15 is
-                // defined on f32; a BF16 value is one). One column on a strip kernel: its `_xbf16`
-                // entry point widens them as it loads; otherwise they are widened into f32 first.
+                // defined on f32; a BF16 value is one). Where every launch has a `_xbf16` entry
+                // point (the strip kernels' one column, the bench's two-column CTA kernel) it
+                // widens them as it loads; otherwise they are widened into f32 first.
                 check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
-                if *batch == 1 {
-                    let (plan, _) = self.exact_launch_plan(k, 1)?;
-                    if let Some(name) = bf16_entry(plan.name) {
-                        let (xp, _g) = buf.device_ptr(s);
-                        return self.exact_launch(&Plan { name, ..plan }, xp, 1, bias_ptr, out_bf16, y);
+                let mut launches = Vec::new();
+                let mut col = 0usize;
+                while col < *batch {
+                    let (plan, n) = self.exact_launch_plan(k, (batch - col) as u64)?;
+                    match bf16_entry(plan.name) {
+                        Some(name) => launches.push((Plan { name, ..plan }, col, n)),
+                        None => break,
                     }
+                    col += n as usize;
+                }
+                if col >= *batch {
+                    let (xp, _g) = buf.device_ptr(s);
+                    for (plan, col, n) in launches {
+                        let (x_col, y_col) = (xp + col as u64 * self.k16 * 2, y + col as u64 * m * y_elem);
+                        self.exact_launch(&plan, x_col, n as u32, bias_ptr, out_bf16, y_col)?;
+                    }
+                    return Ok(());
                 }
                 let wide = ExecActivations::F32 { buf: self.widen_bf16(buf)?, batch: *batch };
                 self.matvec_raw(&wide, bias, kind, y)

@@ -26,6 +26,17 @@ pub(super) fn slices_entry(name: &'static str, free: bool) -> &'static str {
     }
 }
 
+/// Activation columns per decode of the CTA strip kernel `name`: 2 for the bench's two-column
+/// twin (kernels/bench/exec_matvec_c2.cu), whose CTAs hold two columns' tile partials; 1 for the
+/// production entry points and the probes.
+pub(super) fn strip_columns(name: &str) -> u64 {
+    match name {
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c2" => 2,
+        _ => 1,
+    }
+}
+
 /// Rows per unit RS: the smallest of 4, 8 and 16 whose CTAs (`rows` / (RS x `slices`)) fit one
 /// round of resident CTAs, else 32. So every CTA starts at once and no second round leaves SMs idle
 /// at its tail, and each warp takes as few units as that allows. `ctas(rs)`: the device's resident
@@ -233,15 +244,15 @@ impl GpuExecMatrix {
         Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::Strip { rows: 4, slices: 1 } }
     }
 
-    /// The plan of the strip kernel `name` (production or its bench probe) for one column: the
-    /// launch shape by [`strip_launch`] with `unit_rows` and `slice_rule`; None where no shape's
-    /// tile partials (RS x S x CB f32 per CTA) fit shared memory (K above ~7 M at RS = 4 on the
-    /// H200).
+    /// The plan of the strip kernel `name` (production, its bench probe or its two-column twin)
+    /// for its columns: the launch shape by [`strip_launch`] with `unit_rows` and `slice_rule`;
+    /// None where no shape's tile partials (RS x S x CB f32 per CTA and column,
+    /// [`strip_columns`]) fit shared memory (K above ~7 M at RS = 4 on the H200, one column).
     pub(super) fn strip_plan(&self, name: &'static str, unit_rows: UnitRows, slice_rule: SliceRule) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;
         let optin = u64::from(self.gpu.smem_optin);
         let shape = strip_launch(self.shape.rows, cb, u64::from(self.gpu.sm_count), unit_rows, slice_rule, |w, rs, s| {
-            let smem = rs * s * cb * 4;
+            let smem = strip_columns(name) * rs * s * cb * 4;
             if smem > optin {
                 return Ok(0);
             }
@@ -260,7 +271,7 @@ impl GpuExecMatrix {
     /// partials do not fit shared memory.
     pub(super) fn strip_plan_with(&self, name: &'static str, shape: StripShape) -> Option<Plan> {
         let StripShape { warps: w, rows: rs, slices } = shape;
-        let smem = rs * slices * self.col_tiles * 4;
+        let smem = strip_columns(name) * rs * slices * self.col_tiles * 4;
         if smem > u64::from(self.gpu.smem_optin) {
             return None;
         }

@@ -2,7 +2,8 @@
 //! kernels/bench/exec_matvec_variants.cu), of the strip kernel forced to one launch shape, and the
 //! production plan without its CTAs per SM capped (session 25), without the two-warp rule of
 //! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29), the
-//! CTA kernel at every shape and W1 without its variant that loads ahead (session 30). The
+//! CTA kernel at every shape and W1 without its variant that loads ahead (session 30), and the
+//! two-column CTA kernel's plan (session 36). The
 //! equal-share kernel of session 22 (`VarStripEven`, measured slower) is in git history (before
 //! session 24's removal), as are the cap by a small shared memory carve-out and the whole
 //! carve-out alone (session 25).
@@ -135,6 +136,8 @@ impl GpuExecMatrix {
                     p => Ok(p),
                 }
             }
+            // one column: production's plan (two columns: `strip_c2_plan`)
+            ExecMatvecKernel::VarStripC2 => return self.one_column_plan(),
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.production_choice(PRODUCTION_SLICES)? {
@@ -180,5 +183,55 @@ impl GpuExecMatrix {
             }
         }
         Ok(None)
+    }
+}
+
+/// Bench: the two-column CTA kernel's launch as `--exec-batch` prints it
+/// ([`GpuExecMatrix::strip_c2_plan_info`]).
+#[derive(Clone, Copy, Debug)]
+pub struct StripC2PlanInfo {
+    pub warps: u32,
+    /// Rows per unit.
+    pub rows: u32,
+    /// Row slices per CTA.
+    pub slices: u32,
+    pub grid: u32,
+    /// CTAs the device holds at once at this launch (its registers and shared memory).
+    pub resident: u64,
+    /// The next kernel is released at the CTAs' start (else after their units).
+    pub release_start: bool,
+}
+
+impl GpuExecMatrix {
+    /// Bench: the launch of [`ExecMatvecKernel::VarStripC2`] on two columns; None where its
+    /// tile partials do not fit.
+    pub fn strip_c2_plan_info(&self) -> Result<Option<StripC2PlanInfo>, GpuError> {
+        let Some(p) = self.strip_c2_plan()? else {
+            return Ok(None);
+        };
+        let Tail::Strip { rows, slices } = p.tail else {
+            return Err(GpuError::Unsupported("the two-column strip plan has no strip tail"));
+        };
+        Ok(Some(StripC2PlanInfo {
+            warps: p.threads / 32,
+            rows,
+            slices,
+            grid: p.grid,
+            resident: self.resident_ctas(&p)?,
+            release_start: p.name == "bench_exec_matvec_strip_c2",
+        }))
+    }
+
+    /// Bench: the plan of [`ExecMatvecKernel::VarStripC2`] on two columns: the CTA kernel's
+    /// one-round plan by production's rules (`strip::strip_launch`, [`UnitRows::OneRound`],
+    /// [`PRODUCTION_SLICES`]) at the twin's occupancy and with twice the tile partials per CTA,
+    /// spread and released as production's one-column launches (`spread_release`; exec/pair.rs's
+    /// two-warp rule, measured on the one-column kernel only, is not applied); at every shape, W1's
+    /// domain included. None where no shape's partials fit shared memory.
+    pub(super) fn strip_c2_plan(&self) -> Result<Option<Plan>, GpuError> {
+        match self.strip_plan("bench_exec_matvec_strip_c2", UnitRows::OneRound, PRODUCTION_SLICES)? {
+            Some(p) => Ok(Some(self.spread_release(p)?)),
+            None => Ok(None),
+        }
     }
 }

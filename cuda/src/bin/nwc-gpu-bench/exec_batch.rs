@@ -1,5 +1,5 @@
 //! `--exec-batch`: batches 1..64 of the execution layout against cuBLAS GEMM on one shape at a
-//! time (synthetic BF16): the exact batched kernel (checked against one launch per column) and the
+//! time (synthetic BF16): the exact batched kernels (checked against one launch per column) and the
 //! tensor-core kernels (spec 19: checked against the bound where the host reference is
 //! affordable), the bench's kernels of [`TENSOR`] or the bounded strip kernel at forced warps per
 //! CTA ([`forced_warps`]).
@@ -23,6 +23,11 @@ pub struct BatchRow {
     /// Microseconds of each run of the list (NaN where it does not apply).
     pub tensor_us: Vec<f64>,
 }
+
+/// The exact kernel that `--exec-batch --exec-kernels` times beside the tensor-core ones: the CTA
+/// strip kernel on two columns per decode (session 36), at 1..4 columns, checked bit for bit
+/// against one production launch per column.
+const EXACT_BATCHED: ExecMatvecKernel = ExecMatvecKernel::VarStripC2;
 
 /// The batch sizes of `--exec-batch`.
 const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
@@ -59,15 +64,17 @@ fn column(label: String, kernel: ExecMatvecKernel, runs: fn(usize) -> bool, warp
 }
 
 /// `--exec-batch --exec-kernels`: the production choice, then each tensor-core kernel of `list`
-/// (at the batch sizes of its [`TENSOR`] entry, else all); an exact kernel is refused.
+/// (at the batch sizes of its [`TENSOR`] entry, else all), or the exact kernel that batches on
+/// the strip kernel ([`EXACT_BATCHED`], at 1..4 columns); any other exact kernel is refused.
 pub fn named(list: &[ExecMatvecKernel]) -> Res<Vec<TensorRun>> {
     let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
     for &kernel in list {
-        if kernel.is_exact() {
+        if kernel.is_exact() && kernel != EXACT_BATCHED {
             return Err(format!("--exec-batch --exec-kernels: {} is an exact kernel, not a tensor-core one", kernel.name()).into());
         }
         let runs = match TENSOR.iter().find(|t| t.1 == kernel) {
             Some(t) => t.2,
+            None if kernel == EXACT_BATCHED => |n| n <= 4,
             None => |_| true,
         };
         v.push(column(kernel.name().to_owned(), kernel, runs, None));
@@ -175,6 +182,19 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             if kernel.is_probe() {
                 continue; // a ceiling probe: timed, never checked
             }
+            if kernel.is_exact() {
+                // bit for bit against production's exact matvec, one launch per column
+                mats[0].set_matvec_kernel(ExecMatvecKernel::Exact);
+                let mut per: Vec<u16> = Vec::new();
+                for c in 0..n {
+                    per.extend(mats[0].matvec_bf16(&xw[c * k as usize..(c + 1) * k as usize], 1, None)?);
+                }
+                if s.clone_dtoh(&y)? != per {
+                    tag += &format!(" MISMATCH({} against one exact launch per column)", kernel.name());
+                    *slot = f64::NAN;
+                }
+                continue;
+            }
             if let Some(expected) = &expected {
                 let got: Vec<u32> = s.clone_dtoh(&y)?.into_iter().map(u32::from).collect();
                 if let Err(why) = level2::check_outputs(expected, &got, true) {
@@ -224,6 +244,20 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             line += &format!(" | least splits {}", show(l));
         }
         println!("{line}");
+    }
+    if tensor.iter().any(|r| r.kernel == EXACT_BATCHED) {
+        let line = match mats[0].strip_c2_plan_info()? {
+            Some(c) => {
+                let release = if c.release_start { "released at the start" } else { "released after the units" };
+                let rounds = f64::from(c.grid) / c.resident as f64;
+                format!(
+                    "W {} RS {} S {} grid {} resident {} ({rounds:.2} rounds, {release})",
+                    c.warps, c.rows, c.slices, c.grid, c.resident
+                )
+            }
+            None => "none (its tile partials do not fit)".to_owned(),
+        };
+        println!("  two-column strip plan: {line}");
     }
     Ok(out)
 }

@@ -28,6 +28,10 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripW1Plain,
 ];
 
+/// The two-column CTA strip kernel (bench, exact class): checked here on batches, timed by
+/// `--exec-batch --exec-kernels var-strip-c2`.
+const C2: ExecMatvecKernel = ExecMatvecKernel::VarStripC2;
+
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
     ExecMatvecKernel::Exact,
@@ -60,7 +64,8 @@ pub(super) fn activations(k: u64, seed: u64) -> Vec<f32> {
 /// (synthetic BF16), outputs compared between the kernels, then one production bounded matvec at
 /// 8, 16 and 32 columns (a split launch, in clusters or with the summing kernel, where the
 /// shape's plan splits: for Nsight Compute and the sanitizers, which the sweep's small shapes never
-/// split).
+/// split) and one of the two-column CTA strip kernel (bench, session 36: its tile partials of two
+/// columns in shared memory, for racecheck).
 pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
     let s = &gpu.stream;
     for &(m, k) in shapes {
@@ -81,14 +86,16 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             e.set_dequant_kernel(*kernel);
             e.dequant_into(&mut deq)?;
         }
-        e.set_matvec_kernel(ExecMatvecKernel::Bounded);
-        for nb in [8usize, 16, 32] {
-            let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
-            let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
-            e.matvec_into_bf16(&xb, None, &mut yb)?;
+        for (kernel, nbs) in [(ExecMatvecKernel::Bounded, &[8usize, 16, 32][..]), (C2, &[2])] {
+            e.set_matvec_kernel(kernel);
+            for &nb in nbs {
+                let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
+                let mut yb: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
+                e.matvec_into_bf16(&xb, None, &mut yb)?;
+            }
         }
         s.synchronize()?;
-        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns launched");
+        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns and the two-column strip kernel launched");
     }
     Ok(())
 }
@@ -163,17 +170,26 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             }
         }
         // the exact class on BF16 activations, bit for bit against the reference on their f32
-        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened first)
-        e.set_matvec_kernel(ExecMatvecKernel::Exact);
-        for nb in [1usize, 3] {
+        // values: one column (the strip kernels' `_xbf16` entry points) and three (widened
+        // first); the two-column CTA kernel (bench) on 2 and 3 or 5 columns (its `_xbf16` entry
+        // points, the last column on production's), and on their f32 values (its f32 entry points)
+        let odd = [3usize, 5][i % 2];
+        for (kernel, nb) in [(ExecMatvecKernel::Exact, 1usize), (ExecMatvecKernel::Exact, 3), (C2, 2), (C2, odd)] {
+            e.set_matvec_kernel(kernel);
             let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
             let xw = widen(&xs);
             let want_b = reference.matvec_bf16(&xw, nb, None)?;
             let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
             e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
-            let got = s.clone_dtoh(&y)?;
-            if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
-                bad.push(format!("exact on BF16 activations, {nb} columns, output {r}: {:#06x} != {:#06x}", got[r], want_b[r]));
+            let mut got = vec![("BF16", s.clone_dtoh(&y)?)];
+            if kernel == C2 {
+                got.push(("f32", e.matvec_bf16(&xw, nb, None)?));
+            }
+            for (on, got) in got {
+                if let Some(r) = (0..got.len()).find(|&r| !same_bf16(got[r], want_b[r])) {
+                    let name = kernel.name();
+                    bad.push(format!("{name} on {on} activations, {nb} columns, output {r}: {:#06x} != {:#06x}", got[r], want_b[r]));
+                }
             }
         }
         // spec 19.6 on batches of BF16 activations (outputs outside spec 19.2's domain skipped):
