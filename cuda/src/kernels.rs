@@ -31,6 +31,7 @@ pub const SOURCE: &str = concat!(
     include_str!("../kernels/exec_matvec_lean.cu"),
     include_str!("../kernels/exec_strip_decode.cu"),
     include_str!("../kernels/exec_matvec_strip.cu"),
+    include_str!("../kernels/exec_matvec_strip_w1.cu"),
     include_str!("../kernels/exec_tensor.cu"),
     include_str!("../kernels/exec_tensor_panel.cu"),
     include_str!("../kernels/exec_tensor_strip.cu"),
@@ -215,7 +216,8 @@ pub const PRODUCTION: [(&str, u32); 81] = [
     ("exec_matvec_lean_d3", SMEM_OPTIN),
     ("exec_matvec_lean_d2", SMEM_OPTIN),
     // One column, the default: a warp per tile column of a strip of rows, in CTAs of W warps or
-    // of one warp (exec_matvec_strip.cu); the next kernel released at the start or at the end.
+    // of one warp (exec_matvec_strip.cu, exec_matvec_strip_w1.cu); the next kernel released at the
+    // start or at the end.
     ("exec_matvec_strip", SMEM_OPTIN),
     ("exec_matvec_strip_w1", 0),
     ("exec_matvec_strip_release_end", SMEM_OPTIN),
@@ -231,7 +233,7 @@ pub const PRODUCTION: [(&str, u32); 81] = [
     ("exec_matvec_strip_slices_release_end", SMEM_OPTIN),
     ("exec_matvec_strip_slices_xbf16", SMEM_OPTIN),
     ("exec_matvec_strip_slices_release_end_xbf16", SMEM_OPTIN),
-    // W1 with the next tile's group loaded ahead (exec_matvec_strip.cu), both activation types.
+    // W1 with the next tile's group loaded ahead (exec_matvec_strip_w1.cu), both activation types.
     ("exec_matvec_strip_w1_ahead", 0),
     ("exec_matvec_strip_w1_ahead_release_end", 0),
     ("exec_matvec_strip_w1_ahead_xbf16", 0),

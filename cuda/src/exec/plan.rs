@@ -32,7 +32,7 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
-    /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu): RS, the rows per unit, S, the row
+    /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu, exec_matvec_strip_w1.cu): RS, the rows per unit, S, the row
     /// slices per CTA, then the tile flags.
     Strip { rows: u32, slices: u32 },
 }

@@ -8,7 +8,7 @@ use super::GpuExecMatrix;
 use crate::GpuError;
 
 /// Where a strip kernel lets the next kernel on the stream launch (`grid_dependency_release`,
-/// kernels/exec_matvec_strip.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
+/// kernels/exec_matvec_strip.cu and exec_matvec_strip_w1.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
 /// start early).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Release {

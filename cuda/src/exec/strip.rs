@@ -1,8 +1,8 @@
-//! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu), the exact one-column matvec
-//! of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact): CTAs of one warp (W1) where the
-//! groups of 4 rows fill at least half a round of resident warps (but for a band just past one
-//! round; the rules in exec/w1.rs), else CTAs of W warps with warps per CTA, row slices and rows
-//! per unit from the matrix's shape and the device's resident CTAs.
+//! Launch plans of the strip kernels (kernels/exec_matvec_strip.cu and exec_matvec_strip_w1.cu),
+//! the exact one-column matvec of [`ExecMatvecKernel::Exact`](super::ExecMatvecKernel::Exact):
+//! CTAs of one warp (W1) where the groups of 4 rows fill at least half a round of resident warps
+//! (but for a band just past one round; the rules in exec/w1.rs), else CTAs of W warps with warps
+//! per CTA, row slices and rows per unit from the matrix's shape and the device's resident CTAs.
 
 use super::plan::{Plan, Tail};
 use super::w1::{fills_warp_slots, strip_w1, strip_w1_tail, TailLaunch, W1_TAIL_PLAN};

@@ -1,5 +1,5 @@
 //! Where the one-column matvec runs the W1 kernel (CTAs of one warp that take 4 rows through every
-//! tile, kernels/exec_matvec_strip.cu), where its variant with the next tile loaded ahead runs
+//! tile, kernels/exec_matvec_strip_w1.cu), where its variant with the next tile loaded ahead runs
 //! instead, and where the CTA kernel takes W1's tail band just past one round; exec/strip.rs
 //! builds the plans.
 
@@ -70,7 +70,7 @@ pub(super) fn fills_warp_slots(w: u64, cb: u64, per_sm: u64, w1_per_sm: u64) -> 
 /// ([`TailLaunch::Fixed`]): warps per CTA, rows per unit.
 pub(super) const W1_TAIL_PLAN: (u64, u64) = (4, 8);
 
-/// W1 with the next tile's group loaded ahead (kernels/exec_matvec_strip.cu; its release points by
+/// W1 with the next tile's group loaded ahead (kernels/exec_matvec_strip_w1.cu; its release points by
 /// exec/release.rs).
 const W1_AHEAD: &str = "exec_matvec_strip_w1_ahead";
 
