@@ -190,13 +190,14 @@ __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_
 }
 
 // One unit: rows [r0, r1) (r0 a multiple of 4, r1 <= M) of tile cb, a group of 4 rows at a time,
-// on NC activation columns (column c at x + c x ldx); sink(m, P) receives each group's tree
-// results, P[c] column c's.
+// on NC activation columns, column c at x + min(c, ncols - 1) x ldx (a launch on fewer than NC
+// columns computes its last one again for the columns past it, which are not stored); sink(m, P)
+// receives each group's tree results, P[c] column c's.
 template <int PROBE, int NC, class XT, class Sink>
 __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, const exec_u8* __restrict__ codes,
                                                 const exec_u8* __restrict__ base, const exec_u32* __restrict__ esc_start,
                                                 const exec_u8* __restrict__ esc, const exec_u8* __restrict__ flags,
-                                                const XT* __restrict__ x, exec_u64 ldx, exec_u32 M, exec_u32 K, exec_u32 cb,
+                                                const XT* __restrict__ x, exec_u64 ldx, exec_u32 ncols, exec_u32 M, exec_u32 K, exec_u32 cb,
                                                 exec_u32 r0, exec_u32 r1, Sink sink) {
     const exec_u32 K16 = (K + 15u) & ~15u, CB = (K + 511u) >> 9, M4 = (M + 3u) & ~3u;
     const exec_u32 lane = threadIdx.x & 31u, l3 = lane & 3u;
@@ -205,7 +206,7 @@ __device__ __forceinline__ void exec_strip_unit(const exec_u8* __restrict__ sm, 
     const bool whole = cb * 512u + 512u <= K;  // warp-uniform: no pad column, every lane active
     float xv[NC][16];
 #pragma unroll
-    for (int c = 0; c < NC; ++c) exec_strip_x(xv[c], x + c * ldx, kc, whole, active);
+    for (int c = 0; c < NC; ++c) exec_strip_x(xv[c], x + (c == 0 ? 0u : min((exec_u32)c, ncols - 1u)) * ldx, kc, whole, active);
     const exec_u8* ps = sm + kc;
     const exec_u8* pc = codes + (kc >> 1);
     const exec_u8* fcol = flags + (exec_u64)cb * M4;  // M4 bytes per tile column
@@ -263,13 +264,10 @@ __device__ __forceinline__ void exec_strip_body(EXEC_MATVEC_PARAMS(XT), exec_u32
     }
     if (!LATE) grid_dependency_release();
     grid_dependency_wait();
-    // NC = 2 on one column (ncols 1): the second column reads the first's activations, and is not
-    // stored
-    const exec_u64 ldx1 = ncols > 1u ? ldx : 0u;
     for (exec_u32 u = warp; u < CB * slices; u += W) {
         const exec_u32 cb = u % CB, r0 = m0 + (u / CB) * RS;
         if (r0 >= M) continue;  // warp-uniform
-        exec_strip_unit<PROBE, NC, XT>(sm, codes, base, esc_start, esc, flags, x, ldx1, M, K, cb, r0, min(r0 + RS, M),
+        exec_strip_unit<PROBE, NC, XT>(sm, codes, base, esc_start, esc, flags, x, ldx, ncols, M, K, cb, r0, min(r0 + RS, M),
                                        [&](exec_u32 m, const float (&P)[NC]) {
                                            const exec_u32 idx = exec_tree_index<4>(lane);
                                            if (exec_tree_writer<4>(lane) && m + idx < M) {

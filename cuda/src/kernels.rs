@@ -49,7 +49,7 @@ pub const BENCH_SOURCE: &str = concat!(
     include_str!("../kernels/bench/exec_tensor_stream.cu"),
     include_str!("../kernels/bench/exec_tensor_tile.cu"),
     include_str!("../kernels/bench/exec_tensor_variants.cu"),
-    include_str!("../kernels/bench/exec_matvec_c2.cu"),
+    include_str!("../kernels/bench/exec_matvec_strip_cols.cu"),
 );
 
 /// Bench: the warpgroup-MMA ceiling probe (kernels/bench/exec_wgmma_probe.cu), which needs
@@ -275,7 +275,7 @@ pub const PROBE_REP_SMEM: u32 = 256 * 32 * 4 + (EXACT_THREADS / 32) * 2 * 1792;
 
 /// The bench-only entry points (`kernels/bench/`) and their dynamic shared memory limits.
 #[cfg(feature = "bench")]
-pub const BENCH: [(&str, u32); 45] = [
+pub const BENCH: [(&str, u32); 49] = [
     // The rows kernel without the escape offsets in its load batch (exec_matvec_rows.cu's template).
     ("exec_matvec_rows_noprefetch", SMEM_OPTIN),
     // Version 1 on layout 0 (exact_matvec_l1.cu's template).
@@ -333,11 +333,15 @@ pub const BENCH: [(&str, u32); 45] = [
     ("bench_exec_tensor_strip_n2_xchunk", 0),
     ("bench_exec_tensor_strip_probe_raw_n1", 0),
     ("bench_exec_tensor_strip_probe_raw_n2", 0),
-    // The CTA strip kernel on two columns per decode (exec_matvec_c2.cu).
+    // The CTA strip kernel on two and on four columns per decode (exec_matvec_strip_cols.cu).
     ("bench_exec_matvec_strip_c2", SMEM_OPTIN),
     ("bench_exec_matvec_strip_c2_release_end", SMEM_OPTIN),
     ("bench_exec_matvec_strip_c2_xbf16", SMEM_OPTIN),
     ("bench_exec_matvec_strip_c2_release_end_xbf16", SMEM_OPTIN),
+    ("bench_exec_matvec_strip_c4", SMEM_OPTIN),
+    ("bench_exec_matvec_strip_c4_release_end", SMEM_OPTIN),
+    ("bench_exec_matvec_strip_c4_xbf16", SMEM_OPTIN),
+    ("bench_exec_matvec_strip_c4_release_end_xbf16", SMEM_OPTIN),
 ];
 
 /// Every entry point this build loads, with its dynamic shared memory limit.

@@ -36,7 +36,7 @@ pub use select::{ExecDequantKernel, ExecMatvecKernel};
 #[cfg(feature = "bench")]
 pub use tensor_strip_launch::TcStripPlanInfo;
 #[cfg(feature = "bench")]
-pub use variant::{check_strip_plan, check_tc_strip_warps, ForcedStrip, StripC2PlanInfo};
+pub use variant::{check_strip_plan, check_tc_strip_warps, ForcedStrip, StripCols, StripColsPlanInfo};
 
 use crate::gpu::Gpu;
 use crate::launch::param;

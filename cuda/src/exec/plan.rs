@@ -247,12 +247,12 @@ impl GpuExecMatrix {
                 return Ok((p, 1));
             }
         }
-        // Bench: two columns per launch on the two-column CTA kernel where its partials fit, else
-        // one column at a time
+        // Bench: several columns per launch on the CTA kernel on several columns where its
+        // partials fit, else one column at a time
         #[cfg(feature = "bench")]
-        if k == ExecMatvecKernel::VarStripC2 && left > 1 {
-            return match self.strip_c2_plan()? {
-                Some(p) => Ok((p, 2)),
+        if matches!(k, ExecMatvecKernel::VarStripC2 | ExecMatvecKernel::VarStripC4) && left > 1 {
+            return match self.strip_cols_launch(k, left)? {
+                Some(launch) => Ok(launch),
                 None => self.exact_launch_plan(k, 1),
             };
         }
@@ -336,8 +336,8 @@ impl GpuExecMatrix {
         // or EXEC_STRIP, EXEC_STRIP_W1 and their probes (Tail::Strip: RS a multiple of 4, S >= 1
         // and, on the CTA kernel's entry points that derive S (not `_slices`), equal to max(1,
         // W / CB) (strip_plan_with), then the tile flags; the CTA kernel's shared memory RS x S x
-        // CB f32 per column per decode (strip::strip_columns: 2 for the bench's two-column twin,
-        // launched on ncols <= 2 columns of x and y), the one-warp kernel's none, a capped plan
+        // CB f32 per column per decode (strip::strip_columns: 2 or 4 for the bench's kernel on
+        // several columns, launched on ncols <= 2 or 4 columns of x and y), the one-warp kernel's none, a capped plan
         // (spread::capped) more, within the kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M

@@ -4,6 +4,8 @@
 //! (exec/spread.rs).
 
 use super::plan::Plan;
+#[cfg(feature = "bench")]
+use super::variant::StripCols;
 use super::GpuExecMatrix;
 use crate::GpuError;
 
@@ -80,10 +82,11 @@ pub(super) enum StripEntry {
     /// The one-warp kernel with the next tile's group loaded ahead (`exec_matvec_strip_w1_ahead`,
     /// `exec_matvec_strip_w1_ahead_release_end`).
     W1Ahead,
-    /// Bench: the CTA kernel on two columns per decode, S as passed (`bench_exec_matvec_strip_c2`,
-    /// `bench_exec_matvec_strip_c2_release_end`; kernels/bench/exec_matvec_c2.cu).
+    /// Bench: the CTA kernel on two or four columns per decode, S as passed
+    /// (`bench_exec_matvec_strip_c2`, `bench_exec_matvec_strip_c4` and their `_release_end`;
+    /// kernels/bench/exec_matvec_strip_cols.cu).
     #[cfg(feature = "bench")]
-    CtaC2,
+    CtaCols(StripCols),
 }
 
 impl StripEntry {
@@ -92,14 +95,14 @@ impl StripEntry {
         match self {
             StripEntry::Cta | StripEntry::CtaSlices => true,
             #[cfg(feature = "bench")]
-            StripEntry::CtaC2 => true,
+            StripEntry::CtaCols(_) => true,
             StripEntry::W1 | StripEntry::W1Ahead => false,
         }
     }
 }
 
-/// The strip kernel the production entry point `name` runs (with `bench`, the two-column CTA
-/// kernel's too); None for any other kernel (the probes included).
+/// The strip kernel the production entry point `name` runs (with `bench`, the CTA kernel's on
+/// several columns too); None for any other kernel (the probes included).
 pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
     match name {
         "exec_matvec_strip" | "exec_matvec_strip_release_end" => Some(StripEntry::Cta),
@@ -107,7 +110,9 @@ pub(super) fn strip_entry(name: &str) -> Option<StripEntry> {
         "exec_matvec_strip_w1" | "exec_matvec_strip_w1_release_end" => Some(StripEntry::W1),
         "exec_matvec_strip_w1_ahead" | "exec_matvec_strip_w1_ahead_release_end" => Some(StripEntry::W1Ahead),
         #[cfg(feature = "bench")]
-        "bench_exec_matvec_strip_c2" | "bench_exec_matvec_strip_c2_release_end" => Some(StripEntry::CtaC2),
+        "bench_exec_matvec_strip_c2" | "bench_exec_matvec_strip_c2_release_end" => Some(StripEntry::CtaCols(StripCols::Two)),
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c4" | "bench_exec_matvec_strip_c4_release_end" => Some(StripEntry::CtaCols(StripCols::Four)),
         _ => None,
     }
 }
@@ -125,9 +130,9 @@ fn release_entry(name: &str, release: Release) -> Option<&'static str> {
         (StripEntry::W1Ahead, Release::Start) => "exec_matvec_strip_w1_ahead",
         (StripEntry::W1Ahead, Release::End) => "exec_matvec_strip_w1_ahead_release_end",
         #[cfg(feature = "bench")]
-        (StripEntry::CtaC2, Release::Start) => "bench_exec_matvec_strip_c2",
+        (StripEntry::CtaCols(c), Release::Start) => c.entry(),
         #[cfg(feature = "bench")]
-        (StripEntry::CtaC2, Release::End) => "bench_exec_matvec_strip_c2_release_end",
+        (StripEntry::CtaCols(c), Release::End) => c.entry_release_end(),
     })
 }
 
@@ -148,6 +153,10 @@ pub(super) fn bf16_entry(name: &str) -> Option<&'static str> {
         "bench_exec_matvec_strip_c2" => "bench_exec_matvec_strip_c2_xbf16",
         #[cfg(feature = "bench")]
         "bench_exec_matvec_strip_c2_release_end" => "bench_exec_matvec_strip_c2_release_end_xbf16",
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c4" => "bench_exec_matvec_strip_c4_xbf16",
+        #[cfg(feature = "bench")]
+        "bench_exec_matvec_strip_c4_release_end" => "bench_exec_matvec_strip_c4_release_end_xbf16",
         _ => return None,
     })
 }
@@ -256,31 +265,33 @@ mod tests {
 
     #[cfg(feature = "bench")]
     #[test]
-    fn the_two_column_cta_kernel_has_both_release_points_and_bf16_twins() {
+    fn the_cta_kernel_on_several_columns_has_both_release_points_and_bf16_twins() {
         let loaded = |n: &str| crate::kernels::BENCH.iter().any(|&(k, _)| k == n);
-        for name in ["bench_exec_matvec_strip_c2", "bench_exec_matvec_strip_c2_release_end"] {
-            assert_eq!(strip_entry(name), Some(StripEntry::CtaC2));
-            for release in [Release::Start, Release::End] {
-                let e = release_entry(name, release).unwrap();
-                assert!(loaded(e), "{e}");
-                assert_eq!(strip_entry(e), Some(StripEntry::CtaC2));
+        for cols in [StripCols::Two, StripCols::Four] {
+            for name in [cols.entry(), cols.entry_release_end()] {
+                assert_eq!(strip_entry(name), Some(StripEntry::CtaCols(cols)));
+                for release in [Release::Start, Release::End] {
+                    let e = release_entry(name, release).unwrap();
+                    assert!(loaded(e), "{e}");
+                    assert_eq!(strip_entry(e), Some(StripEntry::CtaCols(cols)));
+                }
+                let b = bf16_entry(name).unwrap();
+                assert!(loaded(b), "{b}");
+                assert_eq!(b, format!("{name}_xbf16"));
+                // the tile partials of each column
+                assert_eq!(super::super::strip::strip_columns(name), cols.columns());
             }
-            let b = bf16_entry(name).unwrap();
-            assert!(loaded(b), "{b}");
-            assert_eq!(b, format!("{name}_xbf16"));
+            // wide from 4 warps, as the one-column CTA kernel: spread and released by the same rules
+            let plan = |warps: u32| Plan {
+                name: cols.entry(),
+                grid: 1,
+                threads: 32 * warps,
+                smem: 0,
+                tail: super::super::plan::Tail::Strip { rows: 4, slices: 1 },
+            };
+            assert_eq!(breadth(&plan(4)), Breadth::Wide);
+            assert_eq!(breadth(&plan(3)), Breadth::Narrow);
         }
-        // wide from 4 warps, as the one-column CTA kernel: spread and released by the same rules
-        let plan = |warps: u32| Plan {
-            name: "bench_exec_matvec_strip_c2",
-            grid: 1,
-            threads: 32 * warps,
-            smem: 0,
-            tail: super::super::plan::Tail::Strip { rows: 4, slices: 1 },
-        };
-        assert_eq!(breadth(&plan(4)), Breadth::Wide);
-        assert_eq!(breadth(&plan(3)), Breadth::Narrow);
-        // twice the one-column kernel's tile partials
-        assert_eq!(super::super::strip::strip_columns("bench_exec_matvec_strip_c2"), 2);
         assert_eq!(super::super::strip::strip_columns("exec_matvec_strip"), 1);
     }
 }

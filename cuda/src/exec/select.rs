@@ -110,12 +110,17 @@ matvec_kernels! {
     #[cfg(feature = "bench")]
     VarStripW1Plain = "var-strip-w1-plain", Exact;
     /// Bench (session 36): the CTA strip kernel on two columns per decode
-    /// (kernels/bench/exec_matvec_c2.cu) at every shape where its tile partials fit, batches two
-    /// columns per launch on the CTA kernel's plan with the partials doubled (exec/variant.rs); one
-    /// column (a batch's last, or batch 1) on production's one-column plan, so that its batch-1
-    /// time is production's. Exact class.
+    /// (kernels/bench/exec_matvec_strip_cols.cu) at every shape where its tile partials fit,
+    /// batches two columns per launch on the CTA kernel's plan at its occupancy and partials
+    /// (exec/variant.rs); one column (a batch's last, or batch 1) on production's one-column plan,
+    /// so that its batch-1 time is production's. Exact class.
     #[cfg(feature = "bench")]
     VarStripC2 = "var-strip-c2", Exact;
+    /// Bench (session 36): as [`ExecMatvecKernel::VarStripC2`] with four columns per launch on
+    /// the CTA strip kernel on four columns per decode where at least 3 are left (3 compute the
+    /// last one twice), two where 2 are left. Exact class.
+    #[cfg(feature = "bench")]
+    VarStripC4 = "var-strip-c4", Exact;
     /// Bench, ceiling probe (not exact): the strip kernel with the loaded words as weights, no
     /// decode (kernels/bench/exec_matvec_variants.cu).
     #[cfg(feature = "bench")]

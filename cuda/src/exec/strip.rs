@@ -26,15 +26,22 @@ pub(super) fn slices_entry(name: &'static str, free: bool) -> &'static str {
     }
 }
 
-/// Activation columns per decode of the CTA strip kernel `name`: 2 for the bench's two-column
-/// twin (kernels/bench/exec_matvec_c2.cu), whose CTAs hold two columns' tile partials; 1 for the
-/// production entry points and the probes.
+/// Activation columns per decode of the CTA strip kernel `name`, whose CTAs hold that many
+/// columns' tile partials: 1 for the production entry points and the probes; with `bench`, 2 or 4
+/// for the kernel on several columns (kernels/bench/exec_matvec_strip_cols.cu).
+#[cfg(feature = "bench")]
 pub(super) fn strip_columns(name: &str) -> u64 {
-    match name {
-        #[cfg(feature = "bench")]
-        "bench_exec_matvec_strip_c2" => 2,
+    match super::release::strip_entry(name) {
+        Some(super::release::StripEntry::CtaCols(c)) => c.columns(),
         _ => 1,
     }
+}
+
+/// Activation columns per decode of the CTA strip kernel `name`: 1 (every production entry
+/// point).
+#[cfg(not(feature = "bench"))]
+pub(super) fn strip_columns(_name: &str) -> u64 {
+    1
 }
 
 /// Rows per unit RS: the smallest of 4, 8 and 16 whose CTAs (`rows` / (RS x `slices`)) fit one

@@ -3,7 +3,7 @@
 //! production plan without its CTAs per SM capped (session 25), without the two-warp rule of
 //! exec/pair.rs (session 29), with row slices tied to the warps (production until session 29), the
 //! CTA kernel at every shape and W1 without its variant that loads ahead (session 30), and the
-//! two-column CTA kernel's plan (session 36). The
+//! CTA kernel's plans on two and four columns per decode (session 36). The
 //! equal-share kernel of session 22 (`VarStripEven`, measured slower) is in git history (before
 //! session 24's removal), as are the cap by a small shared memory carve-out and the whole
 //! carve-out alone (session 25).
@@ -136,8 +136,8 @@ impl GpuExecMatrix {
                     p => Ok(p),
                 }
             }
-            // one column: production's plan (two columns: `strip_c2_plan`)
-            ExecMatvecKernel::VarStripC2 => return self.one_column_plan(),
+            // one column: production's plan (more: `strip_cols_launch`)
+            ExecMatvecKernel::VarStripC2 | ExecMatvecKernel::VarStripC4 => return self.one_column_plan(),
             ExecMatvecKernel::VarStripReleaseStart | ExecMatvecKernel::VarStripReleaseEnd => {
                 let release = if k == ExecMatvecKernel::VarStripReleaseStart { Release::Start } else { Release::End };
                 return match self.production_choice(PRODUCTION_SLICES)? {
@@ -186,10 +186,45 @@ impl GpuExecMatrix {
     }
 }
 
-/// Bench: the two-column CTA kernel's launch as `--exec-batch` prints it
-/// ([`GpuExecMatrix::strip_c2_plan_info`]).
+/// Bench: the columns per decode of the CTA strip kernel on several columns
+/// (kernels/bench/exec_matvec_strip_cols.cu): its entry points hold that many columns' tile
+/// partials and activations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StripCols {
+    Two,
+    Four,
+}
+
+impl StripCols {
+    /// The activation columns per decode.
+    pub fn columns(self) -> u64 {
+        match self {
+            StripCols::Two => 2,
+            StripCols::Four => 4,
+        }
+    }
+
+    /// The entry point that releases the next kernel at its CTAs' start (f32 activations).
+    pub(super) fn entry(self) -> &'static str {
+        match self {
+            StripCols::Two => "bench_exec_matvec_strip_c2",
+            StripCols::Four => "bench_exec_matvec_strip_c4",
+        }
+    }
+
+    /// The entry point that releases the next kernel after its units (f32 activations).
+    pub(super) fn entry_release_end(self) -> &'static str {
+        match self {
+            StripCols::Two => "bench_exec_matvec_strip_c2_release_end",
+            StripCols::Four => "bench_exec_matvec_strip_c4_release_end",
+        }
+    }
+}
+
+/// Bench: a launch of the CTA strip kernel on several columns as `--exec-batch` prints it
+/// ([`GpuExecMatrix::strip_cols_plan_info`]).
 #[derive(Clone, Copy, Debug)]
-pub struct StripC2PlanInfo {
+pub struct StripColsPlanInfo {
     pub warps: u32,
     /// Rows per unit.
     pub rows: u32,
@@ -203,35 +238,45 @@ pub struct StripC2PlanInfo {
 }
 
 impl GpuExecMatrix {
-    /// Bench: the launch of [`ExecMatvecKernel::VarStripC2`] on two columns; None where its
+    /// Bench: the launch of the CTA strip kernel on `cols` columns per decode; None where its
     /// tile partials do not fit.
-    pub fn strip_c2_plan_info(&self) -> Result<Option<StripC2PlanInfo>, GpuError> {
-        let Some(p) = self.strip_c2_plan()? else {
+    pub fn strip_cols_plan_info(&self, cols: StripCols) -> Result<Option<StripColsPlanInfo>, GpuError> {
+        let Some(p) = self.strip_cols_plan(cols)? else {
             return Ok(None);
         };
         let Tail::Strip { rows, slices } = p.tail else {
-            return Err(GpuError::Unsupported("the two-column strip plan has no strip tail"));
+            return Err(GpuError::Unsupported("the strip plan on several columns has no strip tail"));
         };
-        Ok(Some(StripC2PlanInfo {
+        Ok(Some(StripColsPlanInfo {
             warps: p.threads / 32,
             rows,
             slices,
             grid: p.grid,
             resident: self.resident_ctas(&p)?,
-            release_start: p.name == "bench_exec_matvec_strip_c2",
+            release_start: p.name == cols.entry(),
         }))
     }
 
-    /// Bench: the plan of [`ExecMatvecKernel::VarStripC2`] on two columns: the CTA kernel's
+    /// Bench: the plan of the CTA strip kernel on `cols` columns per decode (a launch of
+    /// [`ExecMatvecKernel::VarStripC2`] or [`ExecMatvecKernel::VarStripC4`]): the CTA kernel's
     /// one-round plan by production's rules (`strip::strip_launch`, [`UnitRows::OneRound`],
-    /// [`PRODUCTION_SLICES`]) at the twin's occupancy and with twice the tile partials per CTA,
+    /// [`PRODUCTION_SLICES`]) at this kernel's occupancy and with its tile partials per CTA,
     /// spread and released as production's one-column launches (`spread_release`; exec/pair.rs's
-    /// two-warp rule, measured on the one-column kernel only, is not applied); at every shape, W1's
-    /// domain included. None where no shape's partials fit shared memory.
-    pub(super) fn strip_c2_plan(&self) -> Result<Option<Plan>, GpuError> {
-        match self.strip_plan("bench_exec_matvec_strip_c2", UnitRows::OneRound, PRODUCTION_SLICES)? {
+    /// two-warp rule, measured on the one-column kernel only, is not applied); at every shape,
+    /// W1's domain included. None where no shape's partials fit shared memory.
+    pub(super) fn strip_cols_plan(&self, cols: StripCols) -> Result<Option<Plan>, GpuError> {
+        match self.strip_plan(cols.entry(), UnitRows::OneRound, PRODUCTION_SLICES)? {
             Some(p) => Ok(Some(self.spread_release(p)?)),
             None => Ok(None),
         }
+    }
+
+    /// Bench: the launch of [`ExecMatvecKernel::VarStripC2`] or [`ExecMatvecKernel::VarStripC4`]
+    /// for the next `left` (at least 2) columns, and how many it takes: 4 on the four-column kernel
+    /// where `k` is `VarStripC4` and at least 3 are left (3 computes its last column twice), else
+    /// 2 on the two-column kernel; None where its partials do not fit.
+    pub(super) fn strip_cols_launch(&self, k: ExecMatvecKernel, left: u64) -> Result<Option<(Plan, u64)>, GpuError> {
+        let cols = if k == ExecMatvecKernel::VarStripC4 && left >= 3 { StripCols::Four } else { StripCols::Two };
+        Ok(self.strip_cols_plan(cols)?.map(|p| (p, cols.columns().min(left))))
     }
 }

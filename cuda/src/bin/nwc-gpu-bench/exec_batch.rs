@@ -8,7 +8,7 @@ use super::timing::{gaussian_bf16, rotation, time_us, DenseGemm};
 use super::Res;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::CudaSlice;
-use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix};
+use nwc_cuda::exec::{DependentLaunch, ExecMatvecKernel, GpuExecMatrix, StripCols};
 use nwc_cuda::{Gpu, GpuMatrix};
 use nwc_reference::bounded as level2;
 use nwc_reference::{encode, Mode, Shape, Weights};
@@ -24,10 +24,11 @@ pub struct BatchRow {
     pub tensor_us: Vec<f64>,
 }
 
-/// The exact kernel that `--exec-batch --exec-kernels` times beside the tensor-core ones: the CTA
-/// strip kernel on two columns per decode (session 36), at 1..4 columns, checked bit for bit
-/// against one production launch per column.
-const EXACT_BATCHED: ExecMatvecKernel = ExecMatvecKernel::VarStripC2;
+/// The exact kernels that `--exec-batch --exec-kernels` times beside the tensor-core ones: the
+/// CTA strip kernel on two and on four columns per decode (session 36), at 1..8 columns, checked
+/// bit for bit against one production launch per column.
+const EXACT_BATCHED: [(ExecMatvecKernel, StripCols); 2] =
+    [(ExecMatvecKernel::VarStripC2, StripCols::Two), (ExecMatvecKernel::VarStripC4, StripCols::Four)];
 
 /// The batch sizes of `--exec-batch`.
 const BATCHES: [usize; 8] = [1, 2, 3, 4, 8, 16, 32, 64];
@@ -64,17 +65,18 @@ fn column(label: String, kernel: ExecMatvecKernel, runs: fn(usize) -> bool, warp
 }
 
 /// `--exec-batch --exec-kernels`: the production choice, then each tensor-core kernel of `list`
-/// (at the batch sizes of its [`TENSOR`] entry, else all), or the exact kernel that batches on
-/// the strip kernel ([`EXACT_BATCHED`], at 1..4 columns); any other exact kernel is refused.
+/// (at the batch sizes of its [`TENSOR`] entry, else all), or an exact kernel that batches on the
+/// strip kernel ([`EXACT_BATCHED`], at 1..8 columns); any other exact kernel is refused.
 pub fn named(list: &[ExecMatvecKernel]) -> Res<Vec<TensorRun>> {
     let mut v = vec![column("bounded".to_owned(), ExecMatvecKernel::Bounded, |_| true, None)];
     for &kernel in list {
-        if kernel.is_exact() && kernel != EXACT_BATCHED {
+        let batched = EXACT_BATCHED.iter().any(|e| e.0 == kernel);
+        if kernel.is_exact() && !batched {
             return Err(format!("--exec-batch --exec-kernels: {} is an exact kernel, not a tensor-core one", kernel.name()).into());
         }
         let runs = match TENSOR.iter().find(|t| t.1 == kernel) {
             Some(t) => t.2,
-            None if kernel == EXACT_BATCHED => |n| n <= 4,
+            None if batched => |n| n <= 8,
             None => |_| true,
         };
         v.push(column(kernel.name().to_owned(), kernel, runs, None));
@@ -245,8 +247,13 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
         }
         println!("{line}");
     }
-    if tensor.iter().any(|r| r.kernel == EXACT_BATCHED) {
-        let line = match mats[0].strip_c2_plan_info()? {
+    // the plans of the exact kernels on several columns named (VarStripC4 runs both)
+    let named = |k| tensor.iter().any(|r| r.kernel == k);
+    for (kernel, cols) in EXACT_BATCHED {
+        if !(named(kernel) || named(ExecMatvecKernel::VarStripC4)) {
+            continue;
+        }
+        let line = match mats[0].strip_cols_plan_info(cols)? {
             Some(c) => {
                 let release = if c.release_start { "released at the start" } else { "released after the units" };
                 let rounds = f64::from(c.grid) / c.resident as f64;
@@ -257,7 +264,7 @@ pub fn batch(gpu: &Arc<Gpu>, blas: &CudaBlas, m: u64, k: u64, check_limit: u64, 
             }
             None => "none (its tile partials do not fit)".to_owned(),
         };
-        println!("  two-column strip plan: {line}");
+        println!("  strip plan on {} columns: {line}", cols.columns());
     }
     Ok(out)
 }

@@ -28,9 +28,10 @@ pub const STRIP_VARIANTS: [ExecMatvecKernel; 9] = [
     ExecMatvecKernel::VarStripW1Plain,
 ];
 
-/// The two-column CTA strip kernel (bench, exact class): checked here on batches, timed by
-/// `--exec-batch --exec-kernels var-strip-c2`.
+/// The CTA strip kernel on two and on four columns per decode (bench, exact class): checked here
+/// on batches, timed by `--exec-batch --exec-kernels var-strip-c2,var-strip-c4`.
 const C2: ExecMatvecKernel = ExecMatvecKernel::VarStripC2;
+const C4: ExecMatvecKernel = ExecMatvecKernel::VarStripC4;
 
 /// The exact one-column kernels compared (production default first), then [`STRIP_VARIANTS`].
 const EXACT: [ExecMatvecKernel; 5] = [
@@ -64,8 +65,8 @@ pub(super) fn activations(k: u64, seed: u64) -> Vec<f32> {
 /// (synthetic BF16), outputs compared between the kernels, then one production bounded matvec at
 /// 8, 16 and 32 columns (a split launch, in clusters or with the summing kernel, where the
 /// shape's plan splits: for Nsight Compute and the sanitizers, which the sweep's small shapes never
-/// split) and one of the two-column CTA strip kernel (bench, session 36: its tile partials of two
-/// columns in shared memory, for racecheck).
+/// split) and one each of the CTA strip kernel on two and on four columns (bench, session 36: the
+/// columns' tile partials in shared memory, for racecheck).
 pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
     let s = &gpu.stream;
     for &(m, k) in shapes {
@@ -86,7 +87,7 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             e.set_dequant_kernel(*kernel);
             e.dequant_into(&mut deq)?;
         }
-        for (kernel, nbs) in [(ExecMatvecKernel::Bounded, &[8usize, 16, 32][..]), (C2, &[2])] {
+        for (kernel, nbs) in [(ExecMatvecKernel::Bounded, &[8usize, 16, 32][..]), (C2, &[2]), (C4, &[4])] {
             e.set_matvec_kernel(kernel);
             for &nb in nbs {
                 let xb = e.activations_bf16(&gaussian_bf16(k as usize * nb, 40 + nb as u64), nb)?;
@@ -95,7 +96,7 @@ pub fn profile(gpu: &Arc<Gpu>, shapes: &[(u64, u64)]) -> Res<()> {
             }
         }
         s.synchronize()?;
-        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns and the two-column strip kernel launched");
+        println!("exec-profile {m}x{k}: bounded matvec at 8, 16 and 32 columns, the strip kernel on 2 and 4 columns launched");
     }
     Ok(())
 }
@@ -171,10 +172,12 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
         }
         // the exact class on BF16 activations, bit for bit against the reference on their f32
         // values: one column (the strip kernels' `_xbf16` entry points) and three (widened
-        // first); the two-column CTA kernel (bench) on 2 and 3 or 5 columns (its `_xbf16` entry
-        // points, the last column on production's), and on their f32 values (its f32 entry points)
-        let odd = [3usize, 5][i % 2];
-        for (kernel, nb) in [(ExecMatvecKernel::Exact, 1usize), (ExecMatvecKernel::Exact, 3), (C2, 2), (C2, odd)] {
+        // first); the CTA kernel on several columns (bench) on 2 and 3 or 5 columns, and on 4 and 3
+        // or 7 (its `_xbf16` entry points, a last column on production's), and on their f32
+        // values (its f32 entry points)
+        let (odd, four) = ([3usize, 5][i % 2], [3usize, 7][i % 2]);
+        let runs = [(ExecMatvecKernel::Exact, 1usize), (ExecMatvecKernel::Exact, 3), (C2, 2), (C2, odd), (C4, 4), (C4, four)];
+        for (kernel, nb) in runs {
             e.set_matvec_kernel(kernel);
             let xs = gaussian_bf16(k as usize * nb, 60 + i as u64);
             let xw = widen(&xs);
@@ -182,7 +185,7 @@ pub fn sweep(gpu: &Arc<Gpu>, count: usize, max_weights: u64) -> Res<()> {
             let mut y: CudaSlice<u16> = s.alloc_zeros(m as usize * nb)?;
             e.matvec_into_bf16(&e.activations_bf16(&xs, nb)?, None, &mut y)?;
             let mut got = vec![("BF16", s.clone_dtoh(&y)?)];
-            if kernel == C2 {
+            if kernel != ExecMatvecKernel::Exact {
                 got.push(("f32", e.matvec_bf16(&xw, nb, None)?));
             }
             for (on, got) in got {

@@ -27,8 +27,8 @@
 //! [--quick | --exec-shapes MxK,...] [--exec-tc-warps W,...]`: the batched kernels, N = 1..64,
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; with `--exec-kernels NAME,...`, the production choice and the
-//! tensor-core kernels named (or `var-strip-c2`, the exact two-column CTA strip kernel, at 1..4
-//! columns, with its plan); `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
+//! tensor-core kernels named (or `var-strip-c2` / `var-strip-c4`, the exact CTA strip kernel on
+//! two / four columns per decode, at 1..8 columns, with their plans); `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
 //! eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
 //! kernel; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
