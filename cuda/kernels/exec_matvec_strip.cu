@@ -32,7 +32,7 @@
 // (466 before) and 404 in the CTA kernel (443), as `bash cuda/sass.sh exec_matvec_strip` counts them;
 // a patched pair adds 79 (session 15).
 // Shared memory (CTAs of W warps): RB x CB f32 tile partials per activation column (NC: production
-// runs one; the bench's two-column twin, bench/exec_matvec_c2.cu, two).
+// runs one; the bench's kernel on several columns, bench/exec_matvec_strip_cols.cu, 2 or 4).
 
 __device__ __forceinline__ uint4 exec_ldg_nc16(const exec_u8* p) {
     uint4 v;
@@ -157,7 +157,7 @@ __device__ __forceinline__ void exec_strip_row(const ExecStripGroup& g, exec_u32
 // One group on NC columns (activations xv[c]): each row decoded once (exec_strip_row), then one
 // chain per column (spec 15.4.3) and one transposed tree per column; P[c] is column c's tile
 // partial of row exec_tree_index<4>(lane) of the group (spec 15.4.4). Production runs NC = 1; the
-// bench's two-column CTA kernel (bench/exec_matvec_c2.cu) NC = 2.
+// bench's CTA kernel on several columns (bench/exec_matvec_strip_cols.cu) NC = 2 and 4.
 template <int PROBE, int NC>
 __device__ __forceinline__ void exec_strip_group_cols(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[NC][16],
                                                       const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K,

@@ -32,8 +32,8 @@ pub(super) enum Tail {
     /// `EXEC_LEAN` (exec_matvec_lean.cu) and the bench probes built on its argument list: G, then
     /// the tile flags.
     GroupsFlags(u32),
-    /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu, exec_matvec_strip_w1.cu): RS, the rows per unit, S, the row
-    /// slices per CTA, then the tile flags.
+    /// `EXEC_STRIP` and `EXEC_STRIP_W1` (exec_matvec_strip.cu, exec_matvec_strip_w1.cu): RS, the
+    /// rows per unit, S, the row slices per CTA, then the tile flags.
     Strip { rows: u32, slices: u32 },
 }
 
@@ -337,8 +337,9 @@ impl GpuExecMatrix {
         // and, on the CTA kernel's entry points that derive S (not `_slices`), equal to max(1,
         // W / CB) (strip_plan_with), then the tile flags; the CTA kernel's shared memory RS x S x
         // CB f32 per column per decode (strip::strip_columns: 2 or 4 for the bench's kernel on
-        // several columns, launched on ncols <= 2 or 4 columns of x and y), the one-warp kernel's none, a capped plan
-        // (spread::capped) more, within the kernel's allowance); the fields passed the spec 20.9 rules or came from the GPU encode; x
+        // several columns, launched on ncols <= 2 or 4 columns of x and y), the one-warp
+        // kernel's none, a capped plan (spread::capped) more, within the kernel's allowance); the
+        // fields passed the spec 20.9 rules or came from the GPU encode; x
         // holds ncols vectors of K16 activations, f32, or BF16 for the strip kernels' `_xbf16` entry
         // points (matvec_raw checked the buffer and chose the entry point by its type), y holds ncols x M
         // outputs of the kind out_bf16 says (caller's contract), bias M values or null; the plan's

@@ -10,8 +10,8 @@ use super::GpuExecMatrix;
 use crate::GpuError;
 
 /// Where a strip kernel lets the next kernel on the stream launch (`grid_dependency_release`,
-/// kernels/exec_matvec_strip.cu and exec_matvec_strip_w1.cu; only launches with [`DependentLaunch::Programmatic`](super::DependentLaunch)
-/// start early).
+/// kernels/exec_matvec_strip.cu and exec_matvec_strip_w1.cu; only launches with
+/// [`DependentLaunch::Programmatic`](super::DependentLaunch) start early).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Release {
     /// Once every CTA has started: the next kernel's CTAs take the slots this one frees, in its

@@ -45,8 +45,8 @@ impl GpuExecMatrix {
             (ExecActivations::Bf16 { buf, batch }, k) => {
                 // the exact class on BF16 activations: their f32 values, exactly (spec 20.15 is
                 // defined on f32; a BF16 value is one). Where every launch has a `_xbf16` entry
-                // point (the strip kernels' one column, the bench's two-column CTA kernel) it
-                // widens them as it loads; otherwise they are widened into f32 first.
+                // point (the strip kernels' one column, the bench's CTA kernel on several
+                // columns) it widens them as it loads; otherwise they are widened into f32 first.
                 check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
                 let mut launches = Vec::new();
                 let mut col = 0usize;

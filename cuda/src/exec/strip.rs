@@ -251,9 +251,9 @@ impl GpuExecMatrix {
         Plan { name, grid: grid as u32, threads: 32, smem: 0, tail: Tail::Strip { rows: 4, slices: 1 } }
     }
 
-    /// The plan of the strip kernel `name` (production, its bench probe or its two-column twin)
-    /// for its columns: the launch shape by [`strip_launch`] with `unit_rows` and `slice_rule`;
-    /// None where no shape's tile partials (RS x S x CB f32 per CTA and column,
+    /// The plan of the strip kernel `name` (production, its bench probe or the bench's kernel on
+    /// several columns) for its columns: the launch shape by [`strip_launch`] with `unit_rows` and
+    /// `slice_rule`; None where no shape's tile partials (RS x S x CB f32 per CTA and column,
     /// [`strip_columns`]) fit shared memory (K above ~7 M at RS = 4 on the H200, one column).
     pub(super) fn strip_plan(&self, name: &'static str, unit_rows: UnitRows, slice_rule: SliceRule) -> Result<Option<Plan>, GpuError> {
         let cb = self.col_tiles;

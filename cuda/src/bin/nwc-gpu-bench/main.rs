@@ -28,8 +28,8 @@
 //! beside cuBLAS GEMM; with `--exec-tc-warps`, the production choice and the bounded strip kernel
 //! with each W warps per CTA forced; with `--exec-kernels NAME,...`, the production choice and the
 //! tensor-core kernels named (or `var-strip-c2` / `var-strip-c4`, the exact CTA strip kernel on
-//! two / four columns per decode, at 1..8 columns, with their plans); `--exec-host [--exec-shapes MxK,...]`: the host's cost of an
-//! eager one-column launch, with and without the plan search each launch paid before session 20,
+//! two / four columns per decode, at 1..8 columns, with their plans); `--exec-host
+//! [--exec-shapes MxK,...]`: the host's cost of an eager one-column launch, with and without the plan search each launch paid before session 20,
 //! `exec_host.rs`; `--exec-wgmma`: `--exec-sweep` and `--exec-batch` also run the warpgroup-MMA
 //! kernel; `--exec-wgmma-probe [--exec-shapes MxK,...]`: the ceiling of a warpgroup-MMA
 //! kernel at N = 16, 32, 64 beside cuBLAS GEMM and the production bounded matvec, `wgmma_probe.rs`)
