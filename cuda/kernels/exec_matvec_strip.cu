@@ -121,8 +121,9 @@ __device__ __forceinline__ void exec_strip_load(ExecStripGroup& g, const exec_u8
 // PROBE (bench only, kernels/bench/exec_matvec_variants.cu): 1 = the loaded words used as weights
 // (no decode, no escapes; a ceiling probe, not exact); production instantiates PROBE = 0 only.
 // Row r of a group: its 16 weights of the lane decoded (spec 20.13) into 8 pairs w, b4 the group's
-// 4 bases (one byte each) and b2[r] = exec_b2 of row r's base. Pad columns keep their code 0 on the fast path (the tile flags ignore
-// them; the weight is finite, its sm byte 0, and meets x = 0: spec 15.4.3 note); in a flagged row
+// 4 bases (one byte each) and b2[r] = exec_b2 of row r's base. Pad columns keep their code 0 on the
+// fast path (the tile flags ignore them; the weight is finite, its sm byte 0, and meets x = 0:
+// spec 15.4.3 note); in a flagged row
 // of a tile with pad columns (not whole) they take code 1 first, so that the patch leaves them
 // (session 14: without it, every flagged row of 1000x3000's last tile patched 4 pad pairs, -16%).
 template <int PROBE>
@@ -181,6 +182,8 @@ __device__ __forceinline__ void exec_strip_group_cols(const ExecStripGroup& g, e
     for (int c = 0; c < NC; ++c) P[c] = exec_tree<4>(acc[c], lane);
 }
 
+// One group on one column (W1, exec_matvec_strip_w1.cu): the tile partial of row
+// exec_tree_index<4>(lane); xv viewed as the one column of exec_strip_group_cols.
 template <int PROBE>
 __device__ __forceinline__ float exec_strip_group(const ExecStripGroup& g, exec_u32 b4, const exec_u32 (&b2)[4], const float (&xv)[16],
                                                   const exec_u8* __restrict__ esc, exec_u32 lane, bool whole, exec_u32 kc, exec_u32 K) {

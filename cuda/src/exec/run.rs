@@ -47,10 +47,13 @@ impl GpuExecMatrix {
                 // defined on f32; a BF16 value is one). Where every launch has a `_xbf16` entry
                 // point (the strip kernels' one column, the bench's CTA kernel on several
                 // columns) it widens them as it loads; otherwise they are widened into f32 first.
+                // Production batches of more than one column go straight to the widening: their
+                // plans are the stream kernels', which have no BF16 entry point, and would be
+                // chosen twice.
                 check_len("padded activations", buf.len(), batch * self.k16 as usize)?;
                 let mut launches = Vec::new();
                 let mut col = 0usize;
-                while col < *batch {
+                while col < *batch && (*batch == 1 || k.batches_on_strip()) {
                     let (plan, n) = self.exact_launch_plan(k, (batch - col) as u64)?;
                     match bf16_entry(plan.name) {
                         Some(name) => launches.push((Plan { name, ..plan }, col, n)),
@@ -58,7 +61,7 @@ impl GpuExecMatrix {
                     }
                     col += n as usize;
                 }
-                if col >= *batch {
+                if col >= *batch && !launches.is_empty() {
                     let (xp, _g) = buf.device_ptr(s);
                     for (plan, col, n) in launches {
                         let (x_col, y_col) = (xp + col as u64 * self.k16 * 2, y + col as u64 * m * y_elem);

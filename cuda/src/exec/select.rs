@@ -235,6 +235,17 @@ impl ExecMatvecKernel {
     pub fn is_exact(self) -> bool {
         matches!(self.class(), Class::Exact | Class::LeanProbe)
     }
+
+    /// True for the bench's exact kernels that batch on the CTA strip kernel on several columns
+    /// ([`ExecMatvecKernel::VarStripC2`], [`ExecMatvecKernel::VarStripC4`]), whose every launch
+    /// has a BF16 entry point; false for every production kernel.
+    pub(super) fn batches_on_strip(self) -> bool {
+        #[cfg(feature = "bench")]
+        if matches!(self, ExecMatvecKernel::VarStripC2 | ExecMatvecKernel::VarStripC4) {
+            return true;
+        }
+        false
+    }
 }
 
 /// The dequant kernel of an execution-layout matrix (gather always runs the streaming one).
