@@ -55,6 +55,7 @@ conform=target/debug/nwc-conform
 "$conform" --vectors vectors encoder -- target/debug/nwc encode
 "$conform" --vectors vectors decoder -- target/debug/nwc decode
 "$conform" --vectors vectors transcoder -- target/debug/nwc transcode
+"$conform" --vectors vectors exec-decoder -- target/debug/nwc decode
 "$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
 
 step "Python package: the abi3 wheel built by maturin (from PyPI), its pytest suite on the CPU"

@@ -28,14 +28,14 @@ fn escapes(d: &DecodedMatrix) -> u64 {
     }
 }
 
-/// Compares the files with the digests summary.json records (peer_encode.py and `nwc encode`
-/// both write them). Hashing streams the files, so their size does not matter.
-fn sha256_line(dir: &Path, json: &serde_json::Value) -> Result<String, CliError> {
+/// Compares the files `names` with the digests summary.json records (peer_encode.py, `nwc encode`
+/// and `nwc transcode` write them). Hashing streams the files, so their size does not matter.
+pub fn sha256_line<S: AsRef<str>>(dir: &Path, json: &serde_json::Value, names: &[S]) -> Result<String, CliError> {
     let Some(recorded) = json.get("sha256").and_then(|v| v.as_object()) else {
         return Ok("not recorded in summary.json".into());
     };
     let (mut checked, mut differ) = (0, Vec::new());
-    for name in store::ALL_FILES {
+    for name in names.iter().map(AsRef::as_ref) {
         let Some(want) = recorded.get(name) else {
             continue;
         };
@@ -60,8 +60,34 @@ fn sha256_line(dir: &Path, json: &serde_json::Value) -> Result<String, CliError>
     })
 }
 
+/// One line per file of `names` (its size, or `absent`; names padded to `width`), each recorded
+/// in `fields` (bytes or null), then the total line; returns the total.
+pub fn field_sizes<S: AsRef<str>>(
+    dir: &Path,
+    names: &[S],
+    width: usize,
+    w: &mut String,
+    fields: &mut serde_json::Map<String, serde_json::Value>,
+) -> Result<u64, CliError> {
+    let mut total = 0u64;
+    for name in names.iter().map(AsRef::as_ref) {
+        let len = file_len(&dir.join(name))?;
+        total += len.unwrap_or(0);
+        fields.insert(name.into(), len.into());
+        let _ = match len {
+            Some(l) => writeln!(w, "{name:<width$}{l:>10} bytes"),
+            None => writeln!(w, "{name:<width$}{:>10}", "absent"),
+        };
+    }
+    let _ = writeln!(w, "{:<width$}{total:>10} bytes", "total");
+    Ok(total)
+}
+
 /// `json`: one JSON object instead of the text (keys documented in the README, stable).
 pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
+    if nwc_cli::exec_store::is_exec_dir(dir) {
+        return crate::cmd_info_exec::run(dir, json);
+    }
     let limits = Limits::default();
     let s = read_summary(dir, &limits)?;
     let (g, n) = (&s.geometry, s.shape.weights());
@@ -81,21 +107,7 @@ pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
     let _ = writeln!(w, "format        NWC {}", nwc_reference::FORMAT_VERSION);
     let _ = writeln!(w, "mode          {} (mode code {})", s.mode, s.mode.code());
     let _ = writeln!(w, "shape         {} x {} (K16 {}, n_low {}, blocks {})", s.shape.rows, s.shape.cols, g.k16, g.n_low, g.blocks);
-    let mut total = 0u64;
-    for name in FIELD_FILES {
-        match file_len(&dir.join(name))? {
-            Some(len) => {
-                total += len;
-                fields.insert(name.into(), len.into());
-                let _ = writeln!(w, "{name:<14}{len:>10} bytes");
-            }
-            None => {
-                fields.insert(name.into(), serde_json::Value::Null);
-                let _ = writeln!(w, "{name:<14}{:>10}", "absent");
-            }
-        }
-    }
-    let _ = writeln!(w, "total         {total:>10} bytes");
+    let total = field_sizes(dir, &FIELD_FILES, 14, w, &mut fields)?;
     j["fields"] = fields.into();
     j["total_bytes"] = total.into();
     j["ratio_vs_bf16"] = (total as f64 / (2 * n) as f64).into();
@@ -117,20 +129,27 @@ pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
         let _ = writeln!(w, "escapes       {}", escapes(d));
         let _ = writeln!(w, "stream end    {end} (data.bin needs at least {})", end.div_ceil(8) * 8 + 64);
     }
-    let sha = sha256_line(dir, &s.json)?;
+    let sha = sha256_line(dir, &s.json, &store::ALL_FILES)?;
     let _ = writeln!(w, "sha256        {sha}");
     j["sha256"] = sha.into();
-    match &result {
-        Ok(_) => {
+    finish(j, out, "status        ", result.as_ref().err(), json);
+    result.map(|_| ())
+}
+
+/// The end of `nwc info`, format 10 or execution layout: `valid` and `error` (the JSON keys) and
+/// the status line after `label`, then the JSON object or the text.
+pub fn finish(mut j: serde_json::Value, mut out: String, label: &str, err: Option<&CliError>, json: bool) {
+    match err {
+        None => {
             j["valid"] = true.into();
             j["error"] = serde_json::Value::Null;
-            let _ = writeln!(w, "status        valid");
+            let _ = writeln!(out, "{label}valid");
         }
-        Err(e) => {
+        Some(e) => {
             let file = e.file.as_deref().and_then(Path::file_name).map(|f| f.to_string_lossy().into_owned());
             j["valid"] = false.into();
             j["error"] = serde_json::json!({ "message": e.message, "file": file });
-            let _ = writeln!(w, "status        invalid: {} (in {})", e.message, file.unwrap_or_else(|| "?".into()));
+            let _ = writeln!(out, "{label}invalid: {} (in {})", e.message, file.unwrap_or_else(|| "?".into()));
         }
     }
     if json {
@@ -138,5 +157,4 @@ pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
     } else {
         print!("{out}");
     }
-    result.map(|_| ())
 }

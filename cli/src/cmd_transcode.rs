@@ -6,6 +6,7 @@
 use crate::cmd_encode::{check_outdir, read_input};
 use crate::error::{decode_error, CliError};
 use crate::store::{self, sha256_hex, write_atomic};
+use nwc_cli::exec_store::exec_file;
 use nwc_reference::exec::{encode_exec, ExecEncodeError, ExecGeometry, ExecMatrix};
 use nwc_reference::{ElemType, Elements, Limits, Shape};
 use serde::Serialize;
@@ -42,11 +43,6 @@ struct ExecSummaryOut {
     bytes_total: u64,
     ratio_vs_bf16: f64,
     sha256: BTreeMap<String, String>,
-}
-
-/// The file that holds a field: `exec_` + its spec name + `.bin`, as in the corpus.
-pub fn exec_file(field: nwc_reference::exec::ExecField) -> String {
-    format!("exec_{}.bin", field.name())
 }
 
 /// A refusal of spec 20.12.3 (or a broken rule of the format-10 source, 20.12.2) as a CLI error.

@@ -1,8 +1,9 @@
 //! The library side of the `nwc` command: the directory form of one encoded matrix (`store`) and
-//! the CLI's error type (`error`). The binary uses it, and so does the fuzz target `cli_readers`,
+//! of one execution layout (`exec_store`), and the CLI's error type (`error`). The binary uses it, and so does the fuzz target `cli_readers`,
 //! which feeds [`load_and_decode`] hostile directories.
 
 pub mod error;
+pub mod exec_store;
 pub mod store;
 
 use error::{decode_error, CliError};

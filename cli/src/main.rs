@@ -3,7 +3,7 @@
 //!
 //! Exit status: 0 ok, 1 the output could not be written, 2 usage error, 3 invalid input (bad
 //! sizes, truncated or missing files, shapes over the limits, NaN in fp8 input, any validity rule
-//! of spec 13), 4 `verify` found a mismatch. Errors go to stderr and name the broken rule and the
+//! of spec 13 or 20.9), 4 `verify` found a mismatch. Errors go to stderr and name the broken rule and the
 //! file.
 
 mod alloc;
@@ -13,6 +13,7 @@ mod cmd_demo;
 mod cmd_doctor;
 mod cmd_encode;
 mod cmd_info;
+mod cmd_info_exec;
 mod cmd_slice;
 mod cmd_transcode;
 mod model_cmds;
@@ -50,16 +51,16 @@ enum Command {
     Encode(EncodeCli),
     /// Build the execution layout (spec 20) of a BF16 matrix, from a format-10 matrix directory or raw BF16, into a directory of exec_*.bin fields; FP8 is refused (spec 20.12.3).
     Transcode(TranscodeCli),
-    /// Validate the matrix in DIR (every rule of spec 13) and write its weights, bit-exact, to OUT.
+    /// Validate the matrix in DIR (every rule of spec 13, or of spec 20.9 for an execution layout) and write its weights, bit-exact, to OUT.
     Decode {
-        /// Directory written by `nwc encode` or peer_encode.py.
+        /// Directory written by `nwc encode` or peer_encode.py (format 10), or by `nwc transcode` (an execution layout: summary.json says "representation": "exec").
         dir: PathBuf,
-        /// Output file: raw little-endian BF16 (2 bytes per weight) or fp8 bytes (1 per weight).
+        /// Output file: raw little-endian BF16 (2 bytes per weight) or fp8 bytes (1 per weight); M x K weights, row-major.
         out: PathBuf,
     },
-    /// Show shape, mode, field sizes, ratio, exp_of_rank, escapes, stream end and validity of DIR.
+    /// Show shape, mode, field sizes, ratio, exp_of_rank, escapes, stream end and validity of DIR (of an execution layout: shape, field sizes, ratio, escapes, canonical bases and validity).
     Info {
-        /// Directory written by `nwc encode` or peer_encode.py.
+        /// Directory written by `nwc encode` or peer_encode.py, or by `nwc transcode`.
         dir: PathBuf,
         /// Print one JSON object (keys in the README) instead of the text.
         #[arg(long)]

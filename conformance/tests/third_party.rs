@@ -66,6 +66,21 @@ fn nwc_transcode_is_canonical() {
     assert!(report.summary.by_verdict.get("pass").copied().unwrap_or(0) >= 1, "{}", report.to_text());
 }
 
+/// `nwc decode` on execution layouts through the exec-decoder protocol: the committed corpus's
+/// execution-layout vectors decode, and every invalid or malformed one is refused naming its
+/// first broken rule (spec 20.10).
+#[test]
+fn nwc_decode_judges_execution_layouts() {
+    use nwc_conformance::corpus::{Corpus, Entry};
+    use nwc_conformance::manifest::Representation;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut corpus = Corpus::load(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../vectors")).unwrap();
+    corpus.entries.retain(|e| matches!(e, Entry::Usable(v) if v.representation == Representation::Exec));
+    let report = run::exec_decoder::run(&corpus, &tool(nwc_binary(), &["decode"], tmp.path()));
+    assert!(report.all_passed(), "{}", report.to_text());
+    assert!(report.summary.passed >= 60 && report.summary.skipped == 0, "{}", report.to_text());
+}
+
 #[test]
 fn peer_encoder_is_canonical() {
     let (tmp, corpus) = common::mini_corpus();

@@ -22,9 +22,16 @@
 //!   transcode-flip-bit      flips one bit of exec_sm.bin
 //!   transcode-no-validation writes the layout of an all-zero matrix instead of refusing an invalid encoding
 //!   transcode-fp8           transcodes FP8 encodings (their bytes as BF16 words) instead of refusing them
+//! Execution-layout decoder modes (`nwc-broken MODE DIR OUT.raw`, DIR holding `exec_*.bin`):
+//!   exec-decode-ok            the reference's validation and decode (control)
+//!   exec-decode-no-validation writes zeros instead of rejecting an invalid layout
+//!   exec-decode-partial       rejects invalid layouts but leaves a partial OUT.raw
+//!   exec-decode-unnamed       rejects invalid layouts without naming the rule
+//!   exec-decode-wrong-rule    rejects invalid layouts naming the rule after the first broken one
 
+use nwc_conformance::exec;
 use nwc_conformance::fields::{file_name, parse, read_dir, to_raw, RawFields, SUMMARY};
-use nwc_reference::exec::{encode_exec, transcode, ExecMatrix};
+use nwc_reference::exec::{decode_exec, encode_exec, transcode, ExecDecodeError, ExecFormatError, ExecMatrix};
 use nwc_reference::tiling::{lane_positions, write_raw};
 use nwc_reference::{decode, encode_le_bytes, Elements, Encoding, Geometry, Mode, Shape};
 use std::path::Path;
@@ -36,6 +43,7 @@ fn main() -> ExitCode {
         Some(mode) if mode.starts_with("encode-") => encoder(mode, &args[1..]),
         Some(mode) if mode.starts_with("decode-") => decoder(mode, &args[1..]),
         Some(mode) if mode.starts_with("transcode-") => transcoder(mode, &args[1..]),
+        Some(mode) if mode.starts_with("exec-decode-") => exec_decoder(mode, &args[1..]),
         _ => Err("usage: nwc-broken MODE ARGS... (see the source for the modes)".into()),
     };
     match result {
@@ -136,12 +144,16 @@ fn raw_padding(enc: &mut Encoding) {
     }
 }
 
+/// The summary.json of a directory the runner laid out.
+fn read_summary(dir: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?;
+    serde_json::from_str(&text).map_err(|e| format!("{SUMMARY}: {e}"))
+}
+
 fn decoder(mode: &str, args: &[String]) -> Result<(), String> {
     let [dir, out] = args else { return Err("usage: nwc-broken MODE DIR OUT.raw".into()) };
     let dir = Path::new(dir);
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?)
-            .map_err(|e| format!("{SUMMARY}: {e}"))?;
+    let summary = read_summary(dir)?;
     let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
     let (code, rows, cols) = (get("elem")? as u32, get("M")?, get("K")?);
     let raw: RawFields = read_dir(dir)?;
@@ -171,9 +183,7 @@ fn transcoder(mode: &str, args: &[String]) -> Result<(), String> {
         encode_exec(shape, &words).map_err(|e| e.to_string())?
     } else {
         let dir = Path::new(input);
-        let summary: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.join(SUMMARY)).map_err(|e| format!("{SUMMARY}: {e}"))?)
-                .map_err(|e| format!("{SUMMARY}: {e}"))?;
+        let summary = read_summary(dir)?;
         let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
         let (code, rows, cols) = (get("elem")? as u32, get("M")?, get("K")?);
         let parsed = parse(code, rows, cols, &read_dir(dir)?).map_err(|e| e.to_string());
@@ -206,4 +216,36 @@ fn transcoder(mode: &str, args: &[String]) -> Result<(), String> {
         std::fs::write(dir.join(format!("exec_{}.bin", field.name())), blob).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+fn exec_decoder(mode: &str, args: &[String]) -> Result<(), String> {
+    let [dir, out] = args else { return Err("usage: nwc-broken MODE DIR OUT.raw".into()) };
+    let dir = Path::new(dir);
+    let summary = read_summary(dir)?;
+    let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
+    let (rows, cols) = (get("M")?, get("K")?);
+    let decoded = exec::parse(rows, cols, &exec::read_exec_dir(dir)?).map_err(Into::into).and_then(|m| decode_exec(&m));
+    let Err(e) = decoded else {
+        let words = decoded.expect("checked").words;
+        return std::fs::write(out, words.iter().flat_map(|w| w.to_le_bytes()).collect::<Vec<u8>>()).map_err(|e| e.to_string());
+    };
+    let ExecDecodeError::Format(f) = &e else { return Err(e.to_string()) };
+    match mode {
+        "exec-decode-ok" => Err(e.to_string()),
+        // Capped so that a hostile shape cannot exhaust memory.
+        "exec-decode-no-validation" => {
+            std::fs::write(out, vec![0u8; rows.saturating_mul(cols).saturating_mul(2).min(1 << 24) as usize]).map_err(|e| e.to_string())
+        }
+        "exec-decode-partial" => {
+            std::fs::write(out, b"partial").map_err(|e| e.to_string())?;
+            Err(e.to_string())
+        }
+        "exec-decode-unnamed" => Err("the execution layout is invalid".into()),
+        "exec-decode-wrong-rule" => {
+            let rules = ExecFormatError::RULES;
+            let next = rules[(rules.iter().position(|(r, _)| *r == f.rule()).expect("a rule of 20.9") + 1) % rules.len()];
+            Err(format!("{} (spec {}): checked in another order", next.0, next.1))
+        }
+        _ => Err(format!("unknown mode {mode}")),
+    }
 }

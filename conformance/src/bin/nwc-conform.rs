@@ -36,8 +36,11 @@ enum Command {
     Reference,
     /// Judge an encoder: runs `CMD ARGS... --elem bf16|fp8 --layout 0|1 --rows M --cols K INPUT OUTDIR`.
     Encoder(ToolArgs),
-    /// Judge a decoder: runs `CMD ARGS... DIR OUT.raw`.
+    /// Judge a format-10 decoder: runs `CMD ARGS... DIR OUT.raw`.
     Decoder(ToolArgs),
+    /// Judge an execution-layout decoder (spec 20.9, 20.10, 20.13): runs `CMD ARGS... DIR OUT.raw`
+    /// on every execution-layout vector; a rejection must name the first broken rule.
+    ExecDecoder(ToolArgs),
     /// Judge an execution-layout transcoder (spec 20.12): runs `CMD ARGS... DIR OUTDIR` (format-10
     /// source) and `CMD ARGS... --rows M --cols K INPUT OUTDIR` (raw BF16 source).
     Transcoder(ToolArgs),
@@ -210,7 +213,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     let corpus = Corpus::load(&cli.vectors).map_err(|e| e.to_string())?;
     let tool_args = match &cli.command {
         Command::Reference => return Ok(run::reference::run(&corpus, &ReferenceBackend)),
-        Command::Encoder(t) | Command::Decoder(t) | Command::Transcoder(t) => t,
+        Command::Encoder(t) | Command::Decoder(t) | Command::ExecDecoder(t) | Command::Transcoder(t) => t,
         Command::Gpu(_) => unreachable!("handled in main before the corpus is loaded"),
     };
     let scratch = match tool_args.work_dir {
@@ -222,6 +225,7 @@ fn execute(cli: &Cli) -> Result<Report, String> {
     Ok(match &cli.command {
         Command::Encoder(_) => run::encoder::run(&corpus, &tool),
         Command::Transcoder(_) => run::transcoder::run(&corpus, &tool),
+        Command::ExecDecoder(_) => run::exec_decoder::run(&corpus, &tool),
         _ => run::decoder::run(&corpus, &tool),
     })
 }

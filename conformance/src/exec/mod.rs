@@ -45,3 +45,20 @@ pub fn parse(rows: u64, cols: u64, raw: &RawFields) -> Result<ExecMatrix, ExecFo
 pub fn to_raw(m: &ExecMatrix) -> RawFields {
     m.to_le_fields().into_iter().map(|(f, bytes)| (field_key(f), bytes)).collect()
 }
+
+/// The `exec_*.bin` files in `dir` keyed by [`field_key`] (spec 20.3 fields, the corpus's file
+/// names); an absent file is left out.
+pub fn read_exec_dir(dir: &std::path::Path) -> Result<RawFields, String> {
+    let mut raw = RawFields::new();
+    for field in ExecField::ALL {
+        let key = field_key(field);
+        match std::fs::read(dir.join(format!("{key}.bin"))) {
+            Ok(bytes) => {
+                raw.insert(key, bytes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(format!("{key}.bin: {e}")),
+        }
+    }
+    Ok(raw)
+}

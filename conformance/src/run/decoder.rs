@@ -3,10 +3,10 @@
 //! exit 0 and write exactly the input bytes; invalid and malformed ones must exit non-zero and
 //! leave no OUT.raw behind (a decoder MUST NOT output anything from a file that breaks spec 13).
 
-use super::{fail, first_byte_difference, input, judge_all, stored_fields, Judgement, Tool};
+use super::{expected_decode, fail, judge_all, judge_decode, stored_fields, Judgement, Tool};
 use crate::corpus::Corpus;
 use crate::fields::write_dir;
-use crate::manifest::{Kind, Vector};
+use crate::manifest::Vector;
 use crate::process::{self, Outcome};
 use crate::report::{Report, Verdict};
 
@@ -17,13 +17,7 @@ pub fn run(corpus: &Corpus, tool: &Tool) -> Report {
 
 fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judgement, String> {
     let raw = stored_fields(corpus, v)?;
-    let expected = match v.kind {
-        Kind::Canonical | Kind::Valid => Some(input(corpus, v)?),
-        Kind::Invalid | Kind::Malformed => {
-            v.expected_error.as_deref().ok_or("no expected_error in the manifest")?;
-            None
-        }
-    };
+    let expected = expected_decode(corpus, v)?;
     let dir = tool.vector_dir(index, &v.id)?;
     let (enc_dir, out) = (dir.join("encoding"), dir.join("out.raw"));
     write_dir(&enc_dir, v.mode_code, &v.elem, v.layout, v.rows, v.cols, &raw).map_err(|e| format!("writing {}: {e}", enc_dir.display()))?;
@@ -33,15 +27,7 @@ fn judge(corpus: &Corpus, tool: &Tool, index: usize, v: &Vector) -> Result<Judge
     let written = std::fs::read(&out).ok();
     tool.done_with(&dir);
 
-    Ok(match (expected, written) {
-        (Some(input), Some(got)) if outcome.success() => match first_byte_difference(&input, &got) {
-            None => (Verdict::Pass, None),
-            Some(d) => fail(format!("OUT.raw differs from the input: {d}")),
-        },
-        (Some(_), None) if outcome.success() => fail("exited 0 but wrote no OUT.raw"),
-        (Some(_), _) => fail(format!("the decoder {} on a {:?} vector", outcome.describe(), v.kind)),
-        (None, written) => rejection(v, &outcome, written),
-    })
+    Ok(judge_decode(v, expected, &outcome, written, |written| rejection(v, &outcome, written)))
 }
 
 /// An invalid or malformed vector: the decoder must refuse it cleanly.

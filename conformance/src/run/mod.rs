@@ -1,14 +1,15 @@
-//! The runners (`reference`, `encoder`, `decoder`, `transcoder`) and what they share: reading a vector's
+//! The runners (`reference`, `encoder`, `decoder`, `transcoder`, `exec-decoder`) and what they share: reading a vector's
 //! files and turning each judgement into a [`VectorResult`].
 
 pub mod decoder;
 pub mod encoder;
+pub mod exec_decoder;
 pub mod reference;
 pub mod transcoder;
 
 use crate::corpus::{Corpus, Entry};
 use crate::fields::{RawFields, EXP_OF_RANK};
-use crate::manifest::{Representation, Vector};
+use crate::manifest::{Kind, Representation, Vector};
 use crate::report::{VectorResult, Verdict};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -78,6 +79,38 @@ pub fn stored_fields(corpus: &Corpus, v: &Vector) -> Result<RawFields, String> {
 pub fn input(corpus: &Corpus, v: &Vector) -> Result<Vec<u8>, String> {
     let path = v.input.as_ref().ok_or_else(|| format!("{:?} vector without an input", v.kind))?;
     corpus.read(v, path)
+}
+
+/// What a decoder must do with a vector: write the input (canonical, valid) or refuse it
+/// (invalid, malformed: None, after checking that the manifest names the broken rule).
+pub fn expected_decode(corpus: &Corpus, v: &Vector) -> Result<Option<Vec<u8>>, String> {
+    match v.kind {
+        Kind::Canonical | Kind::Valid => Ok(Some(input(corpus, v)?)),
+        Kind::Invalid | Kind::Malformed => {
+            v.expected_error.as_deref().ok_or("no expected_error in the manifest")?;
+            Ok(None)
+        }
+    }
+}
+
+/// Judges a decoder's run: the input written bit for bit where one is expected, else
+/// `rejection(written)`.
+pub fn judge_decode(
+    v: &Vector,
+    expected: Option<Vec<u8>>,
+    outcome: &crate::process::Outcome,
+    written: Option<Vec<u8>>,
+    rejection: impl FnOnce(Option<Vec<u8>>) -> Judgement,
+) -> Judgement {
+    match (expected, written) {
+        (Some(input), Some(got)) if outcome.success() => match first_byte_difference(&input, &got) {
+            None => (Verdict::Pass, None),
+            Some(d) => fail(format!("OUT.raw differs from the input: {d}")),
+        },
+        (Some(_), None) if outcome.success() => fail("exited 0 but wrote no OUT.raw"),
+        (Some(_), _) => fail(format!("the decoder {} on a {:?} vector", outcome.describe(), v.kind)),
+        (None, written) => rejection(written),
+    }
 }
 
 /// Offset of the first byte where a decoded matrix differs from the input, if any.

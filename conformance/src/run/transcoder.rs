@@ -13,15 +13,14 @@
 
 use super::{fail, input, judge_all_with_exec, stored_fields, Judgement, Tool};
 use crate::corpus::{Corpus, Entry};
-use crate::exec::{field_key, parse};
+use crate::exec::{field_key, parse, read_exec_dir};
 use crate::fields::{write_dir, RawFields};
 use crate::manifest::{Kind, Vector};
 use crate::process::{self, Outcome};
 use crate::report::{Report, Verdict};
-use nwc_reference::exec::{transcode, ExecField, ExecMatrix};
+use nwc_reference::exec::{transcode, ExecMatrix};
 use nwc_reference::{ElemType, Mode};
 use std::collections::HashMap;
-use std::path::Path;
 
 pub fn run(corpus: &Corpus, tool: &Tool) -> Report {
     // Format-10 vector id -> the execution-layout vector that says what it transcodes to.
@@ -42,22 +41,6 @@ pub fn run(corpus: &Corpus, tool: &Tool) -> Report {
         },
     );
     Report::new("transcoder", tool.command_line(), corpus, results)
-}
-
-/// The `exec_*.bin` files the command wrote (spec 20.3 fields, the corpus's file names).
-fn read_exec_dir(dir: &Path) -> Result<RawFields, String> {
-    let mut raw = RawFields::new();
-    for field in ExecField::ALL {
-        let key = field_key(field);
-        match std::fs::read(dir.join(format!("{key}.bin"))) {
-            Ok(bytes) => {
-                raw.insert(key, bytes);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(format!("{key}.bin: {e}")),
-        }
-    }
-    Ok(raw)
 }
 
 /// Compares what the command wrote with the expected layout, byte for byte (the execution layout
