@@ -47,7 +47,7 @@ cargo test -p nwc-cuda --features bench --test nvrtc_compile # the bench-only ke
 cargo test -p nwc-cuda --features bench --lib # the launch plans of the bench-only kernels
 cargo test -p nwc-cuda --features bench --test bench_args # the GPU bench refuses options it cannot honour, before any device
 
-step "conformance: the reference, our CLI and the 0.10.1 library's encoder against the corpus"
+step "conformance: the reference, our CLI, the independent execution layout and the 0.10.1 library's encoder against the corpus"
 conform=target/debug/nwc-conform
 "$conform" --vectors vectors reference
 # No GPU in CI: says `skipped: no CUDA device` (without --allow-no-device it would fail).
@@ -56,6 +56,9 @@ conform=target/debug/nwc-conform
 "$conform" --vectors vectors decoder -- target/debug/nwc decode
 "$conform" --vectors vectors transcoder -- target/debug/nwc transcode
 "$conform" --vectors vectors exec-decoder -- target/debug/nwc decode
+# The execution layout's second implementation, written from spec/ alone (conformance/independent).
+NWC_BIN=target/debug/nwc python3 conformance/independent/harness.py --vectors vectors --judge "$conform"
+python3 conformance/independent/test_arith.py && python3 conformance/independent/test_fuzz.py
 "$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
 
 step "Python package: the abi3 wheel built by maturin (from PyPI), its pytest suite on the CPU"

@@ -43,9 +43,13 @@ fn read_shape(dir: &Path) -> Result<Shape, CliError> {
             return Err(CliError::invalid(&path, format!("summary: `representation` is {r}, expected \"exec\"")));
         }
     }
+    // Spec 20.9.1: metadata that does not give M and K as non-negative integers breaks the rule.
+    let rule = ExecFormatError::RULES[0];
     let key = |k: &str| match json.get(k) {
-        None => Err(CliError::invalid(&path, format!("summary: key `{k}` is missing"))),
-        Some(v) => v.as_u64().ok_or_else(|| CliError::invalid(&path, format!("summary: `{k}` is {v}, expected a non-negative integer"))),
+        None => Err(CliError::invalid(&path, format!("{} (spec {}): summary: key `{k}` is missing", rule.0, rule.1))),
+        Some(v) => v.as_u64().ok_or_else(|| {
+            CliError::invalid(&path, format!("{} (spec {}): summary: `{k}` is {v}, expected a non-negative integer", rule.0, rule.1))
+        }),
     };
     Ok(Shape::new(key("M")?, key("K")?))
 }

@@ -32,7 +32,7 @@ static ALLOC: alloc::ReuseAlloc = alloc::ReuseAlloc::new();
 
 /// `nwc --version`: the crate, the format it reads and writes, and the spec revision it follows
 /// (spec/README.md). A unit test keeps the format number equal to the codec's.
-const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (NWC format 10, spec revision 2)");
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (NWC format 10, spec revision 3)");
 
 #[derive(Parser)]
 #[command(

@@ -80,7 +80,12 @@ fn named_errors_locate_the_rule() {
     let (dir, _) = exec_dir(tmp.path());
     let mut lines = Vec::new();
     type Edit = fn(&mut Vec<u8>);
-    let cases: [(&str, &str, Edit); 5] = [
+    let cases: [(&str, &str, Edit); 6] = [
+        ("summary.json without K", "summary.json", |b| {
+            let mut j: serde_json::Value = serde_json::from_slice(b).unwrap();
+            j.as_object_mut().unwrap().remove("K");
+            *b = serde_json::to_vec(&j).unwrap();
+        }),
         ("base 0 in row 4", "exec_base.bin", |b| b[4] = 0),
         ("an sm pad byte set", "exec_sm.bin", |b| b[1030] = 1),
         ("esc_start[0] = 1", "exec_esc_start.bin", |b| b[0] = 1),

@@ -222,7 +222,8 @@ fn exec_decoder(mode: &str, args: &[String]) -> Result<(), String> {
     let [dir, out] = args else { return Err("usage: nwc-broken MODE DIR OUT.raw".into()) };
     let dir = Path::new(dir);
     let summary = read_summary(dir)?;
-    let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("{SUMMARY}: no `{key}`"));
+    // Spec 20.9.1: a shape the metadata does not give breaks exec-shape-range.
+    let get = |key: &str| summary.get(key).and_then(|v| v.as_u64()).ok_or(format!("exec-shape-range (spec 20.9.1): {SUMMARY}: no `{key}`"));
     let (rows, cols) = (get("M")?, get("K")?);
     let decoded = exec::parse(rows, cols, &exec::read_exec_dir(dir)?).map_err(Into::into).and_then(|m| decode_exec(&m));
     let Err(e) = decoded else {
