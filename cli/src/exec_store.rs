@@ -89,7 +89,9 @@ fn read_field(dir: &Path, field: ExecField, len: u64) -> Result<Vec<u8>, CliErro
 pub fn load_exec(dir: &Path, limits: &Limits) -> Result<ExecMatrix, CliError> {
     let shape = read_shape(dir)?;
     let g = ExecGeometry::new(shape).map_err(|e| exec_error(dir, e.into()))?; // 20.9.1
+                                                                              // 20.10 step 1: the resource limits right after the shape, before any field is looked at.
     limits.check_shape(shape).map_err(|e| exec_error(dir, e.into()))?;
+    limits.check_alloc("decoded weights", 2 * shape.weights()).map_err(|e| exec_error(dir, e.into()))?;
     let mut lengths = [0u64; 5];
     for (i, field) in ExecField::ALL.into_iter().enumerate() {
         let path = dir.join(exec_file(field));
