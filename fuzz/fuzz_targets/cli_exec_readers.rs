@@ -16,26 +16,7 @@ use nwc_cli::exec_store::{exec_file, load_and_decode_exec};
 use nwc_fuzz::exec_mutate::{exec_case, read, ExecCase};
 use nwc_fuzz::fuzz_limits;
 use nwc_reference::exec::{ExecDecodeError, ExecField, ExecGeometry};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-/// One scratch directory per fuzzing process (in memory where /dev/shm exists); each input
-/// rewrites or removes all six files.
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("nwc-fuzz-cli-exec-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch directory");
-        dir
-    })
-}
+use std::path::Path;
 
 /// What summary.json holds.
 enum Summary {
@@ -70,7 +51,7 @@ fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
         }
         _ => Summary::Shape,
     };
-    let dir = scratch();
+    let dir = nwc_fuzz::scratch("cli-exec");
     for (field, bytes) in ExecField::ALL.into_iter().zip(&f) {
         let path = dir.join(exec_file(field));
         // Spec 20.9.2: a missing field has length 0, as an empty one.

@@ -10,27 +10,6 @@ use libfuzzer_sys::fuzz_target;
 use nwc_cli::{load_and_decode, store};
 use nwc_fuzz::input::{u32s_to_le, Input};
 use nwc_fuzz::{fuzz_limits, matrices, oracle};
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-
-/// One scratch directory per fuzzing process, made once (in memory where /dev/shm exists: an
-/// execution writes up to eight files). Each input overwrites the files it writes and removes
-/// the others (`store::ALL_FILES`), so no file of an earlier input is left.
-fn scratch() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let dir = base.join(format!("nwc-fuzz-cli-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch directory");
-        dir
-    })
-}
 
 fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
     if data.len() > nwc_fuzz::MAX_INPUT {
@@ -100,7 +79,7 @@ fuzz_target!(init: nwc_fuzz::init(), |data: &[u8]| {
             .collect();
         files.push((store::SCALE, Some(scale)));
     }
-    let dir = scratch();
+    let dir = nwc_fuzz::scratch("cli");
     for name in store::ALL_FILES {
         match files.iter().find(|(n, _)| *n == name) {
             Some((_, Some(bytes))) => std::fs::write(dir.join(name), bytes).expect("write"),

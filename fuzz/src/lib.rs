@@ -20,6 +20,8 @@ pub mod oracle;
 pub mod record;
 
 use nwc_reference::Limits;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// Longest input a target reads; longer ones return at once. The inputs describe small matrices
 /// and the cost of an execution grows with the input, so `scripts/fuzz.sh` passes a `-max_len`
@@ -48,4 +50,25 @@ pub fn fuzz_limits() -> Limits {
         max_weights: 1 << 16,
         max_alloc_bytes: 1 << 17,
     }
+}
+
+/// The scratch directory of this fuzzing process for the targets that write files (`cli_readers`,
+/// `cli_exec_readers`), made once: `/dev/shm/nwc-fuzz-NAME-PID` where /dev/shm exists (in
+/// memory: an execution writes up to eight files), else in the temporary directory. Each input
+/// rewrites or removes every file it uses, so no file of an earlier input is left. A process runs
+/// one target, so the first `name` asked for is the one used.
+pub fn scratch(name: &str) -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let dir = base.join(format!("nwc-fuzz-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("scratch directory");
+        dir
+    })
 }
