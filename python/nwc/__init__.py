@@ -6,6 +6,8 @@ repository; docstrings cite its clauses as "spec N.M".
 
 - one matrix on numpy arrays: :func:`encode`, :func:`decode`, :func:`validate`, :class:`Matrix`
   (``save``/``load`` in the directory form of ``nwc encode``);
+- its execution layout (spec 20) on the CPU: :func:`transcode`, :class:`ExecMatrix` (validate,
+  decode, ``save``/``load`` in the directory form of ``nwc transcode``);
 - whole checkpoints (spec 17), the engine of ``nwc compress``: :func:`compress`,
   :func:`decompress`, :func:`verify`, :func:`inspect`;
 - :mod:`nwc.conform`: judge an encoder written in Python against the golden corpus (spec 14);
@@ -19,11 +21,13 @@ import os
 from typing import Callable, Dict, List, Optional, Sequence, Union
 
 from . import _native
+from ._exec import EXEC_FIELDS, ExecMatrix, transcode
 from ._matrix import FIELDS, Matrix, decode, encode, validate
 from .errors import *  # noqa: F401,F403  (the exception classes are part of the package's API)
 from .errors import CheckpointError, EncodeError, FormatError, LimitError, NwcError, UsageError
 
-__all__ = ["FORMAT_VERSION", "FIELDS", "Matrix", "encode", "decode", "validate", "compress", "decompress",
+__all__ = ["FORMAT_VERSION", "FIELDS", "Matrix", "encode", "decode", "validate", "EXEC_FIELDS", "ExecMatrix",
+           "transcode", "compress", "decompress",
            "verify", "inspect", "FormatError", "EncodeError", "LimitError", "CheckpointError", "UsageError",
            "NwcError"]
 __version__ = "0.1.0"

@@ -45,7 +45,33 @@ def _le_bytes(a) -> np.ndarray:
     return np.ascontiguousarray(a).reshape(-1).view(np.uint8)
 
 
-class Matrix:
+class _Stored:
+    """What both representations of a matrix share: their size (``fields`` and ``shape``)."""
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of every stored field (as ``bytes_total`` of summary.json)."""
+        return sum(int(a.nbytes) for a in self.fields.values())
+
+    @property
+    def ratio(self) -> float:
+        """Stored bytes over the bytes of the same matrix in BF16 (``ratio_vs_bf16``)."""
+        return self.nbytes / (2 * self.shape[0] * self.shape[1])
+
+    def _raw(self) -> Dict[str, np.ndarray]:
+        """The fields as little-endian bytes, what the native functions take."""
+        return {n: _le_bytes(a) for n, a in self.fields.items()}
+
+
+def _write_files(directory: Path, files: Mapping[str, bytes]) -> None:
+    """Writes each file whole through a temporary file in the same folder and a rename."""
+    for name, b in files.items():
+        tmp = directory / f".{name}.nwc-partial-{os.getpid()}"
+        tmp.write_bytes(b)
+        os.replace(tmp, directory / name)
+
+
+class Matrix(_Stored):
     """The stored fields of one encoded matrix (spec 12) and what the encoder knows beside them.
 
     ``data`` (uint8: lane streams, spec 9), ``bases`` (uint32: block offsets, spec 9.3), ``hdr``
@@ -73,22 +99,9 @@ class Matrix:
         """The stored fields present, by name."""
         return {n: getattr(self, n) for n in FIELDS if getattr(self, n) is not None}
 
-    @property
-    def nbytes(self) -> int:
-        """Bytes of every stored field (as ``bytes_total`` of summary.json)."""
-        return sum(int(a.nbytes) for a in self.fields.values())
-
-    @property
-    def ratio(self) -> float:
-        """Stored bytes over the bytes of the same matrix in BF16 (``ratio_vs_bf16``)."""
-        return self.nbytes / (2 * self.shape[0] * self.shape[1])
-
     def __repr__(self) -> str:
         return (f"nwc.Matrix({self.elem} layout {self.layout}, {self.shape[0]}x{self.shape[1]}, "
                 f"{self.nbytes} bytes, ratio {self.ratio:.4f})")
-
-    def _raw(self) -> Dict[str, np.ndarray]:
-        return {n: _le_bytes(a) for n, a in self.fields.items()}
 
     def validate(self) -> None:
         """Checks every validity rule of spec 13; raises the rule's FormatError subclass."""
@@ -122,10 +135,7 @@ class Matrix:
         }
         summary = {k: v for k, v in summary.items() if v is not None}
         files["summary.json"] = json.dumps(summary, indent=2).encode()
-        for name, b in files.items():
-            tmp = d / f".{name}.nwc-partial-{os.getpid()}"
-            tmp.write_bytes(b)
-            os.replace(tmp, d / name)
+        _write_files(d, files)
         stale = d / "scale.bin"
         if self.scale is None and stale.exists():
             stale.unlink()  # a scale.bin of an earlier quantized matrix would be read as this one's

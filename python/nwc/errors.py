@@ -1,9 +1,10 @@
 """Exceptions of the nwc package.
 
-A stored matrix that breaks a validity rule of spec 13 raises a subclass of :class:`FormatError`
-named after the rule (``lane-truncated`` -> :class:`LaneTruncatedError`), carrying the rule name,
-its spec clause, the field and the byte offset where the decoder found it: the same rule names the
-``nwc`` command prints. Every class is also a ``ValueError``: bad input, not a crash.
+A stored matrix that breaks a validity rule of spec 13, or an execution layout that breaks one of
+spec 20.9, raises a subclass of :class:`FormatError` named after the rule (``lane-truncated`` ->
+:class:`LaneTruncatedError`, ``exec-esc-count`` -> :class:`ExecEscCountError`), carrying the rule
+name, its spec clause, the field and the byte offset where the decoder found it: the same rule
+names the ``nwc`` command prints. Every class is also a ``ValueError``: bad input, not a crash.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ class NwcError(ValueError):
 
 
 class FormatError(NwcError):
-    """Stored fields break a validity rule of spec 13.
+    """Stored fields break a validity rule of spec 13 (format 10) or 20.9 (the execution layout).
 
     Attributes: ``rule`` (e.g. ``"offset-mismatch"``), ``clause`` (``"13.7"``), ``field``
     (``"bases"``; ``"summary"`` for the mode code and shape; None if unknown), ``offset`` (byte
@@ -78,7 +79,7 @@ def _class_name(rule: str) -> str:
 
 def _make_rule_classes() -> Dict[str, Type[FormatError]]:
     classes: Dict[str, Type[FormatError]] = {}
-    for rule, clause in _native.RULES:
+    for rule, clause in tuple(_native.RULES) + tuple(_native.EXEC_RULES):
         doc = f"Rule {rule} (spec {clause}) is broken."
         cls = type(_class_name(rule), (FormatError,), {"rule": rule, "clause": clause, "__doc__": doc,
                                                         "__module__": __name__})
@@ -86,12 +87,15 @@ def _make_rule_classes() -> Dict[str, Type[FormatError]]:
     return classes
 
 
-#: Rule name -> its FormatError subclass, for every rule of spec 13 (13.1 .. 13.20).
+#: Rule name -> its FormatError subclass, for every rule of spec 13 (13.1 .. 13.20) and of the
+#: execution layout's spec 20.9 (20.9.1 .. 20.9.10).
 RULE_ERRORS: Dict[str, Type[FormatError]] = _make_rule_classes()
 globals().update({cls.__name__: cls for cls in RULE_ERRORS.values()})
 __all__ += [cls.__name__ for cls in RULE_ERRORS.values()]
 
 RULES: Tuple[Tuple[str, str], ...] = tuple(_native.RULES)
+#: The execution layout's rules (spec 20.9) in the order of spec 20.10: (name, clause).
+EXEC_RULES: Tuple[Tuple[str, str], ...] = tuple(_native.EXEC_RULES)
 
 
 def format_error(message: str, *, rule: str, clause: str, field=None, offset=None, **context) -> FormatError:

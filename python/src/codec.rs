@@ -7,7 +7,7 @@
 use crate::errors::{decode_error, encode_error, format_error, quantize_error, value_error};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use nwc_conformance::fields::{parse, RawFields, STORED_FIELDS};
-use nwc_reference::{quantize_fp8, Elements, EncodedMatrix, Encoding, Geometry, Layout, Mode, Shape, Weights};
+use nwc_reference::{quantize_fp8, DecodedMatrix, Elements, EncodedMatrix, Encoding, Geometry, Layout, Mode, Shape, Weights};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
@@ -110,9 +110,14 @@ fn matrix_of(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Boun
 /// Checks every validity rule of spec 13 (the whole stream is decoded, spec 13.21).
 #[pyfunction]
 pub fn validate(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Bound<'_, PyDict>) -> PyResult<()> {
+    decoded(py, mode_code, rows, cols, fields).map(|_| ())
+}
+
+/// The stored fields checked by every rule of spec 13 and decoded (spec 15.1) by nwc-fast, with
+/// the GIL released.
+pub fn decoded(py: Python<'_>, mode_code: u32, rows: u64, cols: u64, fields: &Bound<'_, PyDict>) -> PyResult<DecodedMatrix> {
     let m = matrix_of(py, mode_code, rows, cols, fields)?;
-    py.allow_threads(|| nwc_fast::decode(&m)).map_err(|e| decode_error(py, &e))?;
-    Ok(())
+    py.allow_threads(|| nwc_fast::decode(&m)).map_err(|e| decode_error(py, &e))
 }
 
 /// Spec 15.1: validates and decodes; returns (weights as a rows x cols uint16 (BF16) or uint8
@@ -125,8 +130,7 @@ pub fn decode<'py>(
     cols: u64,
     fields: &Bound<'py, PyDict>,
 ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
-    let m = matrix_of(py, mode_code, rows, cols, fields)?;
-    let d = py.allow_threads(|| nwc_fast::decode(&m)).map_err(|e| decode_error(py, &e))?;
+    let d = decoded(py, mode_code, rows, cols, fields)?;
     let dims = [rows as usize, cols as usize];
     let weights = match d.elements {
         Elements::Bf16(w) => w.into_pyarray(py).reshape(dims)?.into_any(),

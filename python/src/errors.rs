@@ -4,6 +4,7 @@
 //! Python caller sees the same rule names as the `nwc` command prints.
 
 use nwc_container::ContainerError;
+use nwc_reference::exec::{ExecDecodeError, ExecFormatError};
 use nwc_reference::{DecodeError, EncodeError, FormatError, QuantizeError};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -59,11 +60,33 @@ pub fn format_error(py: Python<'_>, e: &FormatError, context: Option<&Bound<'_, 
 }
 
 /// An error class of nwc.errors by name, raised with `message`.
-fn named(py: Python<'_>, class: &str, message: String) -> PyErr {
+pub fn named(py: Python<'_>, class: &str, message: String) -> PyErr {
     match errors_module(py).and_then(|m| m.getattr(class)) {
         Ok(cls) => PyErr::from_type(cls.downcast_into().expect("nwc.errors classes are types"), message),
         Err(e) => e,
     }
+}
+
+/// A broken rule of spec 20.9 (the execution layout) as its `nwc.FormatError` subclass, with
+/// the field and byte offset spec 20.10 locates it at; a limit refusal as `nwc.LimitError`.
+pub fn exec_decode_error(py: Python<'_>, e: &ExecDecodeError) -> PyErr {
+    let f = match e {
+        ExecDecodeError::Format(f) => f,
+        ExecDecodeError::Limit(l) => return named(py, "LimitError", l.to_string()),
+        other => return named(py, "NwcError", other.to_string()),
+    };
+    let build = || -> PyResult<PyErr> {
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("rule", f.rule())?;
+        kwargs.set_item("clause", f.clause())?;
+        // For a field size the reference's "offset" is the length found; the message says it.
+        let offset = if matches!(f, ExecFormatError::FieldSize { .. }) { None } else { f.offset() };
+        kwargs.set_item("offset", offset)?;
+        kwargs.set_item("field", f.field().map(|x| x.name()).unwrap_or("summary"))?;
+        let err = errors_module(py)?.getattr("format_error")?.call((f.to_string(),), Some(&kwargs))?;
+        Ok(PyErr::from_value(err))
+    };
+    build().unwrap_or_else(|err| err)
 }
 
 pub fn decode_error(py: Python<'_>, e: &DecodeError) -> PyErr {

@@ -67,7 +67,7 @@ def test_encoding_matches_the_golden_corpus(corpus):
 def test_every_invalid_vector_raises_its_rule(corpus):
     checked = 0
     for v in corpus:
-        # The execution layout (spec 20) is not part of the Python API yet.
+        # Format 10 here; the execution layout's vectors: test_exec.py.
         if v["kind"] not in ("invalid", "malformed") or v.get("representation") == "exec":
             continue
         fields = {n: read_vector_file(p) for n, p in v["fields"].items() if n != "exp_of_rank"}
