@@ -59,6 +59,9 @@ conform=target/debug/nwc-conform
 # The execution layout's second implementation, written from spec/ alone (conformance/independent).
 NWC_BIN=target/debug/nwc python3 conformance/independent/harness.py --vectors vectors --judge "$conform"
 python3 conformance/independent/test_arith.py && python3 conformance/independent/test_fuzz.py
+# The bounded class's bound (spec 19), written from spec/ alone, against every `bound` file.
+NWC_VECTORS=vectors python3 conformance/independent/bounded/run_corpus.py | tail -n 1
+python3 conformance/independent/bounded/selftest.py | tail -n 1
 "$conform" --vectors vectors encoder -- scripts/peer-encoder.sh
 
 step "Python package: the abi3 wheel built by maturin (from PyPI), its pytest suite on the CPU"
