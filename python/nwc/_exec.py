@@ -94,8 +94,11 @@ class ExecMatrix(_Stored):
         spec 20.9.2); with ``validate``, every rule of spec 20.9."""
         d = Path(directory)
         summary = json.loads((d / "summary.json").read_text())
-        if not isinstance(summary, dict) or summary.get("representation", "exec") != "exec":
-            raise ValueError(f"{d / 'summary.json'}: not an execution layout (\"representation\": \"exec\")")
+        if not isinstance(summary, dict):
+            raise ValueError(f"{d / 'summary.json'}: expected a JSON object")
+        if summary.get("representation", "exec") != "exec" or ("representation" not in summary and "elem" in summary):
+            raise ValueError(f"{d}: a format-10 directory, not an execution layout; read it with nwc.Matrix.load, "
+                             "or make its layout with nwc.transcode(directory)")
         try:
             rows, cols = (int(summary[k]) for k in ("M", "K"))
         except (KeyError, TypeError, ValueError) as e:

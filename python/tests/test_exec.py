@@ -92,5 +92,9 @@ def test_errors_name_rule_field_and_offset(tmp_path):
         nwc.ExecMatrix.load(tmp_path / "y")
     with pytest.raises(nwc.EncodeError, match="20.12.3"):
         nwc.transcode(nwc.encode(w, "fp8", 0))
+    nwc.encode(w).save(tmp_path / "f10")
+    with pytest.raises(ValueError, match="format-10 directory"):
+        nwc.ExecMatrix.load(tmp_path / "f10")
+    assert _bytes(nwc.transcode(tmp_path / "f10").fields) == _bytes(e.fields)
     with pytest.raises(TypeError, match="BF16"):
         nwc.transcode(np.zeros((2, 2), np.float32))
