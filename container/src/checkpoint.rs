@@ -1,7 +1,7 @@
 //! Spec 17.1, 17.4 - 17.7: the checkpoint folder and the stored fields of one matrix as
 //! safetensors tensors `nwc/<id>/data|bases|hdr|lut|low|scale`.
 
-use crate::config::{NwcConfig, WeightEntry, CONFIG_FILE, READABLE_VERSIONS};
+use crate::config::{is_plain_file_name, NwcConfig, WeightEntry, CONFIG_FILE, READABLE_VERSIONS};
 use crate::error::{ContainerError, Result};
 use crate::model::{list_dir, Tensor, INDEX_FILE};
 use crate::ops::writer::Piece;
@@ -76,6 +76,24 @@ pub fn matrix_header_bound() -> usize {
     6 * crate::ops::writer::entry_bound("nwc/18446744073709551615/scale", 1)
 }
 
+/// Spec 17.1: the index says where every tensor is: each name it maps is in that shard, and each
+/// tensor of the shards is in it.
+fn check_index(path: &Path, map: &HashMap<String, String>, files: &[MappedFile], index: &HashMap<String, (usize, usize)>) -> Result<()> {
+    let bad = |msg: String| ContainerError::Config { file: path.to_path_buf(), msg };
+    let file_name = |fi: usize| files[fi].path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    for (tensor, shard) in map {
+        match index.get(tensor) {
+            Some(&(fi, _)) if file_name(fi) == *shard => {}
+            Some(&(fi, _)) => return Err(bad(format!("maps `{tensor}` to {shard}, but {} holds it (spec 17.1)", file_name(fi)))),
+            None => return Err(bad(format!("maps `{tensor}` to {shard}, which does not hold it (spec 17.1)"))),
+        }
+    }
+    match index.keys().find(|t| !map.contains_key(*t)) {
+        Some(t) => Err(bad(format!("tensor `{t}` of {} is missing from weight_map (spec 17.1)", file_name(index[t].0)))),
+        None => Ok(()),
+    }
+}
+
 /// A checkpoint opened for reading: its config and its safetensors files, memory-mapped.
 pub struct Checkpoint {
     pub dir: PathBuf,
@@ -109,25 +127,34 @@ impl Checkpoint {
                 msg: format!("library_version {} (readable: 9, 10)", config.library_version),
             });
         }
+        config.check(&cfg_path)?;
         let index_path = dir.join(INDEX_FILE);
-        let names: Vec<String> = if index_path.is_file() {
+        // Spec 17.1: the index maps every tensor name to the plain file name of its shard.
+        let weight_map: Option<HashMap<String, String>> = if index_path.is_file() {
             let text = std::fs::read_to_string(&index_path).map_err(ContainerError::io(&index_path))?;
             let v: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| ContainerError::Config { file: index_path.clone(), msg: e.to_string() })?;
-            let mut names: Vec<String> = v["weight_map"]
-                .as_object()
-                .ok_or_else(|| ContainerError::Config { file: index_path.clone(), msg: "no `weight_map` object".into() })?
-                .values()
-                .filter_map(|s| s.as_str().map(str::to_string))
-                .collect();
-            names.sort();
-            names.dedup();
-            if names.iter().any(|n| n.contains('/') || n.contains('\\') || n.starts_with('.')) {
-                return Err(ContainerError::Config { file: index_path, msg: "shard names must be plain file names".into() });
+            let bad = |msg: &str| ContainerError::Config { file: index_path.clone(), msg: msg.into() };
+            let map = v["weight_map"].as_object().ok_or_else(|| bad("no `weight_map` object"))?;
+            let map = map
+                .iter()
+                .map(|(t, f)| f.as_str().map(|f| (t.clone(), f.to_string())).ok_or_else(|| bad("`weight_map` values must be file names")))
+                .collect::<Result<HashMap<_, _>>>()?;
+            if !map.values().all(|n| is_plain_file_name(n)) {
+                return Err(bad("shard names must be plain file names"));
             }
-            names
+            Some(map)
         } else {
-            vec!["model.safetensors".into()]
+            None
+        };
+        let names: Vec<String> = match &weight_map {
+            Some(map) => {
+                let mut names: Vec<String> = map.values().cloned().collect();
+                names.sort();
+                names.dedup();
+                names
+            }
+            None => vec!["model.safetensors".into()],
         };
         let files = names.iter().map(|f| MappedFile::open(&dir.join(f))).collect::<Result<Vec<_>>>()?;
         let mut index = HashMap::new();
@@ -143,6 +170,9 @@ impl Checkpoint {
                 }
                 order.push(t.name.clone());
             }
+        }
+        if let Some(map) = &weight_map {
+            check_index(&index_path, map, &files, &index)?;
         }
         let other_files =
             list_dir(dir)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE).collect();
@@ -301,12 +331,7 @@ impl Checkpoint {
 
     /// Checks that every weights entry has its tensors and ids are unique; returns the entries.
     pub fn entries(&self) -> Result<&[WeightEntry]> {
-        let mut seen = std::collections::HashSet::new();
-        for e in &self.config.weights {
-            if !seen.insert(e.id) {
-                return Err(ContainerError::Config { file: self.cfg_path(), msg: format!("weights id {} appears twice", e.id) });
-            }
-        }
+        // Unique ids: `NwcConfig::check` at open.
         Ok(&self.config.weights)
     }
 }

@@ -1,8 +1,11 @@
 //! Spec 17.4 - 17.6: `nwc_config.json`. Unknown keys are kept (flatten) so that a checkpoint read
 //! and written again loses nothing; every field the 0.10.1 library may omit has a default.
 
+use crate::error::{ContainerError, Result};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::HashSet;
+use std::path::Path;
 
 pub const CONFIG_FILE: &str = "nwc_config.json";
 /// Spec 17.4: versions whose checkpoints we read (9 is BF16 layout 0 only).
@@ -16,7 +19,7 @@ pub struct NwcConfig {
     #[serde(default)]
     pub base_model: Option<String>,
     pub weights: Vec<WeightEntry>,
-    #[serde(default)]
+    /// Required (spec 17.4): a reader without `nwc_rs` builds the model's tensors from it.
     pub modules: Vec<ModuleEntry>,
     #[serde(default)]
     pub bytes_nwc: Option<u64>,
@@ -130,5 +133,70 @@ impl NwcConfig {
         let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
         self.serialize(&mut ser).expect("serializing plain data cannot fail");
         String::from_utf8(out).expect("serde_json writes UTF-8")
+    }
+}
+
+/// Spec 17.1: a plain file name: not empty, no path separator, not starting with `.`.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.is_empty() && !name.contains('/') && !name.contains('\\') && !name.starts_with('.')
+}
+
+/// Spec 17.6: the `format` of the records this reader knows.
+pub const RECORDS_FORMAT: u64 = 1;
+/// Spec 17.6: the lossy steps a record may list, in the order they are applied.
+pub const LOSSY_STEPS: [&str; 2] = ["cast-bf16", "fp8"];
+/// Spec 17.5: the module kinds.
+pub const MODULE_KINDS: [&str; 3] = ["linear", "embedding", "fused"];
+
+impl NwcConfig {
+    /// Spec 17.4 - 17.6: the references inside nwc_config.json, checked before any of it is used:
+    /// weights ids unique, every module's matrix a weights entry and its kind known, and with
+    /// `nwc_rs` its format known, its file names plain and distinct (decompression writes them),
+    /// every record's file listed, its matrix a weights entry and its lossy steps known and in
+    /// order. `file` is the config's path, for the errors.
+    pub fn check(&self, file: &Path) -> Result<()> {
+        let config = |msg: String| ContainerError::Config { file: file.to_path_buf(), msg };
+        let unsupported = |msg: String| ContainerError::Unsupported { file: file.to_path_buf(), msg };
+        let mut ids = HashSet::new();
+        for e in &self.weights {
+            if !ids.insert(e.id) {
+                return Err(config(format!("weights id {} appears twice (spec 17.4)", e.id)));
+            }
+        }
+        for m in &self.modules {
+            if !MODULE_KINDS.contains(&m.kind.as_str()) {
+                return Err(unsupported(format!("module kind `{}` ({}; spec 17.5)", m.kind, m.path)));
+            }
+            if !ids.contains(&m.weight) {
+                return Err(config(format!("modules entry `{}`: matrix id {} has no weights entry (spec 17.5)", m.path, m.weight)));
+            }
+        }
+        let Some(x) = &self.nwc_rs else { return Ok(()) };
+        if x.format != RECORDS_FORMAT {
+            return Err(unsupported(format!("nwc_rs format {} (readable: {RECORDS_FORMAT}; spec 17.6)", x.format)));
+        }
+        let mut files = HashSet::new();
+        for f in &x.files {
+            if !is_plain_file_name(&f.name) || f.name == CONFIG_FILE {
+                return Err(config(format!("nwc_rs: file name `{}` is not a plain file name (spec 17.6)", f.name)));
+            }
+            if !files.insert(f.name.as_str()) {
+                return Err(config(format!("nwc_rs: file `{}` is listed twice (spec 17.6)", f.name)));
+            }
+        }
+        for r in &x.tensors {
+            let at = |msg: String| ContainerError::Tensor { file: file.to_path_buf(), tensor: r.name.clone(), msg };
+            if !files.contains(r.file.as_str()) {
+                return Err(at(format!("nwc_rs: its file `{}` is not one of nwc_rs.files (spec 17.6)", r.file)));
+            }
+            if let Some(id) = r.matrix.filter(|id| !ids.contains(id)) {
+                return Err(at(format!("nwc_rs: matrix id {id} has no weights entry (spec 17.6)")));
+            }
+            let steps: Vec<Option<usize>> = r.lossy.iter().map(|s| LOSSY_STEPS.iter().position(|k| k == s)).collect();
+            if steps.iter().any(Option::is_none) || !steps.windows(2).all(|w| w[0] < w[1]) {
+                return Err(at(format!("nwc_rs: lossy steps {:?} (known: {LOSSY_STEPS:?}, in that order; spec 17.6)", r.lossy)));
+            }
+        }
+        Ok(())
     }
 }

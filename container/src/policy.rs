@@ -1,5 +1,6 @@
-//! Spec 17.3: which tensors are compressed. By default every 2-D BF16 tensor (lossless); F32 and
-//! F16 2-D tensors only with `cast_bf16` (lossy, explicit); name patterns include or exclude.
+//! Spec 17.3: which tensors are compressed. By default every 2-D BF16 tensor named `<path>.weight`
+//! (lossless; the 0.10.1 library's modules hold only such weights, 17.5); F32 and F16 2-D tensors
+//! only with `cast_bf16` (lossy, explicit); name patterns include or exclude.
 
 /// Name patterns use `*` for any run of characters (including dots) and `?` for one character.
 pub fn glob_match(pattern: &str, name: &str) -> bool {
@@ -51,7 +52,10 @@ impl Policy {
         let matrix = shape.len() == 2 && shape[0] > 0 && shape[1] > 0;
         let named = (self.include.is_empty() || self.include.iter().any(|p| glob_match(p, name)))
             && !self.exclude.iter().any(|p| glob_match(p, name));
-        if !matrix || !named || name.starts_with("nwc/") {
+        // A module's weight is `<path>.weight` (17.5): another name could not be given back by a
+        // reader that rebuilds the model from the modules (the 0.10.1 library).
+        let weight = name.ends_with(".weight") && name.len() > ".weight".len();
+        if !matrix || !named || !weight || name.starts_with("nwc/") {
             return Decision::Copy;
         }
         match dtype {
@@ -76,5 +80,14 @@ mod tests {
         assert!(glob_match("*", ""));
         assert!(glob_match("a*b*c", "axxbyyc"));
         assert!(!glob_match("a*b*c", "axxbyy"));
+    }
+
+    #[test]
+    fn only_module_weights_are_candidates() {
+        let p = Policy::default();
+        assert_eq!(p.decide("lm_head.weight", safetensors::Dtype::BF16, &[4, 8]), Decision::Bf16);
+        assert_eq!(p.decide("head", safetensors::Dtype::BF16, &[4, 8]), Decision::Copy);
+        assert_eq!(p.decide(".weight", safetensors::Dtype::BF16, &[4, 8]), Decision::Copy);
+        assert_eq!(p.decide("a.weight", safetensors::Dtype::BF16, &[4]), Decision::Copy);
     }
 }

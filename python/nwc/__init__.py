@@ -49,7 +49,8 @@ def compress(src: Path, dst: Path, *, elem: str = "bf16", layout: int = 0, inclu
     """Compresses a model (one ``.safetensors`` file, or a folder of shards with its index) into a
     new NWC checkpoint folder ``dst`` in the 0.10.1 layout (spec 17), as ``nwc compress`` does.
 
-    Every 2-D BF16 tensor whose name passes ``include``/``exclude`` (globs with ``*`` and ``?``)
+    Every 2-D BF16 tensor named ``<path>.weight`` whose name passes ``include``/``exclude`` (globs
+    with ``*`` and ``?``)
     becomes a matrix (``elem="fp8"``: quantized, spec 11); identical tensors (tied embeddings)
     share one matrix (spec 17.5); everything else is copied unchanged. ``progress(done_bytes)`` is
     called as work completes. ``dst`` appears only when complete. Returns the summary counts.

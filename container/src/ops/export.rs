@@ -203,12 +203,7 @@ fn decompress_records(ck: &Checkpoint, x: &Extras, dir: &Path, progress: Progres
     let mut outputs: Vec<(File, PathBuf, u64, FilePlan)> = Vec::new();
     let mut jobs: Vec<(usize, &TensorRecord)> = Vec::new();
     for (f, records) in records_by_file(ck, x)? {
-        if f.name.contains('/') || f.name.contains('\\') || f.name.starts_with('.') || f.name == CONFIG_FILE {
-            return Err(ContainerError::Config {
-                file: ck.dir.join(CONFIG_FILE),
-                msg: format!("file name `{}` is not a plain file name", f.name),
-            });
-        }
+        // Its name is a plain file name: `NwcConfig::check` at open (spec 17.6).
         let plan = plan_file(ck, f, &records)?;
         let path = dir.join(&f.name);
         let file = File::create(&path).map_err(ContainerError::write(&path))?;
