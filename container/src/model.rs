@@ -115,7 +115,7 @@ pub fn read_model(input: &Path) -> Result<Model> {
         return Err(ContainerError::Usage(format!("{}: no .safetensors files", input.display())));
     }
     for n in &shard_names {
-        if n.contains('/') || n.contains('\\') || n.starts_with('.') {
+        if !crate::config::is_plain_file_name(n) {
             return Err(ContainerError::Config { file: index_path.clone(), msg: format!("shard name `{n}` is not a plain file name") });
         }
     }
