@@ -94,6 +94,40 @@ fn check_index(path: &Path, map: &HashMap<String, String>, files: &[MappedFile],
     }
 }
 
+/// Spec 17.7: the stored tensors of a matrix, `nwc/<id>/<field>`.
+const FIELD_TENSORS: [&str; 6] = ["data", "bases", "hdr", "lut", "low", "scale"];
+
+/// Spec 17.7: every stored tensor is accounted for: a name under `nwc/` is a field of a weights
+/// entry or the bias of a fused module; with records (17.6), every other tensor is a copied
+/// tensor's record. Anything else would be dropped by decompression without a word.
+fn check_accounted(config: &NwcConfig, files: &[MappedFile], order: &[String], index: &HashMap<String, (usize, usize)>) -> Result<()> {
+    let ids: std::collections::HashSet<u64> = config.weights.iter().map(|e| e.id).collect();
+    let fused: std::collections::HashSet<&str> = config.modules.iter().filter(|m| m.kind == "fused").map(|m| m.path.as_str()).collect();
+    let copied: Option<std::collections::HashSet<&str>> =
+        config.nwc_rs.as_ref().map(|x| x.tensors.iter().filter(|r| r.matrix.is_none()).map(|r| r.name.as_str()).collect());
+    // `nwc/<id>/<field>`, id in decimal without leading zeros (17.7).
+    let is_field = |name: &str| {
+        let Some((id, field)) = name.strip_prefix("nwc/").and_then(|r| r.split_once('/')) else { return false };
+        FIELD_TENSORS.contains(&field) && id.parse::<u64>().is_ok_and(|n| ids.contains(&n) && n.to_string() == id)
+    };
+    for name in order {
+        let accounted = match name.strip_prefix("nwc/fused/").and_then(|b| b.strip_suffix(".bias")) {
+            Some(path) => fused.contains(path),
+            None if name.starts_with("nwc/") => is_field(name),
+            None => copied.as_ref().is_none_or(|c| c.contains(name.as_str())),
+        };
+        if !accounted {
+            let why = if name.starts_with("nwc/") {
+                "no weights entry or fused module has it (spec 17.7)"
+            } else {
+                "no record of nwc_rs names it (spec 17.7)"
+            };
+            return Err(ContainerError::Tensor { file: files[index[name].0].path.clone(), tensor: name.clone(), msg: why.into() });
+        }
+    }
+    Ok(())
+}
+
 /// A checkpoint opened for reading: its config and its safetensors files, memory-mapped.
 pub struct Checkpoint {
     pub dir: PathBuf,
@@ -174,6 +208,7 @@ impl Checkpoint {
         if let Some(map) = &weight_map {
             check_index(&index_path, map, &files, &index)?;
         }
+        check_accounted(&config, &files, &order, &index)?;
         let other_files =
             list_dir(dir)?.into_iter().filter(|n| !n.ends_with(".safetensors") && n != INDEX_FILE && n != CONFIG_FILE).collect();
         Ok(Checkpoint { dir: dir.to_path_buf(), config, files, index, order, other_files })
@@ -197,7 +232,7 @@ impl Checkpoint {
 
     /// Hands the pages of matrix `id`'s stored fields back to the kernel (bounded memory).
     pub fn release_matrix(&self, id: u64) {
-        for field in ["data", "bases", "hdr", "lut", "low", "scale"] {
+        for field in FIELD_TENSORS {
             if let Some((f, t)) = self.get(&format!("nwc/{id}/{field}")) {
                 f.release(t);
             }

@@ -113,6 +113,39 @@ fn damaged_references_are_refused_by_every_reader() {
     }
 }
 
+/// Spec 17.7: a stored tensor that nothing accounts for is refused, not dropped.
+#[test]
+fn unaccounted_tensors_are_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let orig = tmp.path().join("orig");
+    sharded_model(&orig);
+    let ck = tmp.path().join("ck");
+    compress(&orig, &ck, &CompressOptions::default(), &no_progress).unwrap();
+    let file = ck.join("model.safetensors");
+    let model = nwc_container::model::read_model(&file).unwrap();
+    let stored: Vec<Tensor> = model
+        .tensors()
+        .map(|(f, t)| Tensor { name: t.name.clone(), dtype: t.dtype, shape: t.shape.clone(), data: f.bytes(t).to_vec() })
+        .collect();
+    drop(model);
+    for (i, (extra, why)) in [
+        ("nwc/999/data", "no weights entry or fused module has it"),
+        ("nwc/0/extra", "no weights entry"),
+        ("stray.weight", "no record of nwc_rs names it"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let d = tmp.path().join(format!("u{i}"));
+        copy_dir(&ck, &d);
+        let mut tensors = stored.clone();
+        tensors.push(Tensor { name: extra.into(), dtype: safetensors::Dtype::U8, shape: vec![4], data: vec![0; 4] });
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        write_safetensors(&d.join("model.safetensors"), &refs, None).unwrap();
+        refused(&d, why);
+    }
+}
+
 #[test]
 fn only_module_weights_are_compressed() {
     let tmp = tempfile::tempdir().unwrap();
