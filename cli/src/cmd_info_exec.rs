@@ -6,7 +6,7 @@
 use crate::cmd_info::{field_sizes, finish, sha256_line};
 use crate::error::CliError;
 use nwc_cli::exec_store::{exec_file, load_and_decode_exec};
-use nwc_reference::exec::{canonical_base, ExecField, ExecGeometry};
+use nwc_reference::exec::{non_canonical, ExecField, ExecGeometry};
 use nwc_reference::Limits;
 use serde_json::Value;
 use std::fmt::Write;
@@ -16,14 +16,6 @@ use std::path::Path;
 /// [`load_and_decode_exec`]; here it is only shown.
 fn summary(dir: &Path) -> Value {
     std::fs::read(dir.join(crate::store::SUMMARY)).ok().and_then(|t| serde_json::from_slice(&t).ok()).unwrap_or(Value::Null)
-}
-
-/// The first row whose base is not the canonical base of its weights (spec 20.8), if any.
-fn first_non_canonical(base: &[u8], words: &[u16], cols: usize) -> Option<(usize, u8, u8)> {
-    words.chunks_exact(cols).zip(base).enumerate().find_map(|(row, (w, &b))| {
-        let c = canonical_base(w);
-        (c != b).then_some((row, b, c))
-    })
 }
 
 pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
@@ -62,13 +54,15 @@ pub fn run(dir: &Path, json: bool) -> Result<(), CliError> {
         let escapes = m.esc.len() as u64;
         j["escapes"] = escapes.into();
         let _ = writeln!(w, "escapes             {escapes} ({:.4}% of the weights)", 100.0 * escapes as f64 / m.shape.weights() as f64);
-        let other = first_non_canonical(&m.base, &d.words, m.shape.cols as usize);
+        let other = non_canonical(m, d);
         j["canonical"] = other.is_none().into();
         let _ = match other {
             None => writeln!(w, "bases               canonical (spec 20.8)"),
-            Some((row, b, c)) => {
-                writeln!(w, "bases               not canonical: row {row} has base {b}, canonical {c} (valid, spec 20.11)")
-            }
+            Some(n) => writeln!(
+                w,
+                "bases               not canonical: row {} has base {}, canonical {} (valid, spec 20.11)",
+                n.row, n.base, n.canonical
+            ),
         };
     }
     let sha = sha256_line(dir, &s, &names)?;

@@ -94,8 +94,8 @@ fn check_index(path: &Path, map: &HashMap<String, String>, files: &[MappedFile],
     }
 }
 
-/// Spec 17.7: the stored tensors of a matrix, `nwc/<id>/<field>`.
-const FIELD_TENSORS: [&str; 6] = ["data", "bases", "hdr", "lut", "low", "scale"];
+/// Spec 17.7: the stored fields of a matrix (spec 12.1), as in `nwc/<id>/<field>`.
+const FIELD_TENSORS: [Field; 6] = [Field::Data, Field::Bases, Field::Hdr, Field::Lut, Field::Low, Field::Scale];
 
 /// Spec 17.7: every stored tensor is accounted for: a name under `nwc/` is a field of a weights
 /// entry or the bias of a fused module; with records (17.6), every other tensor is a copied
@@ -108,7 +108,7 @@ fn check_accounted(config: &NwcConfig, files: &[MappedFile], order: &[String], i
     // `nwc/<id>/<field>`, id in decimal without leading zeros (17.7).
     let is_field = |name: &str| {
         let Some((id, field)) = name.strip_prefix("nwc/").and_then(|r| r.split_once('/')) else { return false };
-        FIELD_TENSORS.contains(&field) && id.parse::<u64>().is_ok_and(|n| ids.contains(&n) && n.to_string() == id)
+        FIELD_TENSORS.iter().any(|f| f.name() == field) && id.parse::<u64>().is_ok_and(|n| ids.contains(&n) && n.to_string() == id)
     };
     for name in order {
         let accounted = match name.strip_prefix("nwc/fused/").and_then(|b| b.strip_suffix(".bias")) {
@@ -233,7 +233,7 @@ impl Checkpoint {
     /// Hands the pages of matrix `id`'s stored fields back to the kernel (bounded memory).
     pub fn release_matrix(&self, id: u64) {
         for field in FIELD_TENSORS {
-            if let Some((f, t)) = self.get(&format!("nwc/{id}/{field}")) {
+            if let Some((f, t)) = self.get(&format!("nwc/{id}/{}", field.name())) {
                 f.release(t);
             }
         }

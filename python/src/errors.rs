@@ -4,7 +4,7 @@
 //! Python caller sees the same rule names as the `nwc` command prints.
 
 use nwc_container::ContainerError;
-use nwc_reference::exec::{ExecDecodeError, ExecFormatError};
+use nwc_reference::exec::{ExecDecodeError, ExecEncodeError, ExecFormatError};
 use nwc_reference::{DecodeError, EncodeError, FormatError, QuantizeError};
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -60,7 +60,7 @@ pub fn format_error(py: Python<'_>, e: &FormatError, context: Option<&Bound<'_, 
 }
 
 /// An error class of nwc.errors by name, raised with `message`.
-pub fn named(py: Python<'_>, class: &str, message: String) -> PyErr {
+fn named(py: Python<'_>, class: &str, message: String) -> PyErr {
     match errors_module(py).and_then(|m| m.getattr(class)) {
         Ok(cls) => PyErr::from_type(cls.downcast_into().expect("nwc.errors classes are types"), message),
         Err(e) => e,
@@ -87,6 +87,16 @@ pub fn exec_decode_error(py: Python<'_>, e: &ExecDecodeError) -> PyErr {
         Ok(PyErr::from_value(err))
     };
     build().unwrap_or_else(|err| err)
+}
+
+/// Building an execution layout failed (spec 20.12): a broken rule of the format-10 source as
+/// its FormatError, anything else (FP8, the shape, too many escapes) as `nwc.EncodeError`.
+pub fn exec_encode_error(py: Python<'_>, e: ExecEncodeError) -> PyErr {
+    match e {
+        ExecEncodeError::Source(d) => decode_error(py, &d),
+        ExecEncodeError::Limit(l) => named(py, "LimitError", l.to_string()),
+        other => named(py, "EncodeError", other.to_string()),
+    }
 }
 
 pub fn decode_error(py: Python<'_>, e: &DecodeError) -> PyErr {

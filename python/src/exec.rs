@@ -4,7 +4,7 @@
 //! released. Broken rules become `nwc.FormatError` subclasses named after the rules of 20.9.
 
 use crate::codec::decoded;
-use crate::errors::{decode_error, exec_decode_error, value_error};
+use crate::errors::{exec_decode_error, exec_encode_error, value_error};
 use numpy::{IntoPyArray, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use nwc_reference::exec::{decode_exec, encode_exec, parse_le_fields, ExecEncodeError, ExecField, ExecMatrix};
 use nwc_reference::{ElemType, Mode, Shape};
@@ -24,19 +24,12 @@ fn fields_dict(py: Python<'_>, m: ExecMatrix) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
-fn encode_error(py: Python<'_>, e: ExecEncodeError) -> PyErr {
-    match e {
-        ExecEncodeError::Source(d) => decode_error(py, &d),
-        other => crate::errors::named(py, "EncodeError", other.to_string()),
-    }
-}
-
 /// Spec 20.12.1: the canonical execution layout of a rows x cols matrix of BF16 words.
 #[pyfunction]
 pub fn exec_encode<'py>(py: Python<'py>, words: PyReadonlyArray2<'py, u16>) -> PyResult<Bound<'py, PyDict>> {
     let shape = Shape::new(words.shape()[0] as u64, words.shape()[1] as u64);
     let slice = words.as_slice().map_err(|_| value_error("the weights must be C-contiguous"))?;
-    let m = py.allow_threads(|| encode_exec(shape, slice)).map_err(|e| encode_error(py, e))?;
+    let m = py.allow_threads(|| encode_exec(shape, slice)).map_err(|e| exec_encode_error(py, e))?;
     fields_dict(py, m)
 }
 
@@ -52,13 +45,13 @@ pub fn exec_transcode<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     // Spec 20.12.3: refused from the mode code alone, before chapter 13 is checked.
     if Mode::from_code(mode_code).is_ok_and(|m| m.elem == ElemType::Fp8E4m3) {
-        return Err(encode_error(py, ExecEncodeError::Fp8));
+        return Err(exec_encode_error(py, ExecEncodeError::Fp8));
     }
     let d = decoded(py, mode_code, rows, cols, fields)?;
     let nwc_reference::Elements::Bf16(words) = d.elements else {
-        return Err(encode_error(py, ExecEncodeError::Fp8));
+        return Err(exec_encode_error(py, ExecEncodeError::Fp8));
     };
-    let exec = py.allow_threads(|| encode_exec(d.shape, &words)).map_err(|e| encode_error(py, e))?;
+    let exec = py.allow_threads(|| encode_exec(d.shape, &words)).map_err(|e| exec_encode_error(py, e))?;
     fields_dict(py, exec)
 }
 
@@ -77,11 +70,7 @@ fn field_bytes<'py>(fields: &Bound<'py, PyDict>, field: ExecField) -> PyResult<O
 /// cols matrix of BF16 words. `fields` holds each field's little-endian bytes.
 #[pyfunction]
 pub fn exec_decode<'py>(py: Python<'py>, rows: u64, cols: u64, fields: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyAny>> {
-    let arrays = ExecField::ALL.map(|f| field_bytes(fields, f));
-    let mut held = Vec::with_capacity(5);
-    for a in arrays {
-        held.push(a?);
-    }
+    let held = ExecField::ALL.into_iter().map(|f| field_bytes(fields, f)).collect::<PyResult<Vec<_>>>()?;
     let bytes: Vec<&[u8]> = held
         .iter()
         .map(|a| a.as_ref().map_or(Ok(&[][..]), |a| a.as_slice()))

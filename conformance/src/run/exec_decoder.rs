@@ -29,7 +29,7 @@ pub fn run(corpus: &Corpus, tool: &Tool) -> Report {
 
 /// Writes the directory a decoder reads: the vector's field files (a malformed vector may lack
 /// some) and summary.json with the shape as the manifest gives it (possibly out of range).
-pub fn write_exec_dir(dir: &Path, rows: u64, cols: u64, raw: &RawFields) -> std::io::Result<()> {
+fn write_exec_dir(dir: &Path, rows: u64, cols: u64, raw: &RawFields) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for field in ExecField::ALL {
         let key = field_key(field);

@@ -24,7 +24,7 @@ mod validate;
 pub use encode::{canonical_base, encode_exec, encode_exec_with_bases, exponent, transcode, transcode_with_limits};
 pub use error::{ExecDecodeError, ExecEncodeError, ExecField, ExecFormatError};
 pub use semantics::ExecDecoded;
-pub use validate::{check_canonical, decode_exec, decode_exec_with_limits, parse_le_fields, validate_exec, NonCanonical};
+pub use validate::{check_canonical, decode_exec, decode_exec_with_limits, non_canonical, parse_le_fields, validate_exec, NonCanonical};
 
 use crate::geometry::Shape;
 

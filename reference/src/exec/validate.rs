@@ -72,11 +72,17 @@ pub struct NonCanonical {
 /// Ok(Some(first row with another base)) when it is valid but not canonical.
 pub fn check_canonical(m: &ExecMatrix) -> Result<Option<NonCanonical>, ExecDecodeError> {
     let d = decode_exec(m)?;
+    Ok(non_canonical(m, &d))
+}
+
+/// Spec 20.11 on a layout already decoded (`d` from `m`): the first row whose base is not the
+/// canonical base of its weights (spec 20.8), if any.
+pub fn non_canonical(m: &ExecMatrix, d: &ExecDecoded) -> Option<NonCanonical> {
     let k = m.shape.cols as usize;
-    Ok(d.words.chunks_exact(k).zip(&m.base).enumerate().find_map(|(row, (w, &base))| {
+    d.words.chunks_exact(k).zip(&m.base).enumerate().find_map(|(row, (w, &base))| {
         let canonical = canonical_base(w);
         (canonical != base).then_some(NonCanonical { row: row as u64, base, canonical })
-    }))
+    })
 }
 
 /// Rule 20.9.2 for an [`ExecMatrix`] (`esc_start` counted in bytes, 4 per entry).
